@@ -1,0 +1,16 @@
+/* The application context every facade handler receives (req->app). */
+#pragma once
+
+#include "core/config.h"
+#include "core/exec.h"
+#include "http/server.h"
+
+struct app {
+        const struct config *cfg;
+        struct engine *engine;
+        struct http_server *srv;
+        uint64_t started_ms;
+};
+
+/* Route tables of the facades. */
+const struct route *api_runtime_routes(size_t *ret_n);

@@ -1,0 +1,206 @@
+#include "core/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/util.h"
+
+enum cfg_type { CFG_U64, CFG_STR, CFG_BOOL };
+
+struct cfg_opt {
+        const char *key;
+        enum cfg_type type;
+        size_t offset;
+        size_t size;       /* string capacity */
+        uint64_t def, min, max;
+        const char *sdef;
+        const char *doc;
+};
+
+#define U64(k, field, d, lo, hi, doc) \
+        { k, CFG_U64, offsetof(struct config, field), 0, d, lo, hi, NULL, doc }
+#define STR(k, field, d, doc) \
+        { k, CFG_STR, offsetof(struct config, field), sizeof(((struct config *)0)->field), 0, 0, 0, d, doc }
+#define BOOL(k, field, d, doc) \
+        { k, CFG_BOOL, offsetof(struct config, field), 0, d, 0, 1, NULL, doc }
+
+static const struct cfg_opt opts[] = {
+        STR("listen", listen, "127.0.0.1:8787", "HOST:PORT to listen on"),
+        STR("data_dir", data_dir, "./data", "where sandboxes, the store and run files live"),
+        STR("kernels_dir", kernels_dir, "", "language kernels (default: next to the binary's source tree)"),
+        STR("api_key", api_key, "", "bearer key required on every route but /health; env SANDBOXD_API_KEY"),
+        STR("log_level", log_level, "info", "debug | info | warn | error"),
+        STR("cgroup", cgroup, "auto", "auto | v1 | v2 | none"),
+        BOOL("insecure", insecure, 0, "allow a non-loopback listen address without an API key"),
+        U64("http.threads", http_threads, 4, 1, 64, "HTTP polling threads"),
+        U64("http.max_connections", http_max_connections, 4096, 16, 65536, "open connections at once"),
+        U64("http.timeout_s", http_timeout_s, 30, 1, 3600, "idle/read timeout per connection"),
+        U64("http.header_bytes", http_header_bytes, 32 * KiB, 4 * KiB, 1 * MiB, "per-connection header memory"),
+        U64("exec.workers", exec_workers, 8, 1, 1024, "executions running at once"),
+        U64("exec.queue", exec_queue, 64, 0, 100000, "executions waiting before 503 + Retry-After"),
+        U64("exec.drain_timeout_ms", drain_timeout_ms, 30000, 0, 3600000, "SIGTERM waits this long for in-flight work"),
+        U64("limits.code_bytes", code_bytes, 64 * KiB, 1, 16 * MiB, "code size (UTF-8 bytes) → 413"),
+        U64("limits.request_bytes", request_bytes, 96 * KiB, 1 * KiB, 64 * MiB, "request body → 413"),
+        U64("limits.files_request_bytes", files_request_bytes, 4 * MiB, 1 * KiB, 256 * MiB, "/files request body → 413"),
+        U64("limits.cpu_ms", cpu_ms, 10000, 10, 3600000, "CPU time per execution (fuel: 1 unit = 1 CPU µs)"),
+        U64("limits.wall_ms", wall_ms, 30000, 10, 3600000, "wall clock per execution"),
+        U64("limits.memory_bytes", memory_bytes, 256 * MiB, 16 * MiB, 64 * GiB, "memory (cgroup) per execution"),
+        U64("limits.pids", pids, 64, 4, 65536, "processes+threads per execution"),
+        U64("limits.output_bytes", output_bytes, 32 * KiB, 1 * KiB, 64 * MiB, "stdout+stderr bytes"),
+        U64("limits.output_entries", output_entries, 200, 1, 1000000, "stdout+stderr lines"),
+        U64("limits.result_bytes", result_bytes, 64 * KiB, 1 * KiB, 64 * MiB, "result size"),
+        U64("limits.file_bytes", file_bytes, 1 * MiB, 4 * KiB, 16 * GiB, "largest file a guest may write (RLIMIT_FSIZE)"),
+        U64("limits.nofile", nofile, 256, 16, 65536, "open files per process"),
+        U64("limits.tmp_bytes", tmp_bytes, 64 * MiB, 1 * MiB, 16 * GiB, "private /tmp size (counts toward memory)"),
+        U64("limits.tmp_inodes", tmp_inodes, 4096, 64, 1000000, "private /tmp inodes"),
+        U64("limits.workspace_bytes", workspace_bytes, 16 * MiB, 64 * KiB, 64 * GiB, "workspace quota"),
+        U64("limits.workspace_inodes", workspace_inodes, 4096, 16, 10000000, "workspace entries"),
+        U64("sandbox.idle_ttl_ms", idle_ttl_ms, 86400000, 0, UINT64_MAX / 2, "idle sandbox expiry; 0 disables"),
+        U64("sandbox.max_contexts", max_contexts, 8, 1, 64, "code contexts per sandbox"),
+        U64("sandbox.max_resident_contexts", max_resident_contexts, 32, 1, 100000, "live context interpreters before LRU eviction"),
+};
+
+static void *field(struct config *c, const struct cfg_opt *o)
+{
+        return (char *)c + o->offset;
+}
+
+static int set_string(char *dst, size_t cap, const char *v)
+{
+        size_t n = strlen(v);
+        if (n >= cap)
+                return -ERANGE;
+        memcpy(dst, v, n + 1);
+        return 0;
+}
+
+void config_defaults(struct config *c)
+{
+        memset(c, 0, sizeof(*c));
+        for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+                const struct cfg_opt *o = &opts[i];
+                if (o->type == CFG_U64)
+                        *(uint64_t *)field(c, o) = o->def;
+                else if (o->type == CFG_BOOL)
+                        *(bool *)field(c, o) = o->def != 0;
+                else
+                        set_string(field(c, o), o->size, o->sdef);
+        }
+}
+
+int config_parse_u64(const char *s, uint64_t *ret)
+{
+        if (!s || !isdigit((unsigned char)*s))
+                return -EINVAL;
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno)
+                return -ERANGE;
+        uint64_t mul = 1;
+        switch (toupper((unsigned char)*end)) {
+        case 'K': mul = KiB; end++; break;
+        case 'M': mul = MiB; end++; break;
+        case 'G': mul = GiB; end++; break;
+        default: break;
+        }
+        if (*end == 'i' || *end == 'B')
+                end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+        if (*end != '\0')
+                return -EINVAL;
+        if (v > UINT64_MAX / mul)
+                return -ERANGE;
+        *ret = v * mul;
+        return 0;
+}
+
+static int parse_bool(const char *v, bool *ret)
+{
+        if (!strcasecmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"))
+                *ret = true;
+        else if (!strcasecmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off"))
+                *ret = false;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+int config_set(struct config *c, const char *key, const char *value)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+                const struct cfg_opt *o = &opts[i];
+                if (strcmp(o->key, key) != 0)
+                        continue;
+                if (o->type == CFG_STR)
+                        return set_string(field(c, o), o->size, value);
+                if (o->type == CFG_BOOL)
+                        return parse_bool(value, field(c, o));
+                uint64_t v;
+                int r = config_parse_u64(value, &v);
+                if (r < 0)
+                        return r;
+                if (v < o->min || v > o->max)
+                        return -ERANGE;
+                *(uint64_t *)field(c, o) = v;
+                return 0;
+        }
+        return -ENOENT;
+}
+
+static char *trim(char *s)
+{
+        while (isspace((unsigned char)*s))
+                s++;
+        size_t n = strlen(s);
+        while (n > 0 && isspace((unsigned char)s[n - 1]))
+                s[--n] = '\0';
+        return s;
+}
+
+int config_load_file(struct config *c, const char *path, int *ret_line)
+{
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        char line[8192];
+        int lineno = 0, r = 0;
+        while (fgets(line, sizeof(line), f)) {
+                lineno++;
+                char *hash = strchr(line, '#');
+                if (hash)
+                        *hash = '\0';
+                char *s = trim(line);
+                if (*s == '\0')
+                        continue;
+                char *eq = strchr(s, '=');
+                if (!eq) {
+                        r = -EINVAL;
+                        break;
+                }
+                *eq = '\0';
+                if ((r = config_set(c, trim(s), trim(eq + 1))) < 0)
+                        break;
+        }
+        fclose(f);
+        if (r < 0 && ret_line)
+                *ret_line = lineno;
+        return r;
+}
+
+void config_print_table(FILE *f)
+{
+        fprintf(f, "| key | default | bounds | meaning |\n| --- | --- | --- | --- |\n");
+        for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
+                const struct cfg_opt *o = &opts[i];
+                if (o->type == CFG_U64)
+                        fprintf(f, "| `%s` | %llu | %llu … %llu | %s |\n", o->key, (unsigned long long)o->def,
+                                (unsigned long long)o->min, (unsigned long long)o->max, o->doc);
+                else if (o->type == CFG_BOOL)
+                        fprintf(f, "| `%s` | %s | bool | %s |\n", o->key, o->def ? "true" : "false", o->doc);
+                else
+                        fprintf(f, "| `%s` | `%s` | string | %s |\n", o->key, o->sdef, o->doc);
+        }
+}

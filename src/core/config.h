@@ -1,0 +1,60 @@
+/* All tunables in one table (house style R9): each has a default and bounds.
+ * Read from --config FILE (key = value lines), then --set key=value and the
+ * dedicated command-line flags. docs/limits.md documents every key. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct config {
+        char listen[256];
+        char data_dir[4096];
+        char kernels_dir[4096];
+        char api_key[256];
+        char log_level[16];
+        char cgroup[8];           /* auto | v1 | v2 | none */
+        bool insecure;
+
+        uint64_t http_threads;
+        uint64_t http_max_connections;
+        uint64_t http_timeout_s;
+        uint64_t http_header_bytes;
+
+        uint64_t exec_workers;    /* concurrent executions */
+        uint64_t exec_queue;      /* waiting executions before 503 */
+        uint64_t drain_timeout_ms;
+
+        uint64_t code_bytes;
+        uint64_t request_bytes;
+        uint64_t files_request_bytes;
+        uint64_t cpu_ms;
+        uint64_t wall_ms;
+        uint64_t memory_bytes;
+        uint64_t pids;
+        uint64_t output_bytes;
+        uint64_t output_entries;
+        uint64_t result_bytes;
+        uint64_t file_bytes;
+        uint64_t nofile;
+        uint64_t tmp_bytes;
+        uint64_t tmp_inodes;
+        uint64_t workspace_bytes;
+        uint64_t workspace_inodes;
+
+        uint64_t idle_ttl_ms;
+        uint64_t max_contexts;
+        uint64_t max_resident_contexts;
+};
+
+/* Fills every field with its default. */
+void config_defaults(struct config *c);
+/* Sets one key from its textual value, checking type and bounds.
+ * Returns 0, -ENOENT for an unknown key, -EINVAL/-ERANGE for a bad value. */
+int config_set(struct config *c, const char *key, const char *value);
+/* Parses "key = value" lines ('#' comments). ret_line gets the failing line. */
+int config_load_file(struct config *c, const char *path, int *ret_line);
+/* Writes the table as markdown rows (used to keep docs/limits.md honest). */
+void config_print_table(FILE *f);
+/* Parses sizes like "64K", "16M", "1G" or plain numbers. */
+int config_parse_u64(const char *s, uint64_t *ret);

@@ -1,0 +1,673 @@
+#include "core/exec.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "core/log.h"
+
+/* How often CPU usage is sampled while a request runs. */
+#define CPU_TICK_MS 20
+/* After the kernel is gone, how long to wait for pipes to reach EOF. */
+#define DRAIN_MS 1000
+
+struct kproc {
+        struct engine *engine;
+        const struct runtime *rt;
+        struct jail_proc jp;
+        int out_fd, err_fd, ctl_fd; /* daemon ends, non-blocking */
+        bool once;
+        bool alive;
+        struct buf ctl_in;          /* partial control-channel input */
+        struct kproc *prev, *next;  /* engine's live list */
+};
+
+struct engine {
+        struct config cfg;
+        struct jail_ctx jail;
+        pthread_mutex_t lock;
+        uint64_t seq;
+        struct kproc *live;
+        size_t nlive;
+};
+
+int engine_new(const struct config *cfg, struct engine **ret, const char **ret_err)
+{
+        struct engine *e = calloc(1, sizeof(*e));
+        if (!e)
+                return -ENOMEM;
+        e->cfg = *cfg;
+        pthread_mutex_init(&e->lock, NULL);
+        char run_dir[4200];
+        snprintf(run_dir, sizeof(run_dir), "%s/run", cfg->data_dir);
+        int force = -1;
+        if (strcmp(cfg->cgroup, "v1") == 0)
+                force = CGROUP_V1;
+        else if (strcmp(cfg->cgroup, "v2") == 0)
+                force = CGROUP_V2;
+        else if (strcmp(cfg->cgroup, "none") == 0)
+                force = CGROUP_NONE;
+        int r = jail_ctx_init(&e->jail, run_dir, cfg->kernels_dir, force, ret_err);
+        if (r < 0) {
+                jail_ctx_done(&e->jail);
+                pthread_mutex_destroy(&e->lock);
+                free(e);
+                return r;
+        }
+        *ret = e;
+        return 0;
+}
+
+void engine_free(struct engine *e)
+{
+        if (!e)
+                return;
+        engine_kill_all(e);
+        jail_ctx_done(&e->jail);
+        pthread_mutex_destroy(&e->lock);
+        free(e);
+}
+
+const struct config *engine_config(const struct engine *e)
+{
+        return &e->cfg;
+}
+
+enum cgroup_backend engine_cgroup_backend(const struct engine *e)
+{
+        return cgroup_root_backend(e->jail.cgroot);
+}
+
+void engine_kill_all(struct engine *e)
+{
+        pthread_mutex_lock(&e->lock);
+        for (struct kproc *k = e->live; k; k = k->next)
+                jail_kill(&k->jp);
+        pthread_mutex_unlock(&e->lock);
+}
+
+size_t engine_live_count(struct engine *e)
+{
+        pthread_mutex_lock(&e->lock);
+        size_t n = e->nlive;
+        pthread_mutex_unlock(&e->lock);
+        return n;
+}
+
+static void engine_track(struct engine *e, struct kproc *k)
+{
+        pthread_mutex_lock(&e->lock);
+        k->next = e->live;
+        if (e->live)
+                e->live->prev = k;
+        e->live = k;
+        e->nlive++;
+        pthread_mutex_unlock(&e->lock);
+}
+
+static void engine_untrack(struct engine *e, struct kproc *k)
+{
+        pthread_mutex_lock(&e->lock);
+        if (k->prev)
+                k->prev->next = k->next;
+        else if (e->live == k)
+                e->live = k->next;
+        if (k->next)
+                k->next->prev = k->prev;
+        k->prev = k->next = NULL;
+        e->nlive--;
+        pthread_mutex_unlock(&e->lock);
+}
+
+void exec_limits_from_config(const struct config *cfg, struct exec_limits *ret)
+{
+        *ret = (struct exec_limits){
+                .cpu_ms = cfg->cpu_ms,
+                .wall_ms = cfg->wall_ms,
+                .memory_bytes = cfg->memory_bytes,
+                .pids = cfg->pids,
+                .output_bytes = cfg->output_bytes,
+                .output_entries = cfg->output_entries,
+                .result_bytes = cfg->result_bytes,
+        };
+}
+
+void exec_outcome_done(struct exec_outcome *o)
+{
+        json_decref(o->response);
+        buf_free(&o->out);
+        buf_free(&o->err);
+        *o = (struct exec_outcome){ 0 };
+}
+
+size_t exec_base_env(const struct runtime *rt, const char **out, size_t max)
+{
+        static const char *const base[] = {
+                "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8",
+                "LC_ALL=C.UTF-8", "TMPDIR=/tmp", "USER=sandbox",
+        };
+        size_t n = 0;
+        for (size_t i = 0; i < ARRAY_SIZE(base) && n + 1 < max; i++)
+                out[n++] = base[i];
+        for (size_t i = 0; i < ARRAY_SIZE(rt->extra_env) && rt->extra_env[i] && n + 1 < max; i++)
+                out[n++] = rt->extra_env[i];
+        out[n] = NULL;
+        return n;
+}
+
+static int set_nonblock(int fd)
+{
+        int fl = fcntl(fd, F_GETFL);
+        return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
+}
+
+static void close_pair(int p[2])
+{
+        for (int i = 0; i < 2; i++)
+                if (p[i] >= 0)
+                        close(p[i]);
+}
+
+int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
+                const char *workspace_dir, const struct exec_limits *lim, struct kproc **ret,
+                const char **ret_err)
+{
+        int out[2] = { -1, -1 }, err[2] = { -1, -1 }, ctl[2] = { -1, -1 }, r;
+        char scratch[512], cgname[64];
+        struct jail_spec spec = { .workspace_dir = workspace_dir };
+        const struct config *cfg = &e->cfg;
+
+        *ret_err = "argv";
+        unsigned heap_mb = (unsigned)(lim->memory_bytes / MiB * 3 / 4);
+        r = runtime_build_argv(rt, mode, heap_mb ? heap_mb : 64, spec.argv, JAIL_MAX_ARGS, scratch,
+                               sizeof(scratch));
+        if (r < 0)
+                return r;
+        exec_base_env(rt, spec.envp, JAIL_MAX_ENV);
+
+        pthread_mutex_lock(&e->lock);
+        snprintf(cgname, sizeof(cgname), "x%llu", (unsigned long long)++e->seq);
+        pthread_mutex_unlock(&e->lock);
+        spec.cgroup_name = cgname;
+        spec.limits = (struct jail_limits){
+                .memory_bytes = lim->memory_bytes,
+                .pids = lim->pids,
+                /* Backstop only: the daemon samples cgroup CPU and kills first. */
+                .cpu_seconds = lim->cpu_ms / 1000 + 2,
+                .file_bytes = cfg->file_bytes,
+                .nofile = cfg->nofile,
+                .tmp_bytes = cfg->tmp_bytes,
+                .tmp_inodes = cfg->tmp_inodes,
+                .workspace_bytes = cfg->workspace_bytes,
+                .workspace_inodes = cfg->workspace_inodes,
+        };
+
+        *ret_err = "pipes";
+        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+            socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        spec.stdout_fd = out[1];
+        spec.stderr_fd = err[1];
+        spec.ctl_fd = ctl[1];
+
+        struct kproc *k = calloc(1, sizeof(*k));
+        if (!k) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        r = jail_spawn(&e->jail, &spec, &k->jp, ret_err);
+        if (r < 0) {
+                free(k);
+                goto fail;
+        }
+        close(out[1]);
+        close(err[1]);
+        close(ctl[1]);
+        *k = (struct kproc){
+                .engine = e, .rt = rt, .jp = k->jp, .out_fd = out[0], .err_fd = err[0],
+                .ctl_fd = ctl[0], .once = strcmp(mode, "once") == 0, .alive = true,
+        };
+        buf_init(&k->ctl_in, lim->result_bytes * 8 + 1 * MiB);
+        set_nonblock(k->out_fd);
+        set_nonblock(k->err_fd);
+        set_nonblock(k->ctl_fd);
+        engine_track(e, k);
+        *ret = k;
+        return 0;
+fail:
+        close_pair(out);
+        close_pair(err);
+        close_pair(ctl);
+        return r;
+}
+
+bool kproc_alive(const struct kproc *kp)
+{
+        return kp && kp->alive;
+}
+
+static void kproc_reap(struct kproc *kp, int *ret_status)
+{
+        if (!kp->alive)
+                return;
+        jail_kill(&kp->jp);
+        jail_reap(&kp->jp, ret_status);
+        kp->alive = false;
+}
+
+void kproc_free(struct kproc *kp)
+{
+        if (!kp)
+                return;
+        kproc_reap(kp, NULL);
+        engine_untrack(kp->engine, kp);
+        jail_proc_release(&kp->jp);
+        close(kp->out_fd);
+        close(kp->err_fd);
+        close(kp->ctl_fd);
+        buf_free(&kp->ctl_in);
+        free(kp);
+}
+
+json_t *exec_build_request(const char *code, json_t *env, const char *cwd, bool typescript,
+                           uint64_t result_limit, bool replay)
+{
+        json_t *req = json_object();
+        json_object_set_new(req, "code", json_string(code));
+        json_object_set_new(req, "env", env ? json_incref(env) : json_object());
+        json_object_set_new(req, "cwd", json_string(cwd ? cwd : JAIL_WORKSPACE));
+        json_object_set_new(req, "resultLimit", json_integer((json_int_t)result_limit));
+        json_object_set_new(req, "typescript", json_boolean(typescript));
+        json_object_set_new(req, "replay", json_boolean(replay));
+        return req;
+}
+
+/* State of one kproc_run() loop. */
+struct run_state {
+        struct kproc *kp;
+        const struct exec_limits *lim;
+        struct exec_outcome *o;
+        char *pending;        /* request bytes not yet written */
+        size_t pending_len, pending_off;
+        uint64_t start_ns, deadline_ns, cpu_base;
+        uint64_t newlines;
+        bool out_eof, err_eof;
+};
+
+static bool output_over_limit(struct run_state *s)
+{
+        size_t bytes = s->o->out.len + s->o->err.len;
+        return bytes > s->lim->output_bytes || s->newlines > s->lim->output_entries;
+}
+
+static void hit_limit(struct run_state *s, enum exec_limit l)
+{
+        if (s->o->limit == EXEC_LIMIT_NONE)
+                s->o->limit = l;
+        jail_kill(&s->kp->jp);
+}
+
+/* Reads what a guest pipe has; returns false at EOF. Bytes past the output
+ * limit are dropped (the run is being killed anyway). */
+static bool read_guest_pipe(struct run_state *s, int fd, struct buf *b)
+{
+        char tmp[16384];
+        for (;;) {
+                ssize_t n = read(fd, tmp, sizeof(tmp));
+                if (n < 0)
+                        return errno == EAGAIN || errno == EINTR;
+                if (n == 0)
+                        return false;
+                for (ssize_t i = 0; i < n; i++)
+                        s->newlines += tmp[i] == '\n';
+                size_t room = b->max > b->len ? b->max - b->len : 0;
+                buf_append(b, tmp, (size_t)n < room ? (size_t)n : room);
+                if (output_over_limit(s))
+                        hit_limit(s, EXEC_LIMIT_OUTPUT);
+        }
+}
+
+/* Parses complete control lines; sets o->response on the first answer. */
+static int parse_ctl_lines(struct run_state *s)
+{
+        struct buf *in = &s->kp->ctl_in;
+        char *nl;
+        while (!s->o->response && in->len && (nl = memchr(in->data, '\n', in->len))) {
+                size_t linelen = (size_t)(nl - in->data);
+                json_error_t jerr;
+                json_t *msg = json_loadb(in->data, linelen, 0, &jerr);
+                memmove(in->data, nl + 1, in->len - linelen - 1);
+                in->len -= linelen + 1;
+                if (!msg || !json_is_object(msg)) {
+                        json_decref(msg);
+                        return -EPROTO;
+                }
+                if (json_object_get(msg, "ready")) {
+                        json_decref(msg);
+                        continue;
+                }
+                s->o->response = msg;
+        }
+        return 0;
+}
+
+static int read_ctl(struct run_state *s)
+{
+        char tmp[16384];
+        for (;;) {
+                ssize_t n = read(s->kp->ctl_fd, tmp, sizeof(tmp));
+                if (n < 0)
+                        return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+                if (n == 0)
+                        return -EPIPE;
+                if (buf_append(&s->kp->ctl_in, tmp, (size_t)n) < 0)
+                        return -EMSGSIZE;
+                int r = parse_ctl_lines(s);
+                if (r < 0 || s->o->response)
+                        return r;
+        }
+}
+
+static void write_pending(struct run_state *s)
+{
+        while (s->pending_off < s->pending_len) {
+                ssize_t n = write(s->kp->ctl_fd, s->pending + s->pending_off, s->pending_len - s->pending_off);
+                if (n < 0) {
+                        if (errno != EAGAIN && errno != EINTR)
+                                s->pending_off = s->pending_len; /* kernel gone; exit path reports it */
+                        return;
+                }
+                s->pending_off += (size_t)n;
+        }
+}
+
+static void check_cpu_and_wall(struct run_state *s)
+{
+        struct cgroup_usage u = { 0 };
+        uint64_t now = now_ns();
+        if (now >= s->deadline_ns) {
+                hit_limit(s, EXEC_LIMIT_WALL);
+                return;
+        }
+        if (s->kp->jp.cg && cgroup_read_usage(s->kp->jp.cg, &u) == 0 &&
+            u.cpu_ns - s->cpu_base > s->lim->cpu_ms * 1000000ULL)
+                hit_limit(s, EXEC_LIMIT_CPU);
+}
+
+/* After the kernel exited, its pipes reach EOF as soon as the pid namespace
+ * is torn down; wait briefly for that so no output is lost. */
+static void drain_after_exit(struct run_state *s)
+{
+        uint64_t until = now_ns() + DRAIN_MS * 1000000ULL;
+        while ((!s->out_eof || !s->err_eof) && now_ns() < until) {
+                struct pollfd p[2] = { { s->kp->out_fd, POLLIN, 0 }, { s->kp->err_fd, POLLIN, 0 } };
+                if (s->out_eof)
+                        p[0].fd = -1;
+                if (s->err_eof)
+                        p[1].fd = -1;
+                if (poll(p, 2, 50) < 0 && errno != EINTR)
+                        break;
+                if (!s->out_eof && p[0].revents)
+                        s->out_eof = !read_guest_pipe(s, s->kp->out_fd, &s->o->out);
+                if (!s->err_eof && p[1].revents)
+                        s->err_eof = !read_guest_pipe(s, s->kp->err_fd, &s->o->err);
+        }
+}
+
+static int run_loop(struct run_state *s)
+{
+        struct kproc *kp = s->kp;
+        uint64_t next_tick = now_ns() + CPU_TICK_MS * 1000000ULL;
+        for (;;) {
+                bool answered = s->o->response != NULL;
+                if (answered && !kp->once)
+                        return 0;
+                struct pollfd p[4] = {
+                        { s->out_eof ? -1 : kp->out_fd, POLLIN, 0 },
+                        { s->err_eof ? -1 : kp->err_fd, POLLIN, 0 },
+                        { answered ? -1 : kp->ctl_fd, POLLIN | (s->pending_off < s->pending_len ? POLLOUT : 0), 0 },
+                        { kp->jp.pidfd, POLLIN, 0 },
+                };
+                uint64_t now = now_ns();
+                int timeout = next_tick > now ? (int)((next_tick - now) / 1000000ULL) + 1 : 0;
+                int n = poll(p, 4, timeout);
+                if (n < 0 && errno != EINTR)
+                        return -errno;
+                if (now_ns() >= next_tick) {
+                        check_cpu_and_wall(s);
+                        next_tick = now_ns() + CPU_TICK_MS * 1000000ULL;
+                }
+                if (n <= 0)
+                        continue;
+                if (p[0].revents)
+                        s->out_eof = !read_guest_pipe(s, kp->out_fd, &s->o->out);
+                if (p[1].revents)
+                        s->err_eof = !read_guest_pipe(s, kp->err_fd, &s->o->err);
+                if (p[2].revents & POLLOUT)
+                        write_pending(s);
+                if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+                        int r = read_ctl(s);
+                        if (r == -EPROTO || r == -EMSGSIZE)
+                                hit_limit(s, EXEC_LIMIT_NONE); /* kernel misbehaved */
+                }
+                if (p[3].revents) {
+                        s->o->died = true;
+                        return 0;
+                }
+        }
+}
+
+static void finish_usage(struct run_state *s)
+{
+        struct cgroup_usage u = { 0 };
+        if (s->kp->jp.cg && cgroup_read_usage(s->kp->jp.cg, &u) == 0) {
+                s->o->cpu_ns = u.cpu_ns - s->cpu_base;
+                s->o->memory_peak = u.memory_peak;
+                if (u.oom_kills > 0 && s->o->limit == EXEC_LIMIT_NONE && (s->o->died || !s->o->response))
+                        s->o->limit = EXEC_LIMIT_MEMORY;
+                if (u.pids_max_hits > 0 && s->o->limit == EXEC_LIMIT_NONE)
+                        s->o->limit = EXEC_LIMIT_PIDS;
+        }
+}
+
+int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
+              struct exec_outcome *ret)
+{
+        struct exec_outcome *o = ret;
+        *o = (struct exec_outcome){ 0 };
+        buf_init(&o->out, lim->output_bytes + 1);
+        buf_init(&o->err, lim->output_bytes + 1);
+        if (!kp->alive)
+                return -ESRCH;
+
+        char *line = json_dumps(request, JSON_COMPACT);
+        if (!line)
+                return -ENOMEM;
+        size_t len = strlen(line);
+        char *pending = malloc(len + 2);
+        if (!pending) {
+                free(line);
+                return -ENOMEM;
+        }
+        memcpy(pending, line, len);
+        pending[len] = '\n';
+        free(line);
+
+        struct cgroup_usage u0 = { 0 };
+        if (kp->jp.cg) {
+                cgroup_reset(kp->jp.cg);
+                cgroup_read_usage(kp->jp.cg, &u0);
+        }
+        struct run_state s = {
+                .kp = kp, .lim = lim, .o = o, .pending = pending, .pending_len = len + 1,
+                .start_ns = now_ns(), .cpu_base = u0.cpu_ns,
+        };
+        s.deadline_ns = s.start_ns + lim->wall_ms * 1000000ULL;
+        write_pending(&s);
+        int r = run_loop(&s);
+        free(pending);
+        o->duration_ns = now_ns() - s.start_ns;
+        if (o->died || o->limit != EXEC_LIMIT_NONE || r < 0) {
+                jail_kill(&kp->jp);
+                drain_after_exit(&s);
+                finish_usage(&s);
+                kproc_reap(kp, &o->exit_status);
+                o->died = true;
+        } else {
+                /* Output written before the answer is already in the pipes. */
+                read_guest_pipe(&s, kp->out_fd, &o->out);
+                read_guest_pipe(&s, kp->err_fd, &o->err);
+                finish_usage(&s);
+        }
+        return r;
+}
+
+static json_t *split_lines(const struct buf *b)
+{
+        json_t *arr = json_array();
+        size_t start = 0;
+        char *tmp = malloc(b->len * 3 + 1);
+        if (!tmp)
+                return arr;
+        for (size_t i = 0; i <= b->len; i++) {
+                bool end = i == b->len;
+                if (!end && b->data[i] != '\n')
+                        continue;
+                if (end && i == start)
+                        break; /* trailing empty piece */
+                size_t n = utf8_sanitize(b->data + start, i - start, tmp);
+                json_array_append_new(arr, json_stringn(tmp, n));
+                start = i + 1;
+        }
+        free(tmp);
+        return arr;
+}
+
+static json_t *limit_error(enum exec_limit l, const struct exec_limits *lim)
+{
+        char msg[256];
+        switch (l) {
+        case EXEC_LIMIT_CPU:
+                snprintf(msg, sizeof(msg), "Execution fuel exhausted: CPU time limit of %llu ms exceeded",
+                         (unsigned long long)lim->cpu_ms);
+                break;
+        case EXEC_LIMIT_WALL:
+                snprintf(msg, sizeof(msg), "Wall-clock time limit of %llu ms exceeded",
+                         (unsigned long long)lim->wall_ms);
+                break;
+        case EXEC_LIMIT_MEMORY:
+                snprintf(msg, sizeof(msg), "Memory limit of %llu MiB exceeded",
+                         (unsigned long long)(lim->memory_bytes / MiB));
+                break;
+        case EXEC_LIMIT_OUTPUT:
+                snprintf(msg, sizeof(msg), "Output limit exceeded (%llu bytes or %llu lines of stdout+stderr)",
+                         (unsigned long long)lim->output_bytes, (unsigned long long)lim->output_entries);
+                break;
+        case EXEC_LIMIT_PIDS:
+                snprintf(msg, sizeof(msg), "Process limit of %llu processes/threads exceeded",
+                         (unsigned long long)lim->pids);
+                break;
+        case EXEC_LIMIT_NONE:
+        case _EXEC_LIMIT_MAX:
+        default:
+                snprintf(msg, sizeof(msg), "Execution limit exceeded");
+                break;
+        }
+        return json_pack("{s:s, s:s, s:[]}", "name", "ExecutionLimitError", "message", msg, "traceback");
+}
+
+static json_t *died_error(int status)
+{
+        char msg[128];
+        if (WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) > 128))
+                snprintf(msg, sizeof(msg), "The interpreter was killed by signal %d",
+                         WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status) - 128);
+        else
+                snprintf(msg, sizeof(msg), "The interpreter exited with status %d before answering",
+                         WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return json_pack("{s:s, s:s, s:[]}", "name", "EngineError", "message", msg, "traceback");
+}
+
+/* The error to report: a limit wins over whatever the guest saw, because a
+ * pids limit typically surfaces in the guest as a confusing EAGAIN error. */
+static json_t *outcome_error(const struct exec_outcome *o, const struct exec_limits *lim)
+{
+        json_t *guest = o->response ? json_object_get(o->response, "error") : NULL;
+        bool guest_failed = guest && !json_is_null(guest);
+        if (o->limit == EXEC_LIMIT_PIDS && !guest_failed && !o->died)
+                return NULL;
+        if (o->limit != EXEC_LIMIT_NONE)
+                return limit_error(o->limit, lim);
+        if (guest_failed)
+                return json_incref(guest);
+        if (!o->response) {
+                /* Exiting on purpose with status 0 (sys.exit(0), process.exit())
+                 * is a run without a result, not an engine failure. */
+                if (WIFEXITED(o->exit_status) && WEXITSTATUS(o->exit_status) == 0)
+                        return NULL;
+                return died_error(o->exit_status);
+        }
+        return NULL;
+}
+
+json_t *exec_result_json(const struct runtime *rt, const char *code, const struct exec_outcome *o,
+                         const struct exec_limits *lim)
+{
+        json_t *error = outcome_error(o, lim);
+        json_t *results = NULL;
+        if (!error && o->response)
+                results = json_incref(json_object_get(o->response, "results"));
+        if (!json_is_array(results)) {
+                json_decref(results);
+                results = json_array();
+        }
+        json_t *res = json_pack("{s:s, s:s, s:s, s:f, s:{s:o, s:o}, s:o}", "code", code, "language", rt->id,
+                                "engine", rt->engine, "durationMs", (double)o->duration_ns / 1e6, "logs",
+                                "stdout", split_lines(&o->out), "stderr", split_lines(&o->err), "results",
+                                results);
+        if (!res) {
+                json_decref(error);
+                return NULL;
+        }
+        if (error)
+                json_object_set_new(res, "error", error);
+        json_object_set_new(res, "usage",
+                            json_pack("{s:I, s:I, s:I}", "fuelConsumed", (json_int_t)(o->cpu_ns / 1000),
+                                      "fuelLimit", (json_int_t)(lim->cpu_ms * 1000), "memoryBytes",
+                                      (json_int_t)o->memory_peak));
+        return res;
+}
+
+json_t *exec_stateless(struct engine *e, const struct runtime *rt, const char *code, json_t *env,
+                       bool typescript, const char **ret_err)
+{
+        struct exec_limits lim;
+        struct kproc *kp = NULL;
+        exec_limits_from_config(&e->cfg, &lim);
+        int r = kproc_spawn(e, rt, "once", NULL, &lim, &kp, ret_err);
+        if (r < 0) {
+                log_error_errno(r, "msg=\"spawn failed\" lang=%s step=%s", rt->id, *ret_err);
+                return NULL;
+        }
+        json_t *req = exec_build_request(code, env, JAIL_WORKSPACE, typescript, lim.result_bytes, false);
+        struct exec_outcome o;
+        r = kproc_run(kp, req, &lim, &o);
+        json_decref(req);
+        json_t *res = NULL;
+        if (r < 0) {
+                *ret_err = "run";
+                log_error_errno(r, "msg=\"execution failed\" lang=%s", rt->id);
+        } else {
+                res = exec_result_json(rt, code, &o, &lim);
+        }
+        exec_outcome_done(&o);
+        kproc_free(kp);
+        return res;
+}

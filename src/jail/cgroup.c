@@ -1,0 +1,814 @@
+#include "jail/cgroup.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "core/util.h"
+
+/* Controllers we use. On v1 the CPU one is "cpuacct" (accounting only; it is
+ * often a separate hierarchy from "cpu"), on v2 it is "cpu". */
+enum cg_ctrl { CG_MEMORY, CG_PIDS, CG_CPU, _CG_CTRL_MAX };
+#define CG_BIT(c) (1U << (c))
+
+static const char *const v1_names[_CG_CTRL_MAX] = { "memory", "pids", "cpuacct" };
+static const char *const v2_names[_CG_CTRL_MAX] = { "memory", "pids", "cpu" };
+
+/* A task killed with SIGKILL stays in its group until it has finished
+ * exiting (freeing a large address space takes milliseconds), so emptiness
+ * is polled for a bounded time: KILL_ROUNDS x POLL_NS = 2 s. */
+#define KILL_ROUNDS 2000
+#define POLL_NS 1000000L
+
+/* One directory per hierarchy; on v1 a hierarchy may carry several of our
+ * controllers (e.g. "cpu,cpuacct" co-mounted), so ctrls is a bitmask. On v2
+ * there is a single entry and ctrls says which controllers are enabled. */
+struct cg_hier {
+        char *path;
+        unsigned ctrls;
+};
+
+struct cgroup_root {
+        enum cgroup_backend backend;
+        size_t n;
+        struct cg_hier h[_CG_CTRL_MAX];
+};
+
+struct cgroup {
+        enum cgroup_backend backend;
+        size_t n; /* hierarchies whose directory we created */
+        struct cg_hier h[_CG_CTRL_MAX];
+        int peak_fd;              /* v2 memory.peak: resets are per open file */
+        struct cgroup_usage base; /* cumulative counters at the last reset */
+};
+
+static void sleep_poll(void)
+{
+        struct timespec ts = { 0, POLL_NS };
+        nanosleep(&ts, NULL);
+}
+
+static int join_path(char buf[static PATH_MAX], const char *dir, const char *file)
+{
+        int n = snprintf(buf, PATH_MAX, "%s/%s", dir, file);
+        return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
+}
+
+static int cg_write(const char *dir, const char *file, const char *value)
+{
+        char p[PATH_MAX];
+        int r = join_path(p, dir, file);
+        return r < 0 ? r : write_string_file(p, value);
+}
+
+static int cg_write_u64(const char *dir, const char *file, uint64_t v)
+{
+        char s[32];
+        snprintf(s, sizeof(s), "%llu", (unsigned long long)v);
+        return cg_write(dir, file, s);
+}
+
+/* True when word is an element of a list separated by sep ("rw,memory" or
+ * "cpu memory pids"). */
+static bool list_has(const char *list, const char *word, char sep)
+{
+        size_t wl = strlen(word);
+        for (const char *p = list; *p;) {
+                const char *e = strchr(p, sep);
+                size_t l = e ? (size_t)(e - p) : strlen(p);
+                while (l > 0 && (p[l - 1] == '\n' || p[l - 1] == ' '))
+                        l--;
+                if (l == wl && memcmp(p, word, wl) == 0)
+                        return true;
+                if (!e)
+                        break;
+                p = e + 1;
+        }
+        return false;
+}
+
+/* Finds "key value" in a flat-keyed file (memory.oom_control, pids.events,
+ * cpu.stat, cgroup.events). A missing key reads as 0: a counter the kernel
+ * does not print has never fired. -ENOENT when the file is missing. */
+static int read_key_u64(const char *dir, const char *file, const char *key, uint64_t *ret)
+{
+        char p[PATH_MAX], buf[4096];
+        int r = join_path(p, dir, file);
+        if (r < 0)
+                return r;
+        r = read_file_small(p, buf, sizeof(buf), NULL);
+        if (r < 0)
+                return r;
+        size_t kl = strlen(key);
+        *ret = 0;
+        for (char *line = buf; *line;) {
+                if (strncmp(line, key, kl) == 0 && line[kl] == ' ') {
+                        *ret = strtoull(line + kl + 1, NULL, 10);
+                        break;
+                }
+                char *nl = strchr(line, '\n');
+                if (!nl)
+                        break;
+                line = nl + 1;
+        }
+        return 0;
+}
+
+/* Usage counters: files of older kernels or disabled controllers read as 0. */
+static int read_key_opt(const char *dir, const char *file, const char *key, uint64_t *ret)
+{
+        int r = read_key_u64(dir, file, key, ret);
+        if (r == -ENOENT) {
+                *ret = 0;
+                return 0;
+        }
+        return r;
+}
+
+static int read_u64_opt(const char *dir, const char *file, uint64_t *ret)
+{
+        char p[PATH_MAX];
+        int r = join_path(p, dir, file);
+        if (r < 0)
+                return r;
+        r = read_u64_file(p, ret);
+        if (r == -ENOENT) {
+                *ret = 0;
+                return 0;
+        }
+        return r;
+}
+
+/* ---- discovery ------------------------------------------------------- */
+
+/* Matches one /proc/self/cgroup line "ID:ctrl,ctrl:/path". ctrl NULL asks
+ * for the v2 line ("0::/path"). Returns the path inside line, or NULL. */
+static const char *proc_cgroup_match(char *line, const char *ctrl)
+{
+        char *c1 = strchr(line, ':');
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+                return NULL;
+        *c2 = '\0';
+        const char *ctrls = c1 + 1;
+        bool hit = ctrl ? list_has(ctrls, ctrl, ',') : (strcmp(line, "0:") == 0 && *ctrls == '\0');
+        if (!hit)
+                return NULL;
+        char *path = c2 + 1;
+        path[strcspn(path, "\n")] = '\0';
+        return path;
+}
+
+static int own_group(const char *ctrl, char *ret, size_t size)
+{
+        FILE *f = fopen("/proc/self/cgroup", "re");
+        if (!f)
+                return -errno;
+        char *line = NULL;
+        size_t cap = 0;
+        int r = -ENOENT;
+        while (r == -ENOENT && getline(&line, &cap, f) > 0) {
+                const char *p = proc_cgroup_match(line, ctrl);
+                if (p)
+                        r = snprintf(ret, size, "%s", p) < (int)size ? 0 : -ENAMETOOLONG;
+        }
+        free(line);
+        fclose(f);
+        return r;
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape_octal(char *s)
+{
+        char *w = s;
+        for (char *p = s; *p; p++) {
+                if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+                    p[3] >= '0' && p[3] <= '7') {
+                        *w++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+                        p += 3;
+                } else {
+                        *w++ = *p;
+                }
+        }
+        *w = '\0';
+}
+
+/* Matches one /proc/self/mountinfo line against a cgroup mount of fstype
+ * carrying ctrl (NULL: any), whose root contains our group own. Writes the
+ * directory of own inside that mount to ret. Returns 1 on a match, 0 if not,
+ * -errno on overflow. Format: "id parent maj:min root mnt opts... - type src
+ * superopts"; v1 controllers are listed in superopts. */
+static int mountinfo_match(char *line, const char *fstype, const char *ctrl, const char *own,
+                           char *ret, size_t size)
+{
+        char *f[5], *save = NULL, *sep = strstr(line, " - ");
+        if (!sep)
+                return 0;
+        *sep = '\0';
+        char *tail = sep + 3;
+        f[0] = strtok_r(line, " ", &save);
+        for (int i = 1; i < 5; i++)
+                f[i] = f[i - 1] ? strtok_r(NULL, " ", &save) : NULL;
+        char *type = strtok_r(tail, " ", &save);
+        char *src = type ? strtok_r(NULL, " ", &save) : NULL;
+        char *super = src ? strtok_r(NULL, " \n", &save) : NULL;
+        if (!f[4] || !super || strcmp(type, fstype) != 0)
+                return 0;
+        if (ctrl && !list_has(super, ctrl, ','))
+                return 0;
+        char *root = f[3], *mnt = f[4];
+        unescape_octal(root);
+        unescape_octal(mnt);
+        /* The mount shows the hierarchy from root down; our group must be
+         * at or below it ("/a" contains "/a/b" but not "/ab"). */
+        size_t rl = strcmp(root, "/") == 0 ? 0 : strlen(root);
+        if (strncmp(own, root, rl) != 0 || (own[rl] != '/' && own[rl] != '\0'))
+                return 0;
+        const char *rest = own + rl;
+        if (strcmp(rest, "/") == 0)
+                rest = "";
+        return snprintf(ret, size, "%s%s", mnt, rest) < (int)size ? 1 : -ENAMETOOLONG;
+}
+
+/* Finds the directory of our own group in the hierarchy carrying ctrl (v1)
+ * or in the cgroup2 mount (ctrl NULL). -ENOENT when there is none. */
+static int find_own_dir(const char *ctrl, char *ret, size_t size)
+{
+        char own[PATH_MAX];
+        int r = own_group(ctrl, own, sizeof(own));
+        if (r < 0)
+                return r;
+        FILE *f = fopen("/proc/self/mountinfo", "re");
+        if (!f)
+                return -errno;
+        const char *fstype = ctrl ? "cgroup" : "cgroup2";
+        char *line = NULL;
+        size_t cap = 0;
+        r = 0;
+        while (r == 0 && getline(&line, &cap, f) > 0)
+                r = mountinfo_match(line, fstype, ctrl, own, ret, size);
+        free(line);
+        fclose(f);
+        return r == 0 ? -ENOENT : (r < 0 ? r : 0);
+}
+
+static int make_dir(const char *path)
+{
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+/* Adds "dir/name" for controller c, merging co-mounted controllers. */
+static int root_add(struct cgroup_root *root, const char *dir, const char *name, enum cg_ctrl c)
+{
+        char *path = NULL;
+        if (asprintf(&path, "%s/%s", dir, name) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < root->n; i++) {
+                if (strcmp(root->h[i].path, path) == 0) {
+                        root->h[i].ctrls |= CG_BIT(c);
+                        free(path);
+                        return 0;
+                }
+        }
+        root->h[root->n++] = (struct cg_hier){ path, CG_BIT(c) };
+        return make_dir(path);
+}
+
+/* v1: memory and pids are required (they are the limits); cpuacct is
+ * optional and only feeds cpu_ns. */
+static int open_v1(struct cgroup_root *root, const char *name)
+{
+        root->backend = CGROUP_V1;
+        for (enum cg_ctrl c = 0; c < _CG_CTRL_MAX; c++) {
+                char dir[PATH_MAX];
+                int r = find_own_dir(v1_names[c], dir, sizeof(dir));
+                if (r == -ENOENT && c == CG_CPU)
+                        continue;
+                if (r == -ENOENT)
+                        return -EOPNOTSUPP;
+                if (r < 0)
+                        return r;
+                r = root_add(root, dir, name, c);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static unsigned v2_available(const char *dir)
+{
+        char p[PATH_MAX], buf[512];
+        unsigned bits = 0;
+        if (join_path(p, dir, "cgroup.controllers") < 0 ||
+            read_file_small(p, buf, sizeof(buf), NULL) < 0)
+                return 0;
+        for (enum cg_ctrl c = 0; c < _CG_CTRL_MAX; c++)
+                if (list_has(buf, v2_names[c], ' '))
+                        bits |= CG_BIT(c);
+        return bits;
+}
+
+/* Enables each available controller for dir's children, one write per
+ * controller because one unavailable name fails the whole write. Returns the
+ * controllers that ended up enabled. */
+static unsigned v2_enable(const char *dir, unsigned want)
+{
+        unsigned done = 0;
+        for (enum cg_ctrl c = 0; c < _CG_CTRL_MAX; c++) {
+                char op[32];
+                if (!(want & CG_BIT(c)))
+                        continue;
+                snprintf(op, sizeof(op), "+%s", v2_names[c]);
+                if (cg_write(dir, "cgroup.subtree_control", op) == 0)
+                        done |= CG_BIT(c);
+        }
+        return done;
+}
+
+static int open_v2(struct cgroup_root *root, const char *name)
+{
+        char dir[PATH_MAX];
+        root->backend = CGROUP_V2;
+        int r = find_own_dir(NULL, dir, sizeof(dir));
+        if (r == -ENOENT)
+                return -EOPNOTSUPP;
+        if (r < 0)
+                return r;
+        /* Our own group usually holds the daemon itself, and v2's "no
+         * internal processes" rule then refuses (EBUSY) to enable domain
+         * controllers there; a delegating manager may have done it for us
+         * already, so this is best effort and what counts is what our new
+         * group receives. */
+        v2_enable(dir, v2_available(dir));
+        r = root_add(root, dir, name, CG_MEMORY);
+        if (r < 0)
+                return r;
+        /* One directory for all controllers: replace root_add's bit with
+         * what is really enabled for the execution groups below it. */
+        root->h[0].ctrls = v2_enable(root->h[0].path, v2_available(root->h[0].path));
+        return 0;
+}
+
+void cgroup_root_free(struct cgroup_root *root)
+{
+        if (!root)
+                return;
+        for (size_t i = 0; i < root->n; i++) {
+                /* Only succeeds once every execution group is gone; a busy
+                 * root is simply left for the next start. */
+                rmdir(root->h[i].path);
+                free(root->h[i].path);
+        }
+        free(root);
+}
+
+static void cgroup_root_freep(struct cgroup_root **root)
+{
+        cgroup_root_free(*root);
+}
+
+static int open_backend(enum cgroup_backend b, const char *name, struct cgroup_root **ret)
+{
+        _cleanup_(cgroup_root_freep) struct cgroup_root *root = calloc(1, sizeof(*root));
+        if (!root)
+                return -ENOMEM;
+        int r = 0;
+        if (b == CGROUP_V1)
+                r = open_v1(root, name);
+        else if (b == CGROUP_V2)
+                r = open_v2(root, name);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(root);
+        return 0;
+}
+
+static bool name_valid(const char *name)
+{
+        return name && *name && strlen(name) < NAME_MAX && !strchr(name, '/') &&
+               strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+/* v2 is only worth it with the memory controller: without it there are no
+ * limits. Checked before creating anything, so a v1 machine is untouched. */
+static bool v2_has_memory(void)
+{
+        char dir[PATH_MAX];
+        return find_own_dir(NULL, dir, sizeof(dir)) == 0 &&
+               (v2_available(dir) & CG_BIT(CG_MEMORY));
+}
+
+static int open_auto(const char *name, struct cgroup_root **ret)
+{
+        struct cgroup_root *root = NULL;
+        if (v2_has_memory()) {
+                int r = open_backend(CGROUP_V2, name, &root);
+                if (r == -ENOMEM)
+                        return r;
+                if (r == 0 && (root->h[0].ctrls & CG_BIT(CG_MEMORY))) {
+                        *ret = root;
+                        return 0;
+                }
+                cgroup_root_free(root);
+        }
+        int r = open_backend(CGROUP_V1, name, ret);
+        if (r == 0 || r == -ENOMEM)
+                return r;
+        /* Rootless and undelegated: run with rlimits only. */
+        return open_backend(CGROUP_NONE, name, ret);
+}
+
+int cgroup_root_open(const char *name, int force, struct cgroup_root **ret)
+{
+        if (!name_valid(name))
+                return -EINVAL;
+        if (force < 0)
+                return open_auto(name, ret);
+        if (force >= _CGROUP_BACKEND_MAX)
+                return -EINVAL;
+        return open_backend((enum cgroup_backend)force, name, ret);
+}
+
+enum cgroup_backend cgroup_root_backend(const struct cgroup_root *root)
+{
+        return root ? root->backend : CGROUP_NONE;
+}
+
+const char *cgroup_backend_name(enum cgroup_backend b)
+{
+        switch (b) {
+        case CGROUP_NONE:
+                return "none";
+        case CGROUP_V1:
+                return "v1";
+        case CGROUP_V2:
+                return "v2";
+        case _CGROUP_BACKEND_MAX:
+                break;
+        }
+        return "unknown";
+}
+
+/* ---- execution groups ------------------------------------------------ */
+
+/* Directory holding controller c's files, or NULL when not in use. On v2
+ * everything is in the one directory (files of disabled controllers are
+ * simply absent). */
+static const char *ctrl_dir(const struct cgroup *cg, enum cg_ctrl c)
+{
+        if (cg->backend == CGROUP_V2)
+                return cg->n ? cg->h[0].path : NULL;
+        for (size_t i = 0; i < cg->n; i++)
+                if (cg->h[i].ctrls & CG_BIT(c))
+                        return cg->h[i].path;
+        return NULL;
+}
+
+static int set_limits_v1(struct cgroup *cg, const struct cgroup_limits *lim)
+{
+        const char *mem = ctrl_dir(cg, CG_MEMORY), *pids = ctrl_dir(cg, CG_PIDS);
+        int r;
+        if (lim->memory_bytes) {
+                r = cg_write_u64(mem, "memory.limit_in_bytes", lim->memory_bytes);
+                if (r < 0)
+                        return r;
+                /* Same value for memory+swap, or swap would be an escape hatch.
+                 * The file is missing when swap accounting is off. */
+                r = cg_write_u64(mem, "memory.memsw.limit_in_bytes", lim->memory_bytes);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+        }
+        /* Keep the job's pages out of swap: best effort, as some kernels
+         * refuse to change swappiness under use_hierarchy. */
+        (void)cg_write(mem, "memory.swappiness", "0");
+        /* memory.oom_control stays at its default (OOM killer enabled):
+         * disabling it would freeze an over-limit job until someone
+         * intervenes, instead of a prompt SIGKILL we can report. */
+        if (lim->pids) {
+                r = cg_write_u64(pids, "pids.max", lim->pids);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int set_limits_v2(struct cgroup *cg, const struct cgroup_limits *lim)
+{
+        const char *dir = cg->h[0].path;
+        unsigned have = cg->h[0].ctrls;
+        int r;
+        /* Refuse rather than silently run without a requested limit. */
+        if ((lim->memory_bytes && !(have & CG_BIT(CG_MEMORY))) ||
+            (lim->pids && !(have & CG_BIT(CG_PIDS))))
+                return -EOPNOTSUPP;
+        if (lim->memory_bytes) {
+                r = cg_write_u64(dir, "memory.max", lim->memory_bytes);
+                if (r < 0)
+                        return r;
+                r = cg_write(dir, "memory.swap.max", "0");
+                if (r < 0 && r != -ENOENT) /* absent without CONFIG_SWAP */
+                        return r;
+        }
+        if (lim->pids) {
+                r = cg_write_u64(dir, "pids.max", lim->pids);
+                if (r < 0)
+                        return r;
+        }
+        if (have & CG_BIT(CG_MEMORY)) {
+                char p[PATH_MAX];
+                if (join_path(p, dir, "memory.peak") == 0)
+                        cg->peak_fd = open(p, O_RDWR | O_CLOEXEC);
+        }
+        return 0;
+}
+
+static int create_dirs(struct cgroup *cg, const struct cgroup_root *root, const char *name)
+{
+        for (size_t i = 0; i < root->n; i++) {
+                char *path = NULL;
+                if (asprintf(&path, "%s/%s", root->h[i].path, name) < 0)
+                        return -ENOMEM;
+                /* An existing group may belong to a live execution: never
+                 * adopt it (EEXIST goes back to the caller). */
+                if (mkdir(path, 0755) < 0) {
+                        int r = -errno;
+                        free(path);
+                        return r;
+                }
+                cg->h[cg->n++] = (struct cg_hier){ path, root->h[i].ctrls };
+        }
+        return 0;
+}
+
+static void cgroup_destroyp(struct cgroup **cg)
+{
+        cgroup_destroy(*cg);
+}
+
+int cgroup_create(struct cgroup_root *root, const char *name, const struct cgroup_limits *lim,
+                  struct cgroup **ret)
+{
+        static const struct cgroup_limits none = { 0 };
+        if (!root || !name_valid(name))
+                return -EINVAL;
+        if (!lim)
+                lim = &none;
+        _cleanup_(cgroup_destroyp) struct cgroup *cg = calloc(1, sizeof(*cg));
+        if (!cg)
+                return -ENOMEM;
+        cg->backend = root->backend;
+        cg->peak_fd = -1;
+        int r = create_dirs(cg, root, name);
+        if (r < 0)
+                return r;
+        if (cg->backend == CGROUP_V1)
+                r = set_limits_v1(cg, lim);
+        else if (cg->backend == CGROUP_V2)
+                r = set_limits_v2(cg, lim);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(cg);
+        return 0;
+}
+
+int cgroup_attach(struct cgroup *cg, pid_t pid)
+{
+        char s[32];
+        if (pid <= 0)
+                return -EINVAL;
+        snprintf(s, sizeof(s), "%d", (int)pid);
+        for (size_t i = 0; i < cg->n; i++) {
+                int r = cg_write(cg->h[i].path, "cgroup.procs", s);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Raw cumulative counters, before subtracting the reset baseline. */
+static int read_raw_v1(const struct cgroup *cg, struct cgroup_usage *u)
+{
+        const char *mem = ctrl_dir(cg, CG_MEMORY), *pids = ctrl_dir(cg, CG_PIDS);
+        const char *cpu = ctrl_dir(cg, CG_CPU);
+        int r = 0;
+        if (cpu)
+                r = read_u64_opt(cpu, "cpuacct.usage", &u->cpu_ns);
+        if (r >= 0)
+                r = read_u64_opt(mem, "memory.max_usage_in_bytes", &u->memory_peak);
+        if (r >= 0)
+                r = read_key_opt(mem, "memory.oom_control", "oom_kill", &u->oom_kills);
+        if (r >= 0)
+                r = read_key_opt(pids, "pids.events", "max", &u->pids_max_hits);
+        return r;
+}
+
+static int read_peak_fd(int fd, uint64_t *ret)
+{
+        char buf[32];
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        *ret = strtoull(buf, NULL, 10);
+        return 0;
+}
+
+static int read_raw_v2(const struct cgroup *cg, struct cgroup_usage *u)
+{
+        const char *dir = cg->h[0].path;
+        uint64_t usec = 0;
+        int r = read_key_opt(dir, "cpu.stat", "usage_usec", &usec);
+        u->cpu_ns = usec * 1000;
+        if (r >= 0 && cg->peak_fd >= 0)
+                r = read_peak_fd(cg->peak_fd, &u->memory_peak);
+        if (r >= 0)
+                r = read_key_opt(dir, "memory.events", "oom_kill", &u->oom_kills);
+        if (r >= 0)
+                r = read_key_opt(dir, "pids.events", "max", &u->pids_max_hits);
+        return r;
+}
+
+static int read_raw(const struct cgroup *cg, struct cgroup_usage *u)
+{
+        *u = (struct cgroup_usage){ 0 };
+        if (cg->n == 0)
+                return 0;
+        return cg->backend == CGROUP_V1 ? read_raw_v1(cg, u) : read_raw_v2(cg, u);
+}
+
+static uint64_t sub_sat(uint64_t a, uint64_t b)
+{
+        return a > b ? a - b : 0;
+}
+
+int cgroup_read_usage(struct cgroup *cg, struct cgroup_usage *ret)
+{
+        struct cgroup_usage u;
+        int r = read_raw(cg, &u);
+        if (r < 0)
+                return r;
+        *ret = (struct cgroup_usage){
+                .cpu_ns = sub_sat(u.cpu_ns, cg->base.cpu_ns),
+                .memory_peak = u.memory_peak,
+                .oom_kills = sub_sat(u.oom_kills, cg->base.oom_kills),
+                .pids_max_hits = sub_sat(u.pids_max_hits, cg->base.pids_max_hits),
+        };
+        return 0;
+}
+
+/* SIGKILLs every pid listed in dir/cgroup.procs; *seen counts them. A group
+ * whose directory is gone has nobody left to kill.
+ * The pid could in theory be recycled between reading and kill(); jobs run
+ * in their own pid namespace and are reaped by the jail, so the window is a
+ * few microseconds against a full pid wrap. cgroup.kill (v2) has no race. */
+static int kill_listed(const char *dir, size_t *seen)
+{
+        char p[PATH_MAX];
+        int r = join_path(p, dir, "cgroup.procs");
+        if (r < 0)
+                return r;
+        FILE *f = fopen(p, "re");
+        if (!f)
+                return errno == ENOENT ? 0 : -errno;
+        int pid;
+        while (fscanf(f, "%d", &pid) == 1) {
+                (*seen)++;
+                if (pid > 0)
+                        kill(pid, SIGKILL);
+        }
+        fclose(f);
+        return 0;
+}
+
+static bool procs_empty(const char *dir)
+{
+        char p[PATH_MAX], buf[16];
+        if (join_path(p, dir, "cgroup.procs") < 0)
+                return false;
+        int r = read_file_small(p, buf, sizeof(buf), NULL);
+        if (r == -ENOENT)
+                return true;
+        return r == 0 && buf[0] == '\0';
+}
+
+bool cgroup_is_empty(struct cgroup *cg)
+{
+        if (cg->backend == CGROUP_V2 && cg->n) {
+                /* "populated" also covers nested groups. */
+                uint64_t populated;
+                if (read_key_u64(cg->h[0].path, "cgroup.events", "populated", &populated) == 0)
+                        return populated == 0;
+        }
+        for (size_t i = 0; i < cg->n; i++)
+                if (!procs_empty(cg->h[i].path))
+                        return false;
+        return true;
+}
+
+/* Re-reads and kills until a pass finds nobody: a job may fork between our
+ * read and its kill, but pids.max bounds how often that can happen. */
+static int kill_loop(struct cgroup *cg)
+{
+        for (int round = 0; round < KILL_ROUNDS; round++) {
+                size_t seen = 0;
+                for (size_t i = 0; i < cg->n; i++) {
+                        int r = kill_listed(cg->h[i].path, &seen);
+                        if (r < 0)
+                                return r;
+                }
+                if (seen == 0)
+                        return 0;
+                sleep_poll();
+        }
+        return -EBUSY;
+}
+
+static int wait_empty(struct cgroup *cg)
+{
+        for (int round = 0; round < KILL_ROUNDS; round++) {
+                if (cgroup_is_empty(cg))
+                        return 0;
+                sleep_poll();
+        }
+        return -EBUSY;
+}
+
+int cgroup_kill_all(struct cgroup *cg)
+{
+        if (cg->n == 0)
+                return 0;
+        /* cgroup.kill (5.14+) kills atomically, including tasks forked
+         * meanwhile and nested groups. */
+        if (cg->backend == CGROUP_V2) {
+                int r = cg_write(cg->h[0].path, "cgroup.kill", "1");
+                if (r == 0)
+                        return wait_empty(cg);
+                if (r != -ENOENT)
+                        return r;
+        }
+        return kill_loop(cg);
+}
+
+static void reset_peaks(struct cgroup *cg)
+{
+        if (cg->backend == CGROUP_V1) {
+                const char *mem = ctrl_dir(cg, CG_MEMORY);
+                static const char *const files[] = {
+                        "memory.max_usage_in_bytes", "memory.failcnt",
+                        "memory.memsw.max_usage_in_bytes", "memory.memsw.failcnt",
+                };
+                for (size_t i = 0; i < ARRAY_SIZE(files); i++)
+                        (void)cg_write(mem, files[i], "0"); /* memsw may be absent */
+        } else if (cg->peak_fd >= 0) {
+                /* 6.12+: a write resets the peak seen through this fd; older
+                 * kernels refuse and the peak stays the group's lifetime max. */
+                (void)pwrite(cg->peak_fd, "reset\n", 6, 0);
+        }
+}
+
+int cgroup_reset(struct cgroup *cg)
+{
+        if (cg->n == 0)
+                return 0;
+        if (!cgroup_is_empty(cg))
+                return -EBUSY;
+        reset_peaks(cg);
+        /* oom_kill and pids.events cannot be reset by writing, so remember
+         * where they stand and report the difference from now on. */
+        struct cgroup_usage raw;
+        int r = read_raw(cg, &raw);
+        if (r < 0)
+                return r;
+        cg->base = raw;
+        cg->base.memory_peak = 0;
+        return 0;
+}
+
+static void rmdir_retry(const char *path)
+{
+        for (int round = 0; round < KILL_ROUNDS; round++) {
+                if (rmdir(path) == 0 || errno != EBUSY)
+                        return;
+                sleep_poll();
+        }
+}
+
+void cgroup_destroy(struct cgroup *cg)
+{
+        if (!cg)
+                return;
+        (void)cgroup_kill_all(cg);
+        for (size_t i = 0; i < cg->n; i++) {
+                rmdir_retry(cg->h[i].path);
+                free(cg->h[i].path);
+        }
+        if (cg->peak_fd >= 0)
+                close(cg->peak_fd);
+        free(cg);
+}

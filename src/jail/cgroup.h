@@ -1,0 +1,50 @@
+/* Per-execution control groups on cgroup v1 (memory, pids, cpuacct as
+ * separate hierarchies) or v2 (one unified group), or none when neither is
+ * usable (rootless without delegation): then only rlimits apply.
+ * Core and api code never see which backend is in use. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum cgroup_backend { CGROUP_NONE, CGROUP_V1, CGROUP_V2, _CGROUP_BACKEND_MAX };
+
+struct cgroup_root; /* the daemon's parent group(s), discovered once */
+struct cgroup;      /* one execution's group */
+
+struct cgroup_limits {
+        uint64_t memory_bytes; /* 0 = unlimited */
+        uint64_t pids;         /* 0 = unlimited */
+};
+
+struct cgroup_usage {
+        uint64_t cpu_ns;       /* cumulative CPU time of the group */
+        uint64_t memory_peak;  /* peak memory in bytes (0 if unknown) */
+        uint64_t oom_kills;    /* OOM kills inside the group */
+        uint64_t pids_max_hits;/* times fork failed on pids limit */
+};
+
+/* Discovers the backend and creates "<own group>/<name>" in every used
+ * hierarchy. force: CGROUP_NONE..V2 to force one, or -1 to auto-detect.
+ * Returns 0 or -errno; free with cgroup_root_free(). */
+int cgroup_root_open(const char *name, int force, struct cgroup_root **ret);
+void cgroup_root_free(struct cgroup_root *root);
+enum cgroup_backend cgroup_root_backend(const struct cgroup_root *root);
+const char *cgroup_backend_name(enum cgroup_backend b);
+
+/* Creates a child group "name" with the limits. Returns 0 or -errno. */
+int cgroup_create(struct cgroup_root *root, const char *name, const struct cgroup_limits *lim,
+                  struct cgroup **ret);
+/* Moves pid into every hierarchy of the group. */
+int cgroup_attach(struct cgroup *cg, pid_t pid);
+int cgroup_read_usage(struct cgroup *cg, struct cgroup_usage *ret);
+/* True when no process is left in the group. */
+bool cgroup_is_empty(struct cgroup *cg);
+/* SIGKILLs every process in the group (cgroup.kill on v2, procs loop on v1). */
+int cgroup_kill_all(struct cgroup *cg);
+/* Resets peak/failure counters so a group can be reused (v1
+ * max_usage_in_bytes/failcnt; v2 best effort). Group must be empty. */
+int cgroup_reset(struct cgroup *cg);
+/* Kills what is left, removes the directories and frees. NULL-safe. */
+void cgroup_destroy(struct cgroup *cg);

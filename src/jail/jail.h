@@ -1,0 +1,84 @@
+/* The jail: spawns one process tree in fresh pid, mount, ipc, uts and cgroup
+ * namespaces (plus a user namespace when the daemon is not root), inside the
+ * shared empty network namespace, on a read-only pivot_root'ed view of the
+ * system, as an unprivileged uid with no capabilities, no_new_privs, Landlock
+ * scoping and the seccomp policy. Pid 1 of the jail is our own tiny init that
+ * reaps and exits when the workload exits, which tears the namespace down.
+ *
+ * jail/ knows nothing about HTTP, JSON or languages. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "jail/cgroup.h"
+
+#define JAIL_UID 65534
+#define JAIL_GID 65534
+#define JAIL_KERNELS_DIR "/opt/sandboxd/kernels"
+#define JAIL_WORKSPACE "/workspace"
+#define JAIL_MAX_ARGS 16
+#define JAIL_MAX_ENV 64
+
+struct seccomp_prog;
+
+/* Process-wide jail state, built once at start-up. */
+struct jail_ctx {
+        bool userns;            /* rootless: a user namespace per jail */
+        uid_t outer_uid;        /* uid/gid that JAIL_UID maps to (rootless) */
+        gid_t outer_gid;
+        bool landlock;          /* kernel supports Landlock scoping */
+        int netns_fd;           /* shared empty network namespace, or -1 */
+        struct seccomp_prog *seccomp;
+        struct cgroup_root *cgroot;
+        char root_dir[4096];    /* empty dir each jail mounts its tmpfs root on */
+        char kernels_dir[4096]; /* host dir bound read-only at JAIL_KERNELS_DIR */
+};
+
+/* Creates the context: checks privileges, makes the shared netns, compiles
+ * seccomp, opens the cgroup root. cgroup_force: -1 auto, or a backend.
+ * Returns 0 or -errno; ret_err gets a short reason on failure. */
+int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels_dir,
+                  int cgroup_force, const char **ret_err);
+void jail_ctx_done(struct jail_ctx *ctx);
+
+struct jail_limits {
+        uint64_t memory_bytes;  /* cgroup memory limit; 0 = none */
+        uint64_t pids;          /* cgroup pids.max; 0 = none */
+        uint64_t cpu_seconds;   /* RLIMIT_CPU backstop (soft; hard = soft + 1) */
+        uint64_t file_bytes;    /* RLIMIT_FSIZE */
+        uint64_t nofile;        /* RLIMIT_NOFILE */
+        uint64_t tmp_bytes;     /* size of the private /tmp tmpfs */
+        uint64_t tmp_inodes;
+        uint64_t workspace_bytes;  /* tmpfs /workspace size when no dir is given */
+        uint64_t workspace_inodes;
+};
+
+struct jail_spec {
+        const char *argv[JAIL_MAX_ARGS + 1];  /* NULL-terminated, paths as seen inside */
+        const char *envp[JAIL_MAX_ENV + 1];   /* complete environment, NULL-terminated */
+        const char *workspace_dir;            /* host dir bound at /workspace, or NULL for tmpfs */
+        const char *cwd;                      /* inside the jail; NULL = /workspace */
+        const char *cgroup_name;              /* unique name for the execution's group */
+        struct jail_limits limits;
+        int stdout_fd, stderr_fd, ctl_fd;     /* become fds 1, 2 and 3; fd 0 is /dev/null */
+};
+
+struct jail_proc {
+        pid_t pid;          /* the jail's init, as seen by the daemon */
+        int pidfd;          /* pollable: readable when init exited */
+        struct cgroup *cg;  /* may be NULL with CGROUP_NONE */
+};
+
+/* Spawns the jail and returns once the workload has exec'd (or failed to).
+ * On failure nothing is left running. Returns 0 or -errno (ret_err: step). */
+int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_proc *ret,
+               const char **ret_err);
+/* SIGKILLs the whole jail (init, hence its pid namespace, and the cgroup). */
+void jail_kill(struct jail_proc *p);
+/* Waits for init and returns its wait status; frees the cgroup unless
+ * keep_cgroup. Safe to call once per successful spawn. */
+int jail_reap(struct jail_proc *p, int *ret_status);
+/* Frees what jail_reap left (the cgroup), NULL-safe on fields. */
+void jail_proc_release(struct jail_proc *p);

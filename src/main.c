@@ -1,0 +1,247 @@
+/* sandboxd: argument parsing, start-up checks, signals and graceful drain. */
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "api/app.h"
+#include "core/log.h"
+#include "core/util.h"
+#include "runtimes/runtime.h"
+
+#define SANDBOXD_VERSION "0.1.0"
+
+static void usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: sandboxd [OPTIONS]\n"
+                "Runs untrusted code for AI agents in Linux jails, behind HTTP APIs.\n\n"
+                "  --listen HOST:PORT   address to listen on (default 127.0.0.1:8787)\n"
+                "  --data-dir DIR       data directory (default ./data)\n"
+                "  --config FILE        key = value configuration file (see docs/limits.md)\n"
+                "  --set KEY=VALUE      override one configuration key (repeatable)\n"
+                "  --insecure           allow a non-loopback address without an API key\n"
+                "  --log-level LEVEL    debug | info | warn | error\n"
+                "  --print-config       print the configuration table (markdown) and exit\n"
+                "  --help               this text\n"
+                "  --version            print the version\n");
+}
+
+struct cli {
+        const char *config_file;
+        const char *listen, *data_dir, *log_level;
+        bool insecure, print_config;
+        const char *sets[64];
+        size_t nsets;
+};
+
+static int parse_cli(int argc, char **argv, struct cli *cli)
+{
+        static const struct option longopts[] = {
+                { "listen", required_argument, NULL, 'l' },  { "data-dir", required_argument, NULL, 'd' },
+                { "config", required_argument, NULL, 'c' },  { "set", required_argument, NULL, 's' },
+                { "insecure", no_argument, NULL, 'i' },      { "log-level", required_argument, NULL, 'L' },
+                { "print-config", no_argument, NULL, 'P' },  { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },       { NULL, 0, NULL, 0 },
+        };
+        int c;
+        while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+                switch (c) {
+                case 'l': cli->listen = optarg; break;
+                case 'd': cli->data_dir = optarg; break;
+                case 'c': cli->config_file = optarg; break;
+                case 'L': cli->log_level = optarg; break;
+                case 'i': cli->insecure = true; break;
+                case 'P': cli->print_config = true; break;
+                case 's':
+                        if (cli->nsets >= ARRAY_SIZE(cli->sets))
+                                return -E2BIG;
+                        cli->sets[cli->nsets++] = optarg;
+                        break;
+                case 'h': usage(stdout); exit(0);
+                case 'V': printf("sandboxd %s\n", SANDBOXD_VERSION); exit(0);
+                default: return -EINVAL;
+                }
+        }
+        return optind < argc ? -EINVAL : 0;
+}
+
+static int apply_set(struct config *cfg, const char *kv)
+{
+        char key[128];
+        const char *eq = strchr(kv, '=');
+        if (!eq || (size_t)(eq - kv) >= sizeof(key))
+                return -EINVAL;
+        snprintf(key, sizeof(key), "%.*s", (int)(eq - kv), kv);
+        return config_set(cfg, key, eq + 1);
+}
+
+/* Default kernels directory: the source tree next to the binary
+ * (build/sandboxd → src/runtimes/kernels). */
+static void default_kernels_dir(char *out, size_t len)
+{
+        char exe[PATH_MAX - 64];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n <= 0) {
+                snprintf(out, len, "src/runtimes/kernels");
+                return;
+        }
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+                *slash = '\0';
+        snprintf(out, len, "%s/../src/runtimes/kernels", exe);
+}
+
+static int build_config(const struct cli *cli, struct config *cfg)
+{
+        int line = 0, r;
+        config_defaults(cfg);
+        if (cli->config_file && (r = config_load_file(cfg, cli->config_file, &line)) < 0) {
+                fprintf(stderr, "sandboxd: %s:%d: %s\n", cli->config_file, line, strerror(-r));
+                return r;
+        }
+        const char *env_key = getenv("SANDBOXD_API_KEY");
+        if (env_key && *env_key && config_set(cfg, "api_key", env_key) < 0)
+                return -EINVAL;
+        for (size_t i = 0; i < cli->nsets; i++)
+                if ((r = apply_set(cfg, cli->sets[i])) < 0) {
+                        fprintf(stderr, "sandboxd: --set %s: %s\n", cli->sets[i],
+                                r == -ENOENT ? "unknown key" : strerror(-r));
+                        return r;
+                }
+        if ((cli->listen && config_set(cfg, "listen", cli->listen) < 0) ||
+            (cli->data_dir && config_set(cfg, "data_dir", cli->data_dir) < 0) ||
+            (cli->log_level && config_set(cfg, "log_level", cli->log_level) < 0))
+                return -EINVAL;
+        if (cli->insecure)
+                cfg->insecure = true;
+        if (!cfg->kernels_dir[0])
+                default_kernels_dir(cfg->kernels_dir, sizeof(cfg->kernels_dir));
+        return 0;
+}
+
+/* Refuses to expose an unauthenticated daemon beyond this machine. */
+static int check_listen_policy(const struct config *cfg)
+{
+        char host[256];
+        unsigned port;
+        if (http_parse_listen(cfg->listen, host, sizeof(host), &port) < 0) {
+                log_error("msg=\"invalid listen address\" listen=\"%s\"", cfg->listen);
+                return -EINVAL;
+        }
+        if (!http_host_is_loopback(host) && !cfg->api_key[0] && !cfg->insecure) {
+                log_error("msg=\"refusing to listen on a non-loopback address without an API key "
+                          "(set api_key / SANDBOXD_API_KEY, or pass --insecure)\" listen=\"%s\"",
+                          cfg->listen);
+                return -EPERM;
+        }
+        return 0;
+}
+
+/* Many connections need many fds: raise the soft limit to the hard one. */
+static void raise_nofile(void)
+{
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                setrlimit(RLIMIT_NOFILE, &rl);
+        }
+}
+
+static void drain_and_stop(struct app *app)
+{
+        uint64_t deadline = now_ms() + app->cfg->drain_timeout_ms;
+        http_server_drain(app->srv);
+        log_info("msg=\"draining\" busy=%zu timeout_ms=%llu", http_server_busy(app->srv),
+                 (unsigned long long)app->cfg->drain_timeout_ms);
+        while (http_server_busy(app->srv) > 0 && now_ms() < deadline)
+                usleep(20000);
+        if (http_server_busy(app->srv) > 0)
+                log_warn("msg=\"drain timeout; killing remaining executions\" busy=%zu", http_server_busy(app->srv));
+        engine_kill_all(app->engine);
+        http_server_stop(app->srv);
+        app->srv = NULL;
+}
+
+static int start_server(struct app *app, sigset_t *sigs)
+{
+        size_t nroutes;
+        const struct route *routes = api_runtime_routes(&nroutes);
+        struct http_options opt = {
+                .listen = app->cfg->listen,
+                .threads = (unsigned)app->cfg->http_threads,
+                .max_connections = (unsigned)app->cfg->http_max_connections,
+                .timeout_s = (unsigned)app->cfg->http_timeout_s,
+                .header_bytes = app->cfg->http_header_bytes,
+                .default_max_body = app->cfg->request_bytes,
+                .workers = (unsigned)app->cfg->exec_workers,
+                .queue = (unsigned)app->cfg->exec_queue,
+                .api_key = app->cfg->api_key,
+        };
+        int r = http_server_start(&opt, routes, nroutes, app, &app->srv);
+        if (r < 0)
+                return log_error_errno(r, "msg=\"cannot listen\" listen=\"%s\"", app->cfg->listen);
+        log_info("msg=\"listening\" listen=\"%s\" port=%u cgroup=%s version=%s", app->cfg->listen,
+                 http_server_port(app->srv), cgroup_backend_name(engine_cgroup_backend(app->engine)),
+                 SANDBOXD_VERSION);
+        int sig = 0;
+        sigwait(sigs, &sig);
+        log_info("msg=\"signal received; shutting down\" signal=%d", sig);
+        drain_and_stop(app);
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        struct cli cli = { 0 };
+        static struct config cfg;
+        if (parse_cli(argc, argv, &cli) < 0) {
+                usage(stderr);
+                return 2;
+        }
+        if (build_config(&cli, &cfg) < 0)
+                return 2;
+        if (cli.print_config) {
+                config_print_table(stdout);
+                return 0;
+        }
+        enum log_level lvl;
+        if (log_parse_level(cfg.log_level, &lvl) < 0) {
+                fprintf(stderr, "sandboxd: invalid log level '%s'\n", cfg.log_level);
+                return 2;
+        }
+        log_set_level(lvl);
+        if (check_listen_policy(&cfg) < 0)
+                return 2;
+
+        /* Block the shutdown signals in every thread; main waits for them. */
+        sigset_t sigs;
+        sigemptyset(&sigs);
+        sigaddset(&sigs, SIGTERM);
+        sigaddset(&sigs, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        raise_nofile();
+
+        int r = mkdir_p(cfg.data_dir, 0755);
+        if (r < 0)
+                return log_error_errno(r, "msg=\"cannot create data dir\" dir=\"%s\"", cfg.data_dir), 1;
+        char missing[128];
+        runtime_probe_versions(missing, sizeof(missing));
+        if (missing[0])
+                log_warn("msg=\"interpreters not found; those languages are disabled\" missing=\"%s\"", missing);
+
+        struct app app = { .cfg = &cfg, .started_ms = wall_ms() };
+        const char *why = NULL;
+        r = engine_new(&cfg, &app.engine, &why);
+        if (r < 0)
+                return log_error_errno(r, "msg=\"jail setup failed: %s\"", why), 1;
+        r = start_server(&app, &sigs);
+        engine_free(app.engine);
+        log_info("msg=\"stopped\"");
+        return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,615 @@
+'use strict';
+// sandboxd JavaScript/TypeScript kernel (see docs/kernel-protocol.md).
+//
+// Run as: /usr/bin/node [--max-old-space-size=N] node_kernel.js once|repl
+// fd 3 is the control socket (newline-delimited JSON), read and written with blocking
+// synchronous calls so that it never becomes an event-loop handle: when a cell's promise is
+// pending and nothing else is, the loop goes idle and 'beforeExit' reports the
+// never-settled promise. fd 1/2 carry guest output. CommonJS, Node 18+.
+
+const fs = require('fs');
+const path = require('path');
+const vm = require('vm');
+const Module = require('module');
+const { pathToFileURL } = require('url');
+const acorn = require(path.join(__dirname, 'vendor', 'acorn.js'));
+
+const CTL_FD = 3;
+const MODE = process.argv[2] || 'once';
+const SANDBOX_FILE = '<sandbox>';
+const IMPORT_FN = '__sandboxd_import__';
+const FN_SETTER = '__sandboxd_set_functions__';
+const DEFAULT_RESULT_LIMIT = 65536;
+const STACK_LIMIT = 8192;
+const ESBUILD = '/usr/bin/esbuild';
+const NEVER_SETTLED = 'Execution did not complete: a promise never settled ' +
+  '(timers and indefinitely pending promises are unsupported)';
+const WORKSPACE_ROOT = (() => {
+  let root = process.env.SANDBOX_WORKSPACE_ROOT || '/workspace';
+  while (root.length > 1 && root.endsWith('/')) root = root.slice(0, -1);
+  return root;
+})();
+const KERNEL_FILE = __filename;
+
+if (MODE !== 'once' && MODE !== 'repl') {
+  fs.writeSync(2, 'usage: node_kernel.js once|repl\n');
+  process.exit(2);
+}
+
+// ---------------------------------------------------------------------------
+// Synchronous I/O helpers.
+
+const sleepCell = new Int32Array(new SharedArrayBuffer(4));
+function sleepMs(ms) { Atomics.wait(sleepCell, 0, 0, ms); }
+
+function writeAllSync(fd, data) {
+  const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+  let off = 0;
+  while (off < buf.length) {
+    try {
+      off += fs.writeSync(fd, buf, off, buf.length - off);
+    } catch (e) {
+      if (e.code === 'EAGAIN') { sleepMs(1); continue; }
+      if (e.code === 'EINTR') continue;
+      throw e;
+    }
+  }
+}
+
+let readBuf = Buffer.alloc(0);
+function readLineSync() {
+  const chunk = Buffer.allocUnsafe(65536);
+  for (;;) {
+    const nl = readBuf.indexOf(10);
+    if (nl >= 0) {
+      const line = readBuf.subarray(0, nl).toString('utf8');
+      readBuf = readBuf.subarray(nl + 1);
+      return line;
+    }
+    let n;
+    try {
+      n = fs.readSync(CTL_FD, chunk, 0, chunk.length, null);
+    } catch (e) {
+      if (e.code === 'EAGAIN') { sleepMs(2); continue; }
+      if (e.code === 'EINTR') continue;
+      if (e.code === 'ECONNRESET') return null;
+      throw e;
+    }
+    if (n === 0) return null;
+    readBuf = Buffer.concat([readBuf, chunk.subarray(0, n)]);
+  }
+}
+
+function send(line) { writeAllSync(CTL_FD, line + '\n'); }
+
+// ---------------------------------------------------------------------------
+// fd 3 must not leak into processes the guest spawns. Node has no fcntl(), so every spawn
+// (async and sync) gets an explicit fd 3 = /dev/null unless the guest chose its own fd 3.
+
+(function protectControlFd() {
+  let devnull;
+  try { devnull = fs.openSync('/dev/null', 'r+'); } catch { return; }  // opened O_CLOEXEC
+  function fixStdio(options) {
+    if (!options || !Array.isArray(options.stdio) || options.stdio.length > CTL_FD) return;
+    while (options.stdio.length < CTL_FD) options.stdio.push({ type: 'ignore' });
+    options.stdio.push({ type: 'fd', fd: devnull });
+  }
+  try {
+    const { Process } = process.binding('process_wrap');
+    const spawn = Process.prototype.spawn;
+    Process.prototype.spawn = function (options) { fixStdio(options); return spawn.call(this, options); };
+  } catch { /* best effort */ }
+  try {
+    const binding = process.binding('spawn_sync');
+    const spawnSync = binding.spawn;
+    binding.spawn = function (options) { fixStdio(options); return spawnSync.call(this, options); };
+  } catch { /* best effort */ }
+})();
+
+// ---------------------------------------------------------------------------
+// Formatting helpers.
+
+const hasToWellFormed = typeof String.prototype.toWellFormed === 'function';
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+function wellFormed(s) {
+  return hasToWellFormed ? s.toWellFormed() : s.replace(LONE_SURROGATE, '\ufffd');
+}
+
+function jsonReplacer(_key, value) {
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'string') return wellFormed(value);
+  return value;
+}
+
+function safeString(v) {
+  try { return String(v); } catch {
+    try { return Object.prototype.toString.call(v); } catch { return '[object]'; }
+  }
+}
+
+function quote(s) {
+  return "'" + s.replace(/\\/g, '\\\\').replace(/'/g, "\\'") + "'";
+}
+
+function formatLogArg(a) {
+  if (typeof a === 'string') return a;
+  if (typeof a === 'bigint') return `${a}n`;
+  try {
+    const s = JSON.stringify(a, jsonReplacer);
+    if (s !== undefined) return s;
+  } catch { /* circular etc. */ }
+  return safeString(a);
+}
+
+function utf8Length(s) { return Buffer.byteLength(s, 'utf8'); }
+
+function limitText(limit) {
+  return limit % 1024 === 0 ? `${limit / 1024} KiB` : `${limit} bytes`;
+}
+
+// Returns null (no result) or {kind: 'text'|'json', payload: string}; a json payload is
+// already compact JSON text.
+function mapResult(v) {
+  if (v === undefined) return null;
+  if (typeof v === 'string') return { kind: 'text', payload: quote(v) };
+  if (typeof v === 'bigint') return { kind: 'text', payload: `${v}n` };
+  if (v === null) return { kind: 'text', payload: 'null' };
+  if (typeof v === 'object') {
+    try {
+      const s = JSON.stringify(v, jsonReplacer);
+      if (typeof s === 'string') return { kind: 'json', payload: s };
+    } catch { /* circular, throwing toJSON ... fall back to text */ }
+  }
+  return { kind: 'text', payload: safeString(v) };
+}
+
+const FRAME_RE = /^\s+at /;
+const STOP_FRAME_RE = /\bnode:vm\b|node:internal\/vm/;
+function cleanStack(stack) {
+  let lines = stack.split('\n');
+  // V8 decorates compile errors: "<sandbox>:LINE", source line, carets, "", then the error.
+  const deco = new RegExp(`^${SANDBOX_FILE}:(\\d+)$`).exec(lines[0]);
+  let where = null;
+  if (deco) {
+    const blank = lines.indexOf('');
+    if (blank > 0) { lines = lines.slice(blank + 1); where = `    at ${SANDBOX_FILE}:${deco[1]}`; }
+  }
+  const out = [];
+  for (const line of lines) {
+    if (FRAME_RE.test(line)) {
+      if (line.includes(KERNEL_FILE) || STOP_FRAME_RE.test(line)) break;
+      if (line.includes('node:internal/')) continue;
+    }
+    out.push(line);
+  }
+  if (where && !out.some((l) => FRAME_RE.test(l))) out.push(where);
+  return out.join('\n');
+}
+
+function mapError(e) {
+  if ((typeof e === 'object' && e !== null) || typeof e === 'function') {
+    let name, message, stack;
+    try { name = e.name; } catch { /* ignore */ }
+    if (typeof name !== 'string' || !name) {
+      try { name = (e.constructor && e.constructor.name) || 'Error'; } catch { name = 'Error'; }
+    }
+    try { message = e.message === undefined ? '' : safeString(e.message); } catch { message = ''; }
+    try { stack = e.stack; } catch { /* ignore */ }
+    let traceback = [];
+    if (typeof stack === 'string' && stack) {
+      traceback = cleanStack(stack).slice(0, STACK_LIMIT).split('\n').map(wellFormed);
+    }
+    return { name: wellFormed(String(name)), message: wellFormed(message), traceback };
+  }
+  return { name: 'Error', message: wellFormed(safeString(e)), traceback: [] };
+}
+
+function errorResponseLine(err) {
+  return JSON.stringify({ results: [], error: err, cwd: confinedCwd() });
+}
+
+function confinedCwd() {
+  let cwd;
+  try { cwd = process.cwd(); } catch { return WORKSPACE_ROOT; }
+  if (cwd === WORKSPACE_ROOT || cwd.startsWith(WORKSPACE_ROOT === '/' ? '/' : WORKSPACE_ROOT + '/')) return cwd;
+  return WORKSPACE_ROOT;
+}
+
+// ---------------------------------------------------------------------------
+// Guest globals: console, fs, require, dynamic import.
+
+function installConsole() {
+  const out = (...args) => writeAllSync(1, args.map(formatLogArg).join(' ') + '\n');
+  const err = (...args) => writeAllSync(2, args.map(formatLogArg).join(' ') + '\n');
+  const c = globalThis.console;
+  c.log = out; c.info = out; c.debug = out; c.dir = (v) => out(v);
+  c.warn = err; c.error = err; c.trace = err;
+  c.assert = (cond, ...args) => {
+    if (!cond) err(...(args.length ? ['Assertion failed:', ...args] : ['Assertion failed']));
+  };
+}
+
+// process.stdout/stderr are created lazily; remember whether the guest did so, so that their
+// queued writes can be awaited before answering.
+const guestStreams = [];
+function trackStdStreams() {
+  for (const name of ['stdout', 'stderr']) {
+    const desc = Object.getOwnPropertyDescriptor(process, name);
+    if (!desc || typeof desc.get !== 'function') continue;
+    let stream = null;
+    Object.defineProperty(process, name, {
+      configurable: true,
+      enumerable: desc.enumerable,
+      get() {
+        if (stream === null) { stream = desc.get.call(process); guestStreams.push(stream); }
+        return stream;
+      },
+    });
+  }
+}
+
+const requireCache = new Map();
+function cwdRequire() {
+  let dir;
+  try { dir = process.cwd(); } catch { dir = WORKSPACE_ROOT; }
+  let req = requireCache.get(dir);
+  if (!req) {
+    req = Module.createRequire(path.join(dir, SANDBOX_FILE));
+    requireCache.set(dir, req);
+  }
+  return req;
+}
+function sandboxRequire(id) { return cwdRequire()(id); }
+sandboxRequire.resolve = (id, opts) => cwdRequire().resolve(id, opts);
+sandboxRequire.cache = require.cache;
+
+function sandboxImport(specifier, options) {
+  const spec = String(specifier);
+  let target = spec;
+  if (spec === '.' || spec === '..' || spec.startsWith('./') || spec.startsWith('../') || spec.startsWith('/')) {
+    target = pathToFileURL(path.resolve(process.cwd(), spec)).href;
+  } else if (!spec.includes(':') && !Module.builtinModules.includes(spec)) {
+    try { target = pathToFileURL(cwdRequire().resolve(spec)).href; } catch { /* let import() fail */ }
+  }
+  return options === undefined ? import(target) : import(target, options);
+}
+
+function installGlobals() {
+  const define = (name, value, enumerable) => Object.defineProperty(globalThis, name, {
+    value, writable: true, configurable: true, enumerable,
+  });
+  define('fs', fs, false);
+  define('require', sandboxRequire, false);
+  Object.defineProperty(globalThis, IMPORT_FN, { value: sandboxImport, enumerable: false });
+}
+
+// ---------------------------------------------------------------------------
+// Source preparation: last-expression capture, top-level await, REPL hoisting.
+
+const PARSE_OPTIONS = {
+  ecmaVersion: 'latest', sourceType: 'script', allowAwaitOutsideFunction: true,
+  allowReturnOutsideFunction: false, allowHashBang: true,
+};
+const FUNCTION_TYPES = new Set(['FunctionDeclaration', 'FunctionExpression', 'ArrowFunctionExpression']);
+const SKIP_KEYS = new Set(['type', 'start', 'end', 'loc', 'range']);
+
+function parse(code) {
+  try { return acorn.parse(code, PARSE_OPTIONS); } catch { return null; }
+}
+
+function patternNames(node, out) {
+  if (!node) return;
+  switch (node.type) {
+    case 'Identifier': out.push(node.name); break;
+    case 'ObjectPattern':
+      for (const p of node.properties) patternNames(p.type === 'RestElement' ? p.argument : p.value, out);
+      break;
+    case 'ArrayPattern': for (const el of node.elements) patternNames(el, out); break;
+    case 'RestElement': patternNames(node.argument, out); break;
+    case 'AssignmentPattern': patternNames(node.left, out); break;
+    default: break;
+  }
+}
+
+// Builds the runnable source. Returns {source, isAsync, hasResult}.
+function prepare(code, ast, hoist) {
+  const edits = [];  // {start, end, text}
+  let hasTLA = false;
+  const nestedVars = [];  // var declarations outside functions but not top-level statements
+
+  function scan(node, fnDepth, isTopStatement) {
+    if (FUNCTION_TYPES.has(node.type)) fnDepth++;
+    if (node.type === 'ImportExpression') {
+      edits.push({ start: node.start, end: node.source.start, text: IMPORT_FN + '(' });
+    } else if (fnDepth === 0) {
+      if (node.type === 'AwaitExpression' || (node.type === 'ForOfStatement' && node.await)) hasTLA = true;
+      if (node.type === 'VariableDeclaration' && node.kind === 'var' && !isTopStatement) nestedVars.push(node);
+      if ((node.type === 'ForStatement' && node.init && node.init.type === 'VariableDeclaration') ||
+          ((node.type === 'ForInStatement' || node.type === 'ForOfStatement') && node.left.type === 'VariableDeclaration')) {
+        (node.init || node.left).forHead = true;
+      }
+    }
+    for (const key in node) {
+      if (SKIP_KEYS.has(key)) continue;
+      const val = node[key];
+      if (Array.isArray(val)) {
+        for (const el of val) if (el && typeof el.type === 'string') scan(el, fnDepth, false);
+      } else if (val && typeof val.type === 'string') {
+        scan(val, fnDepth, false);
+      }
+    }
+  }
+  for (const stmt of ast.body) scan(stmt, 0, true);
+
+  const body = ast.body;
+  const last = body.length ? body[body.length - 1] : null;
+  const hasResult = !!last && last.type === 'ExpressionStatement';
+  if (code.startsWith('#!')) edits.push({ start: 0, end: 2, text: '//' });
+
+  if (!hasTLA) {
+    // A classic script: its completion value is the last expression statement's value, and
+    // let/const/class/function declarations land in the global scope by themselves.
+    return { source: applyEdits(code, edits), isAsync: false, hasResult };
+  }
+
+  const hoisted = new Set();
+  const functions = [];
+  const declToAssignment = (decl) => {
+    for (const d of decl.declarations) {
+      const names = [];
+      patternNames(d.id, names);
+      names.forEach((n) => hoisted.add(n));
+    }
+    if (decl.forHead) {
+      edits.push({ start: decl.start, end: decl.declarations[0].start, text: '' });
+    } else {
+      edits.push({ start: decl.start, end: decl.declarations[0].start, text: 'void (' });
+      const lastDecl = decl.declarations[decl.declarations.length - 1];
+      edits.push({ start: lastDecl.end, end: lastDecl.end, text: ')' });
+    }
+  };
+  if (hoist) {
+    for (const stmt of body) {
+      if (stmt.type === 'VariableDeclaration') {
+        declToAssignment(stmt);
+      } else if (stmt.type === 'FunctionDeclaration') {
+        hoisted.add(stmt.id.name);
+        functions.push(stmt.id.name);
+      } else if (stmt.type === 'ClassDeclaration') {
+        hoisted.add(stmt.id.name);
+        edits.push({ start: stmt.start, end: stmt.start, text: `${stmt.id.name} = ` });
+        edits.push({ start: stmt.end, end: stmt.end, text: ';' });
+      }
+    }
+    for (const decl of nestedVars) declToAssignment(decl);
+  }
+  if (hasResult) {
+    const exprEnd = code[last.end - 1] === ';' ? last.end - 1 : last.end;
+    edits.push({ start: last.start, end: last.start, text: 'return [(' });
+    edits.push({ start: exprEnd, end: exprEnd, text: ')]' });
+  }
+  if (functions.length) {
+    // Function declarations stay in place (hoisted inside the wrapper) and are copied to
+    // the global variables right after the directive prologue.
+    let at = 0;
+    for (const stmt of body) {
+      if (stmt.type === 'ExpressionStatement' && typeof stmt.directive === 'string') at = stmt.end;
+      else break;
+    }
+    edits.push({ start: at, end: at, text: `${FN_SETTER}(${functions.join(', ')});` });
+  }
+  let prefix = '';
+  if (hoisted.size) prefix += `var ${[...hoisted].join(', ')}; `;
+  let suffix;
+  if (functions.length) {
+    const params = functions.map((_, i) => `v${i}`);
+    prefix += `(async (${FN_SETTER}) => {`;
+    suffix = `\n})((${params.join(', ')}) => { ${functions.map((n, i) => `${n} = v${i};`).join(' ')} })`;
+  } else {
+    prefix += '(async () => {';
+    suffix = '\n})()';
+  }
+  return { source: prefix + applyEdits(code, edits) + suffix, isAsync: true, hasResult };
+}
+
+function applyEdits(code, edits) {
+  if (!edits.length) return code;
+  edits.sort((a, b) => a.start - b.start || a.end - b.end);
+  let out = '';
+  let pos = 0;
+  for (const e of edits) {
+    out += code.slice(pos, e.start) + e.text;
+    pos = Math.max(pos, e.end);
+  }
+  return out + code.slice(pos);
+}
+
+class GuestSyntaxError extends Error {}
+
+function stripTypes(code) {
+  const cp = require('child_process');
+  const r = cp.spawnSync(ESBUILD, ['--loader=ts', '--log-level=error', '--color=false'], {
+    input: code, encoding: 'utf8', maxBuffer: 64 << 20, env: { PATH: '/usr/bin:/bin' },
+  });
+  if (r.error) throw new Error(`TypeScript stripping failed: ${r.error.message}`);
+  if (r.status !== 0) {
+    const lines = String(r.stderr || '').split('\n');
+    let message = 'TypeScript syntax error';
+    let where = null;
+    for (const line of lines) {
+      const m = /\[ERROR\]\s*(.*)$/.exec(line);
+      if (m && message === 'TypeScript syntax error') message = m[1];
+      const l = /<stdin>:(\d+):(\d+)/.exec(line);
+      if (l && !where) where = `${l[1]}:${Number(l[2]) + 1}`;
+    }
+    const err = new GuestSyntaxError(message);
+    err.name = 'SyntaxError';
+    err.stack = `SyntaxError: ${message}` + (where ? `\n    at ${SANDBOX_FILE}:${where}` : '');
+    throw err;
+  }
+  return r.stdout;
+}
+
+// ---------------------------------------------------------------------------
+// Running a cell.
+
+let current = null;  // the cell in progress: {done, fail(err), idle()}
+
+function runGuest(req) {
+  let code = typeof req.code === 'string' ? req.code : '';
+  let ast = parse(code);
+  if (!ast && req.typescript) {
+    code = stripTypes(code);
+    ast = parse(code);
+  }
+  const scriptOptions = { filename: SANDBOX_FILE, displayErrors: false };
+  if (!ast) {
+    // acorn refused it: let V8 report its own SyntaxError ("Illegal return statement" ...);
+    // if V8 accepts it after all, run it and use the completion value.
+    const script = new vm.Script(code, scriptOptions);
+    return { value: script.runInThisContext({ displayErrors: false }), isAsync: false, hasResult: true };
+  }
+  const prep = prepare(code, ast, MODE === 'repl');
+  const script = new vm.Script(prep.source, scriptOptions);
+  const value = script.runInThisContext({ displayErrors: false });
+  return { value, isAsync: prep.isAsync, hasResult: prep.hasResult };
+}
+
+function applyEnvAndCwd(req) {
+  const env = req.env && typeof req.env === 'object' ? req.env : {};
+  for (const k of Object.keys(process.env)) delete process.env[k];
+  for (const [k, v] of Object.entries(env)) {
+    try { process.env[k] = String(v); } catch { /* invalid name */ }
+  }
+  if (typeof req.cwd === 'string' && req.cwd) process.chdir(req.cwd);
+}
+
+async function flushGuestStreams() {
+  for (const s of guestStreams) {
+    if (s && s.writableLength > 0 && !s.destroyed) {
+      await new Promise((resolve) => {
+        s.once('drain', resolve);
+        s.once('error', resolve);
+        s.once('close', resolve);
+      });
+    }
+  }
+}
+
+function runCell(req) {
+  return new Promise((resolve) => {
+    const limit = Number.isInteger(req.resultLimit) && req.resultLimit > 0 ? req.resultLimit : DEFAULT_RESULT_LIMIT;
+    const cell = { done: false };
+    current = cell;
+
+    let outcome = null;
+    const finish = async (result) => {
+      if (outcome) {
+        // A failure reported while draining (unhandled rejection...) beats a success.
+        if (result.error !== undefined && outcome.error === undefined && !cell.done) outcome = result;
+        return;
+      }
+      outcome = result;
+      // Let pending microtasks and rejection checks run, and queued stream writes drain.
+      await new Promise((r) => setImmediate(r));
+      try { await flushGuestStreams(); } catch { /* ignore */ }
+      cell.done = true;
+      if (current === cell) current = null;
+      let line;
+      if (outcome.error !== undefined) {
+        line = errorResponseLine(outcome.error);
+      } else {
+        let mapped = null;
+        let err = null;
+        if (outcome.hasResult) {
+          try { mapped = mapResult(outcome.value); } catch (e) { err = mapError(e); }
+        }
+        if (mapped && utf8Length(mapped.payload) > limit) {
+          err = { name: 'ExecutionLimitError', message: `Result limit exceeded (${limitText(limit)})`, traceback: [] };
+        }
+        if (err) {
+          line = errorResponseLine(err);
+        } else if (!mapped) {
+          line = JSON.stringify({ results: [], error: null, cwd: confinedCwd() });
+        } else {
+          const entry = mapped.kind === 'json'
+            ? `{"json":${mapped.payload}}`
+            : `{"text":${JSON.stringify(wellFormed(mapped.payload))}}`;
+          line = `{"results":[${entry}],"error":null,"cwd":${JSON.stringify(confinedCwd())}}`;
+        }
+      }
+      resolve(line);
+    };
+    cell.fail = (e) => { finish({ error: mapError(e) }); };
+    cell.idle = () => {
+      finish({ error: { name: 'Error', message: NEVER_SETTLED, traceback: [] } });
+    };
+
+    try {
+      applyEnvAndCwd(req);
+    } catch (e) {
+      finish({ error: mapError(e) });
+      return;
+    }
+    let run;
+    try {
+      run = runGuest(req);
+    } catch (e) {
+      finish({ error: mapError(e) });
+      return;
+    }
+    if (!run.isAsync) {
+      finish({ value: run.value, hasResult: run.hasResult });
+      return;
+    }
+    Promise.resolve(run.value).then(
+      (arr) => finish({ value: run.hasResult && Array.isArray(arr) ? arr[0] : undefined, hasResult: run.hasResult }),
+      (e) => finish({ error: mapError(e) }),
+    );
+  });
+}
+
+function reportBackground(kind, e) {
+  const err = mapError(e);
+  const text = err.traceback.length ? err.traceback.join('\n') : `${err.name}: ${err.message}`;
+  try { writeAllSync(2, `${kind}: ${text}\n`); } catch { /* ignore */ }
+}
+
+process.on('uncaughtException', (e) => {
+  if (current && !current.done) current.fail(e);
+  else reportBackground('Uncaught', e);
+});
+process.on('unhandledRejection', (reason) => {
+  if (current && !current.done) current.fail(reason);
+  else reportBackground('Unhandled rejection', reason);
+});
+process.on('beforeExit', () => {
+  if (current && !current.done) current.idle();
+});
+
+function serveNext() {
+  const line = readLineSync();
+  if (line === null) process.exit(0);
+  if (!line.trim()) { setImmediate(serveNext); return; }
+  let req;
+  try {
+    req = JSON.parse(line);
+    if (!req || typeof req !== 'object' || Array.isArray(req)) throw new Error('request must be an object');
+  } catch (e) {
+    send(errorResponseLine({ name: 'EngineError', message: `bad request: ${e.message}`, traceback: [] }));
+    if (MODE === 'once') process.exit(0);
+    setImmediate(serveNext);
+    return;
+  }
+  runCell(req).then((resp) => {
+    send(resp);
+    if (MODE === 'once') process.exit(0);
+    setImmediate(serveNext);
+  });
+}
+
+installConsole();
+trackStdStreams();
+installGlobals();
+send('{"ready":true}');
+serveNext();

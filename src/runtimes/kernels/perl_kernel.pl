@@ -1,0 +1,259 @@
+# sandboxd Perl kernel (see docs/kernel-protocol.md).
+#
+# Run as: /usr/bin/perl perl_kernel.pl once|repl
+# fd 3 is the control socket (newline-delimited JSON); fd 1/2 carry guest output.
+# Core modules only. Guest code is a string eval in package main; `our` variables and subs
+# persist between cells, `my` variables do not.
+
+# The guest eval lives first, outside any lexical scope of the kernel, so the guest sees
+# no kernel lexicals and none of its pragmas (no strict, no warnings, like plain perl).
+package main;
+sub _sandboxd_eval_guest {
+    local @_;
+    eval $SandboxKernel::guest_code;
+}
+
+package SandboxKernel;
+use strict;
+use warnings;
+use Cwd ();
+use Fcntl qw(F_GETFD F_SETFD FD_CLOEXEC);
+use JSON::PP ();
+use POSIX ();
+
+our $guest_code;
+my $KERNEL_PID = $$;
+
+# `exit` in guest code ends the cell, not the kernel (exit 0: no error). A forked guest
+# child really exits.
+BEGIN {
+    *CORE::GLOBAL::exit = sub (;$) {
+        my $code = @_ ? $_[0] : 0;
+        CORE::exit($code) if $$ != $KERNEL_PID;
+        die bless({ code => $code }, 'SandboxKernel::Exit');
+    };
+}
+
+my $MODE = $ARGV[0] // 'once';
+my $DEFAULT_RESULT_LIMIT = 65536;
+my $WORKSPACE_ROOT = (defined $ENV{SANDBOX_WORKSPACE_ROOT} && length $ENV{SANDBOX_WORKSPACE_ROOT})
+    ? $ENV{SANDBOX_WORKSPACE_ROOT} : '/workspace';
+$WORKSPACE_ROOT =~ s{/+\z}{} if length($WORKSPACE_ROOT) > 1;
+
+if ($MODE ne 'once' && $MODE ne 'repl') {
+    print STDERR "usage: perl_kernel.pl once|repl\n";
+    POSIX::_exit(2);
+}
+
+open(my $ctl, '+<&=', 3) or do { print STDERR "perl_kernel: fd 3: $!\n"; POSIX::_exit(2) };
+binmode($ctl);
+{
+    my $flags = fcntl($ctl, F_GETFD, 0) // 0;
+    fcntl($ctl, F_SETFD, $flags | FD_CLOEXEC);
+}
+
+# Wire JSON: requests are decoded to character strings, responses encoded as UTF-8.
+my $WIRE = JSON::PP->new->utf8->canonical;
+# Result JSON: byte strings in guest data are emitted unchanged (normally UTF-8 already).
+my $RESULT_JSON = JSON::PP->new->latin1->canonical->allow_nonref;
+my $CHECK_JSON = JSON::PP->new->allow_nonref;
+
+sub send_line {
+    my ($line) = @_;    # bytes
+    $line .= "\n";
+    my $off = 0;
+    while ($off < length $line) {
+        my $n = syswrite($ctl, $line, length($line) - $off, $off);
+        if (!defined $n) {
+            next if $!{EINTR} || $!{EAGAIN};
+            POSIX::_exit(1);
+        }
+        $off += $n;
+    }
+}
+
+# Line reader on sysread: no PerlIO buffering and no `$.` on the control handle (which
+# would otherwise show up as ", <$ctl> line N." in guest die messages).
+my $rbuf = '';
+sub read_line {
+    while (1) {
+        my $nl = index($rbuf, "\n");
+        if ($nl >= 0) {
+            my $line = substr($rbuf, 0, $nl + 1, '');
+            return $line;
+        }
+        my $n = sysread($ctl, $rbuf, 65536, length $rbuf);
+        if (!defined $n) {
+            next if $!{EINTR};
+            if ($!{EAGAIN}) { select(undef, undef, undef, 0.002); next; }
+            return undef;
+        }
+        return undef if $n == 0;
+    }
+}
+
+sub flush_guest {
+    for my $fh (\*STDOUT, \*STDERR) {
+        local $@;
+        eval { $fh->flush if defined fileno($fh) };
+    }
+}
+
+sub confined_cwd {
+    my $cwd = Cwd::getcwd();
+    return $WORKSPACE_ROOT unless defined $cwd;
+    my $root = $WORKSPACE_ROOT eq '/' ? '' : $WORKSPACE_ROOT;
+    return $cwd if $cwd eq $WORKSPACE_ROOT || index($cwd, "$root/") == 0;
+    return $WORKSPACE_ROOT;
+}
+
+# Guest strings are usually UTF-8 bytes (the code is evaluated as bytes, like a script
+# file without `use utf8`). Turn them into characters for the response.
+sub to_chars {
+    my ($s) = @_;
+    $s = '' unless defined $s;
+    return $s if utf8::is_utf8($s);
+    my $copy = $s;
+    return $copy if utf8::decode($copy);
+    return $s;    # not UTF-8: treat the bytes as Latin-1 characters
+}
+
+sub utf8_length {
+    my ($chars) = @_;
+    my $copy = $chars;
+    utf8::encode($copy);
+    return length $copy;
+}
+
+sub limit_text {
+    my ($limit) = @_;
+    return ($limit % 1024 == 0) ? ($limit / 1024) . ' KiB' : "$limit bytes";
+}
+
+# Returns (kind, payload-characters) or () for no result.
+sub map_result {
+    my ($v) = @_;
+    return () unless defined $v;
+    my $r = ref $v;
+    if ($r eq 'HASH' || $r eq 'ARRAY') {
+        my $json = eval { $RESULT_JSON->encode($v) };
+        if (defined $json) {
+            $json = to_chars($json);
+            # JSON::PP happily writes nan/inf; only valid JSON is a json result.
+            return ('json', $json) if eval { $CHECK_JSON->decode($json); 1 };
+        }
+    }
+    my $text = eval { "$v" };
+    $text = "$r" unless defined $text;
+    return ('text', to_chars($text));
+}
+
+sub error_of {
+    my ($e) = @_;
+    my $name = ref($e) || 'PerlError';
+    my $msg = eval { "$e" };
+    $msg = $name unless defined $msg;
+    $msg =~ s/\n+\z//;
+    return { name => to_chars($name), message => to_chars($msg), traceback => [] };
+}
+
+sub encode_response {
+    my ($results_json, $error, $cwd) = @_;    # $results_json: characters
+    my $tail = $WIRE->encode({ error => $error, cwd => to_chars($cwd) });    # UTF-8 bytes
+    # $tail is '{"cwd":...,"error":...}'; splice the results in front.
+    utf8::encode($results_json);
+    return '{"results":' . $results_json . ',' . substr($tail, 1);
+}
+
+sub handle {
+    my ($req) = @_;
+    if ($req->{reseed}) { srand(); }
+    my $env = ref $req->{env} eq 'HASH' ? $req->{env} : {};
+    my %new;
+    for my $k (keys %$env) {
+        my ($kb, $vb) = ($k, $env->{$k} // '');
+        utf8::encode($kb);
+        utf8::encode($vb);
+        $new{$kb} = $vb;
+    }
+    %ENV = %new;
+    my $limit = $req->{resultLimit};
+    $limit = $DEFAULT_RESULT_LIMIT unless defined $limit && !ref $limit && $limit =~ /^\d+\z/ && $limit > 0;
+
+    my $cwd = $req->{cwd};
+    if (defined $cwd && length $cwd) {
+        utf8::encode($cwd);
+        unless (chdir $cwd) {
+            my $err = { name => 'PerlError', message => to_chars("cannot chdir to $cwd: $!"), traceback => [] };
+            return encode_response('[]', $err, confined_cwd());
+        }
+    }
+    my $code = $req->{code} // '';
+    utf8::encode($code);
+    $guest_code = "#line 1 \"<sandbox>\"\n" . $code;
+
+    my ($value, $failed, $err);
+    {
+        local $@;
+        $value = main::_sandboxd_eval_guest();
+        if (ref $@ || (defined $@ && length $@)) {
+            $failed = 1;
+            $err = $@;
+        }
+    }
+    flush_guest();
+    if ($$ != $KERNEL_PID) {    # a forked guest child must never answer on fd 3
+        POSIX::_exit($failed ? 1 : 0);
+    }
+    if ($failed && ref $err eq 'SandboxKernel::Exit') {
+        my $code = $err->{code} // 0;
+        $value = $err = undef;
+        $failed = 0;
+        if ($code) {
+            return encode_response('[]', { name => 'PerlError', message => "exit $code",
+                                           traceback => [] }, confined_cwd());
+        }
+    }
+    if ($failed) {
+        my $e = error_of($err);
+        $value = $err = undef;
+        return encode_response('[]', $e, confined_cwd());
+    }
+    my @mapped = map_result($value);
+    $value = undef;
+    return encode_response('[]', undef, confined_cwd()) unless @mapped;
+    my ($kind, $payload) = @mapped;
+    if (utf8_length($payload) > $limit) {
+        my $e = { name => 'ExecutionLimitError',
+                  message => 'Result limit exceeded (' . limit_text($limit) . ')', traceback => [] };
+        return encode_response('[]', $e, confined_cwd());
+    }
+    my $entry = $kind eq 'json'
+        ? '[{"json":' . $payload . '}]'
+        : '[{"text":' . JSON::PP->new->allow_nonref->encode($payload) . '}]';
+    return encode_response($entry, undef, confined_cwd());
+}
+
+sub main {
+    send_line('{"ready":true}');
+    while (1) {
+        my $line = read_line();
+        last unless defined $line;
+        next unless $line =~ /\S/;
+        my $req = eval { $WIRE->decode($line) };
+        if (ref $req ne 'HASH') {
+            my $msg = $@ || 'request must be an object';
+            $msg =~ s/\s+\z//;
+            send_line(encode_response('[]', { name => 'EngineError', message => "bad request: $msg",
+                                              traceback => [] }, confined_cwd()));
+            last if $MODE eq 'once';
+            next;
+        }
+        send_line(handle($req));
+        last if $MODE eq 'once';
+    }
+    flush_guest();
+    POSIX::_exit(0);
+}
+
+main();

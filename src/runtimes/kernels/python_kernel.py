@@ -1,0 +1,220 @@
+"""sandboxd Python kernel (see docs/kernel-protocol.md).
+
+Run as: /usr/bin/python3 -I python_kernel.py once|repl
+fd 3 is the control socket (newline-delimited JSON); fd 1/2 carry guest output.
+Only the standard library; keep the imports before "ready" minimal.
+"""
+import ast
+import json
+import os
+import sys
+import traceback
+
+CTL_FD = 3
+SANDBOX_FILE = "<sandbox>"
+DEFAULT_RESULT_LIMIT = 65536
+WORKSPACE_ROOT = os.environ.get("SANDBOX_WORKSPACE_ROOT") or "/workspace"
+if len(WORKSPACE_ROOT) > 1:
+    WORKSPACE_ROOT = WORKSPACE_ROOT.rstrip("/")
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _send(obj):
+    line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    # Lone surrogates (from surrogateescape'd data) cannot be encoded: replace them.
+    _write_all(CTL_FD, line.encode("utf-8", "replace") + b"\n")
+
+
+def _flush_guest_streams():
+    for name in ("stdout", "stderr"):
+        for stream in (getattr(sys, name, None), getattr(sys, "__%s__" % name, None)):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except Exception:
+                pass
+
+
+def _utf8_len(s):
+    return len(s.encode("utf-8", "surrogatepass"))
+
+
+def _limit_text(limit):
+    if limit % 1024 == 0:
+        return "%d KiB" % (limit // 1024)
+    return "%d bytes" % limit
+
+
+def _confined_cwd():
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return WORKSPACE_ROOT
+    if cwd == WORKSPACE_ROOT or cwd.startswith(WORKSPACE_ROOT.rstrip("/") + "/"):
+        return cwd
+    return WORKSPACE_ROOT
+
+
+def _map_result(value):
+    """Returns ((kind, encoded), utf8_size), or (None, 0) for no result."""
+    if value is None:
+        return None, 0
+    if isinstance(value, (dict, list)):
+        try:
+            payload = json.dumps(value, allow_nan=False, ensure_ascii=False,
+                                 separators=(",", ":"))
+        except Exception:
+            payload = None
+        if payload is not None:
+            return ("json", payload), _utf8_len(payload)
+    text = repr(value)
+    return ("text", text), _utf8_len(text)
+
+
+def _format_error(exc):
+    # Drop the kernel's own frames (and stdlib frames it called, e.g. ast.parse):
+    # the traceback starts at the first guest frame.
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != SANDBOX_FILE:
+        tb = tb.tb_next
+    try:
+        te = traceback.TracebackException(type(exc), exc, tb)
+        lines = "".join(te.format()).rstrip("\n").split("\n")
+    except Exception:
+        lines = ["%s: %s" % (type(exc).__name__, exc)]
+    if not lines or lines[0] != "Traceback (most recent call last):":
+        lines.insert(0, "Traceback (most recent call last):")
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<unprintable %s object>" % type(exc).__name__
+    return {"name": type(exc).__name__, "message": message, "traceback": lines}
+
+
+class Kernel:
+    def __init__(self, mode):
+        self.mode = mode
+        # The guest gets its own __main__ module; the kernel's globals stay out of it.
+        self.kernel_module = sys.modules.get("__main__")
+        self.guest_module = type(sys)("__main__")
+        self.guest_module.__dict__.update({
+            "__builtins__": __builtins__, "__doc__": None,
+            "__package__": None, "__spec__": None,
+        })
+        self.ns = self.guest_module.__dict__
+        sys.modules["__main__"] = self.guest_module
+        sys.path.insert(0, WORKSPACE_ROOT)
+        self.cell = 0
+
+    def _register_source(self, code):
+        try:
+            import linecache
+            linecache.cache[SANDBOX_FILE] = (len(code), None,
+                                             code.splitlines(True), SANDBOX_FILE)
+        except Exception:
+            pass
+
+    def _run_code(self, code):
+        """Executes code in the guest namespace; returns the last expression's value."""
+        self._register_source(code)
+        tree = ast.parse(code, SANDBOX_FILE, "exec")
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        if tree.body:
+            exec(compile(tree, SANDBOX_FILE, "exec"), self.ns)
+        if last is not None:
+            return eval(compile(last, SANDBOX_FILE, "eval"), self.ns)
+        return None
+
+    def handle(self, req):
+        if req.get("reseed"):
+            rnd = sys.modules.get("random")
+            if rnd is not None:
+                rnd.seed()
+        env = req.get("env") or {}
+        os.environ.clear()
+        for key, val in env.items():
+            try:
+                os.environ[str(key)] = str(val)
+            except Exception:
+                pass
+        limit = req.get("resultLimit")
+        if not isinstance(limit, int) or limit <= 0:
+            limit = DEFAULT_RESULT_LIMIT
+        results = []
+        error = None
+        try:
+            cwd = req.get("cwd")
+            if cwd:
+                os.chdir(cwd)
+            try:
+                import importlib
+                importlib.invalidate_caches()
+            except Exception:
+                pass
+            value = self._run_code(req.get("code") or "")
+            entry, size = _map_result(value)
+            if entry is not None:
+                if size > limit:
+                    error = {"name": "ExecutionLimitError",
+                             "message": "Result limit exceeded (%s)" % _limit_text(limit),
+                             "traceback": []}
+                elif entry[0] == "json":
+                    results = [{"json": json.loads(entry[1])}]
+                else:
+                    results = [{"text": entry[1]}]
+            value = entry = None
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt included
+            error = _format_error(exc)
+            exc = None
+        _flush_guest_streams()
+        return {"results": results, "error": error, "cwd": _confined_cwd()}
+
+
+def _main():
+    mode = sys.argv[1] if len(sys.argv) > 1 else "once"
+    if mode not in ("once", "repl"):
+        sys.stderr.write("usage: python_kernel.py once|repl\n")
+        os._exit(2)
+    os.set_inheritable(CTL_FD, False)
+    ctl = open(CTL_FD, "rb", buffering=65536, closefd=False)
+    try:
+        sys.stdout.reconfigure(line_buffering=True)
+    except Exception:
+        pass
+    kernel = Kernel(mode)
+    _send({"ready": True})
+    while True:
+        line = ctl.readline()
+        if not line:
+            break
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+            if not isinstance(req, dict):
+                raise ValueError("request must be an object")
+        except Exception as exc:
+            _send({"results": [], "cwd": _confined_cwd(),
+                   "error": {"name": "EngineError", "message": "bad request: %s" % exc,
+                             "traceback": []}})
+            if mode == "once":
+                break
+            continue
+        resp = kernel.handle(req)
+        _send(resp)
+        if mode == "once":
+            break
+    _flush_guest_streams()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,0 +1,45 @@
+/* The language table: one row per runtime, data not code, so a deployment
+ * adds a language by adding a row and a kernel script (docs/kernel-protocol.md). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define RUNTIME_MAX_ARGV 8
+
+struct runtime {
+        const char *id;           /* canonical id, e.g. "python" */
+        const char *name;         /* display name */
+        const char *package;      /* Debian package providing the interpreter */
+        const char *engine_name;  /* e.g. "CPython" */
+        const char *argv[RUNTIME_MAX_ARGV]; /* "@KERNEL@", "@MODE@", "@HEAP_MB@" expand */
+        const char *version_argv[RUNTIME_MAX_ARGV]; /* prints the version on stdout */
+        const char *capabilities[8];
+        const char *extra_env[4]; /* added to the kernel's start-up environment */
+        bool contexts;            /* REPL contexts supported */
+        char version[32];         /* probed at start-up */
+        char engine[64];          /* "<engine_name> <version>" */
+};
+
+/* Looks up a canonical id. NULL if unknown (safe for names like "__proto__"). */
+const struct runtime *runtime_find(const char *id);
+/* Runtimes in listing order (javascript first). */
+size_t runtime_count(void);
+const struct runtime *runtime_at(size_t i);
+
+/* Normalises a user-supplied language name (case-insensitive aliases:
+ * python3→python, js/node→javascript, ts→typescript). Returns the canonical
+ * name ("typescript" stays "typescript") or NULL if unknown. */
+const char *runtime_normalize(const char *name);
+/* Resolves a path/body language to the runtime that executes it and whether
+ * TypeScript stripping applies. NULL if unknown. */
+const struct runtime *runtime_resolve(const char *name, bool *ret_typescript);
+
+/* Runs each interpreter's version command once (outside the jail) and fills
+ * version/engine. Missing interpreters are reported in ret_missing. */
+void runtime_probe_versions(char *ret_missing, size_t len);
+
+/* Builds argv for one kernel process into out (pointers into the table and
+ * into scratch, which must outlive out). */
+int runtime_build_argv(const struct runtime *rt, const char *mode, unsigned heap_mb,
+                       const char **out, size_t max, char *scratch, size_t scratch_len);

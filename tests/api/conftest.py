@@ -1,0 +1,128 @@
+"""Black-box fixtures: start a real sandboxd on a free loopback port with a
+temporary data dir, and talk to it over real HTTP (http.client)."""
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("SANDBOXD_BIN", os.path.join(ROOT, "build", "sandboxd"))
+
+# Limits small enough that limit tests finish quickly.
+FAST_LIMITS = [
+    "limits.cpu_ms=2000",
+    "limits.wall_ms=4000",
+    "limits.memory_bytes=128M",
+    "limits.pids=32",
+    "exec.drain_timeout_ms=5000",
+]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Daemon:
+    def __init__(self, extra_args=(), data_dir=None, sets=FAST_LIMITS, env=None):
+        self.port = free_port()
+        self.tmp = None
+        if data_dir is None:
+            self.tmp = tempfile.TemporaryDirectory(prefix="sandboxd-test-")
+            data_dir = self.tmp.name
+        self.data_dir = data_dir
+        args = [BIN, "--listen", f"127.0.0.1:{self.port}", "--data-dir", data_dir, "--log-level", "warn"]
+        for s in sets:
+            args += ["--set", s]
+        args += list(extra_args)
+        self.log_path = os.path.join(data_dir, "daemon.log")
+        self.log = open(self.log_path, "ab")
+        full_env = {"PATH": "/usr/bin:/bin"}
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log, env=full_env)
+        self.wait_ready()
+
+    def wait_ready(self, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"daemon exited: {self.proc.returncode}\n{self.read_log()}")
+            try:
+                status, _, _ = self.request("GET", "/health")
+                if status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("daemon not ready\n" + self.read_log())
+
+    def read_log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")[-4000:]
+
+    def request(self, method, path, body=None, headers=None, raw=None, timeout=60):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        hdrs = dict(headers or {})
+        data = raw
+        if body is not None:
+            data = json.dumps(body).encode()
+            hdrs.setdefault("Content-Type", "application/json")
+        conn.request(method, path, body=data, headers=hdrs)
+        resp = conn.getresponse()
+        payload = resp.read()
+        conn.close()
+        try:
+            parsed = json.loads(payload) if payload else None
+        except ValueError:
+            parsed = payload
+        return resp.status, parsed, {k.lower(): v for k, v in resp.getheaders()}
+
+    def post(self, path, body=None, **kw):
+        return self.request("POST", path, body=body, **kw)
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def execute(self, lang, code, **extra):
+        body = {"code": code}
+        body.update(extra)
+        status, res, _ = self.post(f"/execute/{lang}", body)
+        assert status == 200, res
+        return res
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+    def cleanup(self):
+        self.stop()
+        if self.tmp:
+            self.tmp.cleanup()
+
+
+@pytest.fixture(scope="session")
+def daemon():
+    d = Daemon()
+    yield d
+    d.cleanup()
+
+
+def text_of(res):
+    """The single text result, or None."""
+    assert "error" not in res, res.get("error")
+    if not res["results"]:
+        return None
+    return res["results"][0].get("text")

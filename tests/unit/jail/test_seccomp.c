@@ -1,0 +1,215 @@
+/* The runner forks every TEST, so each one may set no_new_privs and install
+ * the filter on itself without affecting the others. Expected errnos are
+ * chosen to differ from what the call returns without the filter, so a
+ * missing rule cannot pass by accident. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <linux/keyctl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/util.h"
+#include "jail/seccomp.h"
+#include "tap.h"
+
+#define X32_SYSCALL_BIT 0x40000000L
+
+static void apply_policy(bool allow_inet)
+{
+        struct seccomp_prog *p = NULL;
+        ASSERT_OK(seccomp_prog_build(allow_inet, &p));
+        ASSERT_TRUE(p != NULL);
+        ASSERT_TRUE(p->fprog.len > 0);
+        ASSERT_OK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+        ASSERT_OK(seccomp_prog_apply(p));
+        seccomp_prog_free(p);
+}
+
+/* Runs syscall-returning expression and checks it failed with errno e. */
+#define ASSERT_ERRNO(call, e)                                                \
+        do {                                                                 \
+                errno = 0;                                                   \
+                long _r = (long)(call);                                      \
+                ASSERT_EQ(_r, -1);                                           \
+                ASSERT_EQ(errno, (e));                                       \
+        } while (0)
+
+TEST(seccomp_build_free_repeatedly)
+{
+        for (int i = 0; i < 3; i++) {
+                struct seccomp_prog *p = NULL;
+                ASSERT_OK(seccomp_prog_build(i % 2, &p));
+                ASSERT_TRUE(p->fprog.len > 0 && p->fprog.len <= BPF_MAXINSNS);
+                seccomp_prog_free(p);
+        }
+        seccomp_prog_free(NULL);
+}
+
+TEST(seccomp_denies_mount_family)
+{
+        apply_policy(false);
+        /* Unfiltered this is ENOENT (no such target). */
+        ASSERT_ERRNO(mount("none", "/nonexistent-sbx", "tmpfs", 0, NULL), EPERM);
+        ASSERT_ERRNO(umount2("/nonexistent-sbx", 0), EPERM);
+        ASSERT_ERRNO(chroot("/nonexistent-sbx"), EPERM);
+        ASSERT_ERRNO(syscall(SYS_fsopen, "tmpfs", 0), EPERM);
+        ASSERT_ERRNO(syscall(SYS_open_tree, AT_FDCWD, "/", 0), EPERM);
+        ASSERT_ERRNO(syscall(467 /* open_tree_attr */, AT_FDCWD, "/", 0, NULL, 0), EPERM);
+}
+
+TEST(seccomp_denies_namespaces)
+{
+        apply_policy(false);
+        ASSERT_ERRNO(unshare(CLONE_NEWUSER), EPERM);
+        ASSERT_ERRNO(unshare(CLONE_NEWNS), EPERM);
+        ASSERT_ERRNO(setns(0, 0), EPERM);
+        static const unsigned long flags[] = { CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC,
+                                               CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+                                               CLONE_NEWCGROUP };
+        for (size_t i = 0; i < ARRAY_SIZE(flags); i++) {
+                errno = 0;
+                long r = syscall(SYS_clone, flags[i] | CLONE_FILES | SIGCHLD, 0, NULL, NULL, 0);
+                if (r == 0)
+                        _exit(0); /* filter missing: keep the child out of the test */
+                ASSERT_EQ(r, -1);
+                ASSERT_EQ(errno, EPERM);
+        }
+        /* Unfiltered: EINVAL for a zero size. */
+        ASSERT_ERRNO(syscall(SYS_clone3, NULL, 0), ENOSYS);
+}
+
+TEST(seccomp_allows_plain_fork)
+{
+        apply_policy(false);
+        pid_t pid = fork(); /* glibc tries clone3 first, then clone */
+        ASSERT_TRUE(pid >= 0);
+        if (pid == 0)
+                _exit(42);
+        int st = 0;
+        ASSERT_EQ(waitpid(pid, &st, 0), pid);
+        ASSERT_TRUE(WIFEXITED(st));
+        ASSERT_EQ(WEXITSTATUS(st), 42);
+        ASSERT_TRUE(getpid() > 0);
+        int fds[2];
+        ASSERT_OK(pipe2(fds, O_CLOEXEC));
+        ASSERT_EQ(write(fds[1], "x", 1), 1);
+        close(fds[0]);
+        close(fds[1]);
+}
+
+TEST(seccomp_socket_families_without_inet)
+{
+        apply_policy(false);
+        ASSERT_ERRNO(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
+        ASSERT_ERRNO(socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
+        ASSERT_ERRNO(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
+        /* Upper-half garbage must not turn AF_INET into "AF_UNIX". */
+        ASSERT_ERRNO(syscall(SYS_socket, 0x100000000L | AF_INET, SOCK_STREAM, 0), EAFNOSUPPORT);
+        int sv[2];
+        /* Unfiltered: EOPNOTSUPP. */
+        ASSERT_ERRNO(socketpair(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), EAFNOSUPPORT);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ASSERT_TRUE(fd >= 0);
+        close(fd);
+        ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+        close(sv[0]);
+        close(sv[1]);
+}
+
+TEST(seccomp_socket_families_with_inet)
+{
+        apply_policy(true);
+        static const int ok[] = { AF_UNIX, AF_INET, AF_INET6 };
+        for (size_t i = 0; i < ARRAY_SIZE(ok); i++) {
+                int fd = socket(ok[i], SOCK_DGRAM | SOCK_CLOEXEC, 0);
+                ASSERT_TRUE(fd >= 0);
+                close(fd);
+        }
+        int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0 /* NETLINK_ROUTE */);
+        ASSERT_TRUE(fd >= 0);
+        close(fd);
+        ASSERT_ERRNO(socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
+        ASSERT_ERRNO(socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
+        ASSERT_ERRNO(socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
+        ASSERT_ERRNO(socket(AF_AX25, SOCK_DGRAM | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
+        ASSERT_ERRNO(socket(-1, SOCK_DGRAM | SOCK_CLOEXEC, 0), EAFNOSUPPORT);
+}
+
+TEST(seccomp_denies_introspection_and_kernel_surface)
+{
+        apply_policy(false);
+        ASSERT_ERRNO(ptrace(PTRACE_TRACEME, 0, NULL, NULL), EPERM);
+        /* Unfiltered: EINVAL / EFAULT. */
+        ASSERT_ERRNO(syscall(SYS_bpf, BPF_PROG_LOAD, NULL, 0), EPERM);
+        ASSERT_ERRNO(syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0), EPERM);
+        ASSERT_ERRNO(syscall(SYS_add_key, "user", "x", "y", 1, KEY_SPEC_SESSION_KEYRING), EPERM);
+        ASSERT_ERRNO(syscall(SYS_io_uring_setup, 0, NULL), EPERM);
+        ASSERT_ERRNO(syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0), EPERM);
+        ASSERT_ERRNO(syscall(SYS_userfaultfd, O_CLOEXEC), EPERM);
+        ASSERT_ERRNO(syscall(SYS_kcmp, getpid(), getpid(), 0, 0, 0), EPERM);
+        ASSERT_ERRNO(syscall(SYS_open_by_handle_at, AT_FDCWD, NULL, 0), EPERM);
+}
+
+TEST(seccomp_denies_tty_injection)
+{
+        apply_policy(false);
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        char c = 'x';
+        /* Unfiltered: ENOTTY. */
+        ASSERT_ERRNO(ioctl(fd, TIOCSTI, &c), EPERM);
+        ASSERT_ERRNO(ioctl(fd, TIOCLINUX, &c), EPERM);
+        ASSERT_ERRNO(syscall(SYS_ioctl, fd, 0xabcd00000000UL | TIOCSTI, &c), EPERM);
+        /* Other ioctls are untouched. */
+        ASSERT_ERRNO(ioctl(fd, TIOCGPGRP, &c), ENOTTY);
+        close(fd);
+}
+
+TEST(seccomp_personality_query_only)
+{
+        apply_policy(false);
+        int cur = personality(0xffffffff);
+        ASSERT_TRUE(cur >= 0);
+        ASSERT_EQ(personality(PER_LINUX), cur);
+        ASSERT_ERRNO(personality(ADDR_NO_RANDOMIZE), EPERM);
+        ASSERT_ERRNO(personality(READ_IMPLIES_EXEC), EPERM);
+        ASSERT_ERRNO(personality(PER_LINUX32), EPERM);
+        ASSERT_ERRNO(personality(0xfffffffe), EPERM);
+        ASSERT_ERRNO(personality(0x7fffffff), EPERM);
+        ASSERT_ERRNO(syscall(SYS_personality, 0x100000000UL), EPERM);
+        ASSERT_EQ(personality(0xffffffff), PER_LINUX);
+}
+
+TEST(seccomp_kills_foreign_abi)
+{
+        /* Check x32 from a grandchild: the expected outcome is SIGSYS. */
+        pid_t pid = fork();
+        ASSERT_TRUE(pid >= 0);
+        if (pid == 0) {
+                apply_policy(false);
+                syscall(X32_SYSCALL_BIT | SYS_getpid);
+                _exit(0);
+        }
+        int st = 0;
+        ASSERT_EQ(waitpid(pid, &st, 0), pid);
+        ASSERT_TRUE(WIFSIGNALED(st));
+        ASSERT_EQ(WTERMSIG(st), SIGSYS);
+}
+
+TEST(seccomp_allows_stacking)
+{
+        apply_policy(false);
+        apply_policy(false);
+        ASSERT_ERRNO(unshare(CLONE_NEWUSER), EPERM);
+        ASSERT_TRUE(getpid() > 0);
+}
