@@ -15,7 +15,7 @@ WARN   := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
           -Wmissing-prototypes -Wno-missing-field-initializers -Wvla
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) -pthread -fno-strict-aliasing
-LDLIBS += -pthread
+LDLIBS += -pthread -lcrypto
 
 ifeq ($(SANITIZER),address)
 CFLAGS  += -fsanitize=address -fno-omit-frame-pointer

@@ -167,10 +167,33 @@ static void drain_and_stop(struct app *app)
         app->srv = NULL;
 }
 
+/* One route table from every facade; the /files route accepts larger
+ * bodies so that the per-file size check (413 FILE_TOO_LARGE) is reachable. */
+static struct route *build_routes(const struct config *cfg, size_t *ret_n)
+{
+        size_t na, nb;
+        const struct route *a = api_runtime_routes(&na);
+        const struct route *b = api_gateway_routes(&nb);
+        struct route *all = calloc(na + nb, sizeof(*all));
+        if (!all)
+                return NULL;
+        memcpy(all, a, na * sizeof(*a));
+        memcpy(all + na, b, nb * sizeof(*b));
+        for (size_t i = 0; i < na + nb; i++) {
+                size_t len = strlen(all[i].pattern);
+                if (len > 6 && strcmp(all[i].pattern + len - 6, "/files") == 0)
+                        all[i].max_body = cfg->files_request_bytes;
+        }
+        *ret_n = na + nb;
+        return all;
+}
+
 static int start_server(struct app *app, sigset_t *sigs)
 {
         size_t nroutes;
-        const struct route *routes = api_runtime_routes(&nroutes);
+        _cleanup_free_ struct route *routes = build_routes(app->cfg, &nroutes);
+        if (!routes)
+                return -ENOMEM;
         struct http_options opt = {
                 .listen = app->cfg->listen,
                 .threads = (unsigned)app->cfg->http_threads,
@@ -240,7 +263,22 @@ int main(int argc, char **argv)
         r = engine_new(&cfg, &app.engine, &why);
         if (r < 0)
                 return log_error_errno(r, "msg=\"jail setup failed: %s\"", why), 1;
+        char dbpath[4200], dberr[256] = "";
+        snprintf(dbpath, sizeof(dbpath), "%s/sandboxd.db", cfg.data_dir);
+        if ((r = store_open(dbpath, &app.store, dberr, sizeof(dberr))) < 0) {
+                log_error("msg=\"cannot open the store\" path=\"%s\" err=\"%s\"", dbpath, dberr);
+                engine_free(app.engine);
+                return 1;
+        }
+        if ((r = sbx_mgr_new(&cfg, app.engine, app.store, &app.sandboxes)) < 0) {
+                log_error_errno(r, "msg=\"cannot start the sandbox manager\"");
+                store_close(app.store);
+                engine_free(app.engine);
+                return 1;
+        }
         r = start_server(&app, &sigs);
+        sbx_mgr_free(app.sandboxes);
+        store_close(app.store);
         engine_free(app.engine);
         log_info("msg=\"stopped\"");
         return r < 0 ? 1 : 0;

@@ -3,14 +3,19 @@
 
 #include "core/config.h"
 #include "core/exec.h"
+#include "core/sandbox.h"
+#include "store/store.h"
 #include "http/server.h"
 
 struct app {
         const struct config *cfg;
         struct engine *engine;
+        struct store *store;
+        struct sandbox_mgr *sandboxes;
         struct http_server *srv;
         uint64_t started_ms;
 };
 
 /* Route tables of the facades. */
 const struct route *api_runtime_routes(size_t *ret_n);
+const struct route *api_gateway_routes(size_t *ret_n);

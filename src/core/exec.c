@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "core/log.h"
@@ -21,6 +22,7 @@ struct kproc {
         const struct runtime *rt;
         struct jail_proc jp;
         int out_fd, err_fd, ctl_fd; /* daemon ends, non-blocking */
+        int replay_fd;              /* daemon end of the replay socket, or -1 */
         bool once;
         bool alive;
         struct buf ctl_in;          /* partial control-channel input */
@@ -174,12 +176,12 @@ static void close_pair(int p[2])
 }
 
 int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
-                const char *workspace_dir, const struct exec_limits *lim, struct kproc **ret,
-                const char **ret_err)
+                const char *workspace_dir, bool replay_overlay, const struct exec_limits *lim,
+                struct kproc **ret, const char **ret_err)
 {
-        int out[2] = { -1, -1 }, err[2] = { -1, -1 }, ctl[2] = { -1, -1 }, r;
+        int out[2] = { -1, -1 }, err[2] = { -1, -1 }, ctl[2] = { -1, -1 }, rep[2] = { -1, -1 }, r;
         char scratch[512], cgname[64];
-        struct jail_spec spec = { .workspace_dir = workspace_dir };
+        struct jail_spec spec = { .workspace_dir = workspace_dir, .replay_fd = -1 };
         const struct config *cfg = &e->cfg;
 
         *ret_err = "argv";
@@ -216,6 +218,13 @@ int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
         spec.stdout_fd = out[1];
         spec.stderr_fd = err[1];
         spec.ctl_fd = ctl[1];
+        if (replay_overlay && workspace_dir) {
+                if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, rep) < 0) {
+                        r = -errno;
+                        goto fail;
+                }
+                spec.replay_fd = rep[1];
+        }
 
         struct kproc *k = calloc(1, sizeof(*k));
         if (!k) {
@@ -230,9 +239,12 @@ int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
         close(out[1]);
         close(err[1]);
         close(ctl[1]);
+        if (rep[1] >= 0)
+                close(rep[1]);
+        struct jail_proc jp = k->jp;
         *k = (struct kproc){
-                .engine = e, .rt = rt, .jp = k->jp, .out_fd = out[0], .err_fd = err[0],
-                .ctl_fd = ctl[0], .once = strcmp(mode, "once") == 0, .alive = true,
+                .engine = e, .rt = rt, .jp = jp, .out_fd = out[0], .err_fd = err[0],
+                .ctl_fd = ctl[0], .replay_fd = rep[0], .once = strcmp(mode, "once") == 0, .alive = true,
         };
         buf_init(&k->ctl_in, lim->result_bytes * 8 + 1 * MiB);
         set_nonblock(k->out_fd);
@@ -245,7 +257,32 @@ fail:
         close_pair(out);
         close_pair(err);
         close_pair(ctl);
+        close_pair(rep);
         return r;
+}
+
+int kproc_end_replay(struct kproc *kp)
+{
+        if (kp->replay_fd < 0)
+                return 0;
+        char c = 'g';
+        int r = write_all(kp->replay_fd, &c, 1);
+        if (r == 0) {
+                struct pollfd p = { kp->replay_fd, POLLIN, 0 };
+                int n = poll(&p, 1, 5000);
+                r = n == 1 && read(kp->replay_fd, &c, 1) == 1 && c == 'g' ? 0 : -EIO;
+        }
+        close(kp->replay_fd);
+        kp->replay_fd = -1;
+        return r;
+}
+
+void kproc_kill(struct kproc *kp)
+{
+        /* Only the signal: the cgroup belongs to the thread running the
+         * kernel, which reaps and frees it. */
+        if (kp && kp->alive && kp->jp.pidfd >= 0)
+                syscall(SYS_pidfd_send_signal, kp->jp.pidfd, SIGKILL, NULL, 0);
 }
 
 bool kproc_alive(const struct kproc *kp)
@@ -272,6 +309,8 @@ void kproc_free(struct kproc *kp)
         close(kp->out_fd);
         close(kp->err_fd);
         close(kp->ctl_fd);
+        if (kp->replay_fd >= 0)
+                close(kp->replay_fd);
         buf_free(&kp->ctl_in);
         free(kp);
 }
@@ -651,7 +690,7 @@ json_t *exec_stateless(struct engine *e, const struct runtime *rt, const char *c
         struct exec_limits lim;
         struct kproc *kp = NULL;
         exec_limits_from_config(&e->cfg, &lim);
-        int r = kproc_spawn(e, rt, "once", NULL, &lim, &kp, ret_err);
+        int r = kproc_spawn(e, rt, "once", NULL, false, &lim, &kp, ret_err);
         if (r < 0) {
                 log_error_errno(r, "msg=\"spawn failed\" lang=%s step=%s", rt->id, *ret_err);
                 return NULL;

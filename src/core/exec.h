@@ -56,16 +56,23 @@ void exec_outcome_done(struct exec_outcome *o);
 struct kproc;
 
 /* Spawns a kernel in MODE ("once" or "repl") with workspace_dir bound at
- * /workspace (NULL: a private tmpfs). Returns 0 or -errno (ret_err: step). */
+ * /workspace (NULL: a private tmpfs). replay_overlay: start with /workspace
+ * as a throw-away overlay until kproc_end_replay() (context restore).
+ * Returns 0 or -errno (ret_err: step). */
 int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
-                const char *workspace_dir, const struct exec_limits *lim, struct kproc **ret,
-                const char **ret_err);
+                const char *workspace_dir, bool replay_overlay, const struct exec_limits *lim,
+                struct kproc **ret, const char **ret_err);
+/* Swaps the real workspace in after a replay. Returns 0 or -errno. */
+int kproc_end_replay(struct kproc *kp);
 /* Sends one request and collects everything until the answer (and, for a
  * kernel that exits, until it is gone). Kills the kernel on any limit.
  * Returns 0 (outcome filled, even on limits) or -errno on internal error. */
 int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
               struct exec_outcome *ret);
 bool kproc_alive(const struct kproc *kp);
+/* SIGKILLs the jail without reaping (safe from another thread while a
+ * kproc_run is in progress: that run then reports the kernel died). */
+void kproc_kill(struct kproc *kp);
 /* Kills (if still running), reaps and frees. NULL-safe. */
 void kproc_free(struct kproc *kp);
 

@@ -772,12 +772,14 @@ static void reset_peaks(struct cgroup *cg)
         }
 }
 
+/* Emptiness is the caller's precondition for reusing a pooled group, not
+ * something enforced here: a warm interpreter that stays in its group resets
+ * between requests, and there the numbers simply restart from now (v1 resets
+ * max_usage to the current usage). */
 int cgroup_reset(struct cgroup *cg)
 {
         if (cg->n == 0)
                 return 0;
-        if (!cgroup_is_empty(cg))
-                return -EBUSY;
         reset_peaks(cg);
         /* oom_kill and pids.events cannot be reset by writing, so remember
          * where they stand and report the difference from now on. */

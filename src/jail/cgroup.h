@@ -43,8 +43,10 @@ int cgroup_read_usage(struct cgroup *cg, struct cgroup_usage *ret);
 bool cgroup_is_empty(struct cgroup *cg);
 /* SIGKILLs every process in the group (cgroup.kill on v2, procs loop on v1). */
 int cgroup_kill_all(struct cgroup *cg);
-/* Resets peak/failure counters so a group can be reused (v1
- * max_usage_in_bytes/failcnt; v2 best effort). Group must be empty. */
+/* Restarts the peak/OOM/pids counters from now (v1 max_usage_in_bytes and
+ * failcnt; counters that cannot be written are remembered and subtracted).
+ * Works on a live group: a warm interpreter's next request measures only
+ * itself. Pool reuse checks emptiness separately (cgroup_is_empty). */
 int cgroup_reset(struct cgroup *cg);
 /* Kills what is left, removes the directories and frees. NULL-safe. */
 void cgroup_destroy(struct cgroup *cg);

@@ -69,6 +69,7 @@ struct child_args {
         int sync_fd;   /* read end: parent says "go" after cgroup attach / maps */
         int report_fd; /* write end: child reports failure; EOF means exec'd */
         int devnull_fd;
+        int replay_fd;  /* init's end of the replay socket, or -1 */
         char root[PATHLEN];
         char tmp_opts[128];
         char ws_opts[128];
@@ -204,6 +205,52 @@ static void setup_proc(const struct child_args *a)
         CHECK(a, STEP_PROC, bind_ro(path_join(dst, proc, "sys"), dst, true));
 }
 
+/* Paths of the replay overlay, relative to the new root. /.sbx is 0700
+ * root-owned, so the jail user can reach neither the real workspace nor the
+ * overlay layers directly while state is being replayed. */
+#define REPLAY_DIR "/.sbx"
+
+static void setup_replay_overlay(const struct child_args *a, const char *ws)
+{
+        char sbx[PATHLEN], real[PATHLEN], ovl[PATHLEN], up[PATHLEN], work[PATHLEN], opts[3 * PATHLEN];
+        path_join(sbx, a->root, REPLAY_DIR + 1);
+        path_join(real, sbx, "ws");
+        path_join(ovl, sbx, "ovl");
+        CHECK(a, STEP_WORKSPACE, mkdir(sbx, 0700));
+        CHECK(a, STEP_WORKSPACE, mkdir(real, 0755));
+        CHECK(a, STEP_WORKSPACE, mkdir(ovl, 0755));
+        CHECK(a, STEP_WORKSPACE, mount(a->spec->workspace_dir, real, NULL, MS_BIND, NULL));
+        CHECK(a, STEP_WORKSPACE, mount(NULL, real, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL));
+        CHECK(a, STEP_WORKSPACE, mount("tmpfs", ovl, "tmpfs", MS_NOSUID | MS_NODEV, a->ws_opts));
+        CHECK(a, STEP_WORKSPACE, mkdir(path_join(up, ovl, "up"), 0755));
+        CHECK(a, STEP_WORKSPACE, mkdir(path_join(work, ovl, "work"), 0755));
+        CHECK(a, STEP_WORKSPACE, chown(up, JAIL_UID, JAIL_GID));
+        int n = snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", real, up, work);
+        if (n < 0 || (size_t)n >= sizeof(opts))
+                child_fail(a, STEP_WORKSPACE, ENAMETOOLONG);
+        CHECK(a, STEP_WORKSPACE, mount("overlay", ws, "overlay", MS_NOSUID | MS_NODEV, opts));
+}
+
+/* Runs in init after replay: replaces the overlay with the real workspace.
+ * The daemon waits for the answer byte before sending the next request, so
+ * the kernel never sees a half-swapped /workspace. */
+static void swap_in_real_workspace(struct child_args *a, int fd)
+{
+        char c;
+        ssize_t n;
+        do
+                n = read(fd, &c, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1)
+                return; /* the daemon gave up on this jail; it will kill it */
+        if (umount2(JAIL_WORKSPACE, MNT_DETACH) < 0 ||
+            mount(REPLAY_DIR "/ws", JAIL_WORKSPACE, NULL, MS_MOVE, NULL) < 0)
+                c = 'E';
+        umount2(REPLAY_DIR "/ovl", MNT_DETACH);
+        (void)!write(fd, &c, 1);
+        (void)a;
+}
+
 static void setup_root(const struct child_args *a)
 {
         const struct jail_spec *s = a->spec;
@@ -229,7 +276,9 @@ static void setup_root(const struct child_args *a)
         CHECK(a, STEP_TMP, mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, a->tmp_opts));
 
         CHECK(a, STEP_WORKSPACE, mkdir(path_join(p, a->root, "workspace"), 0755));
-        if (s->workspace_dir) {
+        if (s->workspace_dir && s->replay_fd >= 0) {
+                setup_replay_overlay(a, p);
+        } else if (s->workspace_dir) {
                 CHECK(a, STEP_WORKSPACE, mount(s->workspace_dir, p, NULL, MS_BIND, NULL));
                 CHECK(a, STEP_WORKSPACE, mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL));
         } else {
@@ -381,8 +430,18 @@ static void run_init(struct child_args *a)
 
         /* Init keeps uid 0 but loses every capability: the workload (uid
          * 65534) cannot signal, ptrace or read /proc/1 of a different uid. */
-        syscall(SYS_close_range, 0U, ~0U, 0U);
+        int replay = a->replay_fd;
+        if (replay >= 0) {
+                /* Keep the replay socket as fd 0, close everything else. */
+                dup2(replay, 0);
+                replay = 0;
+        }
+        syscall(SYS_close_range, replay >= 0 ? 1U : 0U, ~0U, 0U);
         a->report_fd = -1;
+        if (replay >= 0) {
+                swap_in_real_workspace(a, replay);
+                close(replay);
+        }
         drop_privileges(a, false);
         confine(a);
         for (;;) {
@@ -403,6 +462,7 @@ static void child_main(struct child_args *a)
         if (read(a->sync_fd, &go, 1) != 1)
                 child_fail(a, STEP_SYNC, EPIPE);
         close(a->sync_fd);
+        CHECK(a, STEP_SYNC, unshare(CLONE_NEWCGROUP));
         if (a->ctx->netns_fd >= 0)
                 CHECK(a, STEP_NETNS, setns(a->ctx->netns_fd, CLONE_NEWNET));
         CHECK(a, STEP_HOSTNAME, sethostname("sandbox", 7));
@@ -454,7 +514,7 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
 {
         int sync[2] = { -1, -1 }, report[2] = { -1, -1 }, r;
         struct cgroup *cg = NULL;
-        struct child_args a = { .ctx = ctx, .spec = spec };
+        struct child_args a = { .ctx = ctx, .spec = spec, .replay_fd = spec->replay_fd };
         *ret_err = "setup";
 
         snprintf(a.root, sizeof(a.root), "%s", ctx->root_dir);
@@ -477,8 +537,9 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
         a.report_fd = report[1];
         a.devnull_fd = devnull;
 
-        unsigned long flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
-                              CLONE_NEWCGROUP | CLONE_PIDFD;
+        /* The cgroup namespace is unshared by the child after the parent has
+         * attached it, so its root is the execution's own group. */
+        unsigned long flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
         if (ctx->userns)
                 flags |= CLONE_NEWUSER;
         if (ctx->netns_fd < 0)
@@ -529,7 +590,11 @@ fail:
 
 void jail_kill(struct jail_proc *p)
 {
-        if (p->pid > 0)
+        /* Signal through the pidfd: unlike a pid, it cannot name a recycled
+         * process if the jail was reaped concurrently. */
+        if (p->pidfd >= 0)
+                syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+        else if (p->pid > 0)
                 kill(p->pid, SIGKILL);
         if (p->cg)
                 cgroup_kill_all(p->cg);

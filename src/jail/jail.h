@@ -63,6 +63,12 @@ struct jail_spec {
         const char *cgroup_name;              /* unique name for the execution's group */
         struct jail_limits limits;
         int stdout_fd, stderr_fd, ctl_fd;     /* become fds 1, 2 and 3; fd 0 is /dev/null */
+        /* Replay isolation (code-context restore): when >= 0, /workspace starts
+         * as an overlay whose writes land in a throw-away tmpfs. When the
+         * daemon writes one byte to the other end of this socket, the jail's
+         * init swaps the real workspace in, answers one byte, and only then
+         * drops its own privileges. -1: no overlay. */
+        int replay_fd;
 };
 
 struct jail_proc {

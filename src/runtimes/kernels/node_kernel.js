@@ -12,7 +12,13 @@ const path = require('path');
 const vm = require('vm');
 const Module = require('module');
 const { pathToFileURL } = require('url');
+const { Buffer } = require('buffer');
 const acorn = require(path.join(__dirname, 'vendor', 'acorn.js'));
+
+// Built-ins the kernel relies on, captured before guest code can replace the globals.
+const kJSON = { stringify: JSON.stringify, parse: JSON.parse };
+const kPromise = Promise;
+const kSetImmediate = setImmediate;
 
 const CTL_FD = 3;
 const MODE = process.argv[2] || 'once';
@@ -135,7 +141,7 @@ function formatLogArg(a) {
   if (typeof a === 'string') return a;
   if (typeof a === 'bigint') return `${a}n`;
   try {
-    const s = JSON.stringify(a, jsonReplacer);
+    const s = kJSON.stringify(a, jsonReplacer);
     if (s !== undefined) return s;
   } catch { /* circular etc. */ }
   return safeString(a);
@@ -156,7 +162,7 @@ function mapResult(v) {
   if (v === null) return { kind: 'text', payload: 'null' };
   if (typeof v === 'object') {
     try {
-      const s = JSON.stringify(v, jsonReplacer);
+      const s = kJSON.stringify(v, jsonReplacer);
       if (typeof s === 'string') return { kind: 'json', payload: s };
     } catch { /* circular, throwing toJSON ... fall back to text */ }
   }
@@ -205,7 +211,7 @@ function mapError(e) {
 }
 
 function errorResponseLine(err) {
-  return JSON.stringify({ results: [], error: err, cwd: confinedCwd() });
+  return kJSON.stringify({ results: [], error: err, cwd: confinedCwd() });
 }
 
 function confinedCwd() {
@@ -390,13 +396,9 @@ function prepare(code, ast, hoist) {
   }
   if (functions.length) {
     // Function declarations stay in place (hoisted inside the wrapper) and are copied to
-    // the global variables right after the directive prologue.
-    let at = 0;
-    for (const stmt of body) {
-      if (stmt.type === 'ExpressionStatement' && typeof stmt.directive === 'string') at = stmt.end;
-      else break;
-    }
-    edits.push({ start: at, end: at, text: `${FN_SETTER}(${functions.join(', ')});` });
+    // the global variables before the first statement after the directive prologue.
+    const first = body.find((stmt) => !(stmt.type === 'ExpressionStatement' && typeof stmt.directive === 'string'));
+    edits.push({ start: first.start, end: first.start, text: `${FN_SETTER}(${functions.join(', ')});`, first: true });
   }
   let prefix = '';
   if (hoisted.size) prefix += `var ${[...hoisted].join(', ')}; `;
@@ -414,7 +416,7 @@ function prepare(code, ast, hoist) {
 
 function applyEdits(code, edits) {
   if (!edits.length) return code;
-  edits.sort((a, b) => a.start - b.start || a.end - b.end);
+  edits.sort((a, b) => a.start - b.start || (b.first ? 1 : 0) - (a.first ? 1 : 0) || a.end - b.end);
   let out = '';
   let pos = 0;
   for (const e of edits) {
@@ -487,7 +489,7 @@ function applyEnvAndCwd(req) {
 async function flushGuestStreams() {
   for (const s of guestStreams) {
     if (s && s.writableLength > 0 && !s.destroyed) {
-      await new Promise((resolve) => {
+      await new kPromise((resolve) => {
         s.once('drain', resolve);
         s.once('error', resolve);
         s.once('close', resolve);
@@ -497,7 +499,7 @@ async function flushGuestStreams() {
 }
 
 function runCell(req) {
-  return new Promise((resolve) => {
+  return new kPromise((resolve) => {
     const limit = Number.isInteger(req.resultLimit) && req.resultLimit > 0 ? req.resultLimit : DEFAULT_RESULT_LIMIT;
     const cell = { done: false };
     current = cell;
@@ -511,7 +513,7 @@ function runCell(req) {
       }
       outcome = result;
       // Let pending microtasks and rejection checks run, and queued stream writes drain.
-      await new Promise((r) => setImmediate(r));
+      await new kPromise((r) => kSetImmediate(r));
       try { await flushGuestStreams(); } catch { /* ignore */ }
       cell.done = true;
       if (current === cell) current = null;
@@ -530,12 +532,12 @@ function runCell(req) {
         if (err) {
           line = errorResponseLine(err);
         } else if (!mapped) {
-          line = JSON.stringify({ results: [], error: null, cwd: confinedCwd() });
+          line = kJSON.stringify({ results: [], error: null, cwd: confinedCwd() });
         } else {
           const entry = mapped.kind === 'json'
             ? `{"json":${mapped.payload}}`
-            : `{"text":${JSON.stringify(wellFormed(mapped.payload))}}`;
-          line = `{"results":[${entry}],"error":null,"cwd":${JSON.stringify(confinedCwd())}}`;
+            : `{"text":${kJSON.stringify(wellFormed(mapped.payload))}}`;
+          line = `{"results":[${entry}],"error":null,"cwd":${kJSON.stringify(confinedCwd())}}`;
         }
       }
       resolve(line);
@@ -562,7 +564,7 @@ function runCell(req) {
       finish({ value: run.value, hasResult: run.hasResult });
       return;
     }
-    Promise.resolve(run.value).then(
+    kPromise.resolve(run.value).then(
       (arr) => finish({ value: run.hasResult && Array.isArray(arr) ? arr[0] : undefined, hasResult: run.hasResult }),
       (e) => finish({ error: mapError(e) }),
     );
@@ -583,6 +585,13 @@ process.on('unhandledRejection', (reason) => {
   if (current && !current.done) current.fail(reason);
   else reportBackground('Unhandled rejection', reason);
 });
+// process.exit() in guest code: answer the cell before the process goes away.
+process.on('exit', (code) => {
+  if (!current || current.done) return;
+  current.done = true;
+  const error = code ? { name: 'Error', message: `process.exit(${code}) called`, traceback: [] } : null;
+  try { send(kJSON.stringify({ results: [], error, cwd: confinedCwd() })); } catch { /* ignore */ }
+});
 process.on('beforeExit', () => {
   if (current && !current.done) current.idle();
 });
@@ -590,21 +599,21 @@ process.on('beforeExit', () => {
 function serveNext() {
   const line = readLineSync();
   if (line === null) process.exit(0);
-  if (!line.trim()) { setImmediate(serveNext); return; }
+  if (!line.trim()) { kSetImmediate(serveNext); return; }
   let req;
   try {
-    req = JSON.parse(line);
+    req = kJSON.parse(line);
     if (!req || typeof req !== 'object' || Array.isArray(req)) throw new Error('request must be an object');
   } catch (e) {
     send(errorResponseLine({ name: 'EngineError', message: `bad request: ${e.message}`, traceback: [] }));
     if (MODE === 'once') process.exit(0);
-    setImmediate(serveNext);
+    kSetImmediate(serveNext);
     return;
   }
   runCell(req).then((resp) => {
     send(resp);
     if (MODE === 'once') process.exit(0);
-    setImmediate(serveNext);
+    kSetImmediate(serveNext);
   });
 }
 

@@ -19,7 +19,6 @@ use warnings;
 use Cwd ();
 use Fcntl qw(F_GETFD F_SETFD FD_CLOEXEC);
 use JSON::PP ();
-use POSIX ();
 
 our $guest_code;
 my $KERNEL_PID = $$;
@@ -34,6 +33,9 @@ BEGIN {
     };
 }
 
+# POSIX is loaded only when needed (start-up time).
+sub hard_exit { require POSIX; POSIX::_exit($_[0]); }
+
 my $MODE = $ARGV[0] // 'once';
 my $DEFAULT_RESULT_LIMIT = 65536;
 my $WORKSPACE_ROOT = (defined $ENV{SANDBOX_WORKSPACE_ROOT} && length $ENV{SANDBOX_WORKSPACE_ROOT})
@@ -42,10 +44,10 @@ $WORKSPACE_ROOT =~ s{/+\z}{} if length($WORKSPACE_ROOT) > 1;
 
 if ($MODE ne 'once' && $MODE ne 'repl') {
     print STDERR "usage: perl_kernel.pl once|repl\n";
-    POSIX::_exit(2);
+    hard_exit(2);
 }
 
-open(my $ctl, '+<&=', 3) or do { print STDERR "perl_kernel: fd 3: $!\n"; POSIX::_exit(2) };
+open(my $ctl, '+<&=', 3) or do { print STDERR "perl_kernel: fd 3: $!\n"; hard_exit(2) };
 binmode($ctl);
 {
     my $flags = fcntl($ctl, F_GETFD, 0) // 0;
@@ -66,7 +68,7 @@ sub send_line {
         my $n = syswrite($ctl, $line, length($line) - $off, $off);
         if (!defined $n) {
             next if $!{EINTR} || $!{EAGAIN};
-            POSIX::_exit(1);
+            hard_exit(1);
         }
         $off += $n;
     }
@@ -203,7 +205,7 @@ sub handle {
     }
     flush_guest();
     if ($$ != $KERNEL_PID) {    # a forked guest child must never answer on fd 3
-        POSIX::_exit($failed ? 1 : 0);
+        hard_exit($failed ? 1 : 0);
     }
     if ($failed && ref $err eq 'SandboxKernel::Exit') {
         my $code = $err->{code} // 0;
@@ -253,7 +255,7 @@ sub main {
         last if $MODE eq 'once';
     }
     flush_guest();
-    POSIX::_exit(0);
+    hard_exit(0);
 }
 
 main();

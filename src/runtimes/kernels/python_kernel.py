@@ -8,7 +8,6 @@ import ast
 import json
 import os
 import sys
-import traceback
 
 CTL_FD = 3
 SANDBOX_FILE = "<sandbox>"
@@ -84,6 +83,7 @@ def _format_error(exc):
     while tb is not None and tb.tb_frame.f_code.co_filename != SANDBOX_FILE:
         tb = tb.tb_next
     try:
+        import traceback
         te = traceback.TracebackException(type(exc), exc, tb)
         lines = "".join(te.format()).rstrip("\n").split("\n")
     except Exception:
@@ -110,7 +110,7 @@ class Kernel:
         self.ns = self.guest_module.__dict__
         sys.modules["__main__"] = self.guest_module
         sys.path.insert(0, WORKSPACE_ROOT)
-        self.cell = 0
+        self.pid = os.getpid()
 
     def _register_source(self, code):
         try:
@@ -150,6 +150,7 @@ class Kernel:
             limit = DEFAULT_RESULT_LIMIT
         results = []
         error = None
+        child_status = 0
         try:
             cwd = req.get("cwd")
             if cwd:
@@ -172,9 +173,15 @@ class Kernel:
                     results = [{"text": entry[1]}]
             value = entry = None
         except BaseException as exc:  # SystemExit and KeyboardInterrupt included
-            error = _format_error(exc)
+            child_status = 1
+            if isinstance(exc, SystemExit):
+                child_status = exc.code if isinstance(exc.code, int) else (exc.code is not None)
+            if os.getpid() == self.pid:
+                error = _format_error(exc)
             exc = None
         _flush_guest_streams()
+        if os.getpid() != self.pid:  # a forked guest child must never answer on fd 3
+            os._exit(int(child_status) & 0xFF)
         return {"results": results, "error": error, "cwd": _confined_cwd()}
 
 

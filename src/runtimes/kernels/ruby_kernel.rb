@@ -106,10 +106,19 @@ module SandboxKernel
       %({"results":#{results_json},"error":#{error.nil? ? 'null' : JSON.generate(error)},"cwd":#{JSON.generate(utf8(confined_cwd))}})
     end
 
+    def replace_env(env)
+      ENV.clear
+      env.each do |k, v|
+        ENV[k.to_s] = v.to_s
+      rescue StandardError
+        nil # a name or value the OS cannot hold ("=" or NUL): skipped
+      end
+    end
+
     def handle(req)
       srand if req['reseed']
       env = req['env'].is_a?(Hash) ? req['env'] : {}
-      ENV.replace(env.each_with_object({}) { |(k, v), h| h[k.to_s] = v.to_s })
+      replace_env(env)
       limit = req['resultLimit']
       limit = DEFAULT_RESULT_LIMIT unless limit.is_a?(Integer) && limit.positive?
       code = req['code'].is_a?(String) ? req['code'] : ''

@@ -1,0 +1,219 @@
+/* The gateway facade (seed 000 "Gateway paths" + the Sandbox wire protocol):
+ * /languages/:language/sandboxes/:id[/execute|/contexts[/:cid]|/env|/files].
+ * The binding is forced from the path (PYTHON, JAVASCRIPT, …); the same id
+ * reached through two languages is one sandbox. */
+#include <ctype.h>
+#include <string.h>
+
+#include "api/app.h"
+#include "api/validate.h"
+#include "core/sandbox.h"
+#include "runtimes/runtime.h"
+
+struct gw {
+        struct app *app;
+        const struct runtime *rt;
+        char binding[32];
+        const char *id;
+};
+
+/* Resolves :language and :id shared by every gateway route. */
+static bool gw_begin(struct http_request *req, struct http_response *res, struct gw *g)
+{
+        g->app = req->app;
+        g->rt = runtime_resolve(req->captures[0], NULL);
+        g->id = req->captures[1];
+        if (!g->rt) {
+                http_errorf(res, 400, "VALIDATION_FAILED", "Unsupported language: %s", req->captures[0]);
+                return false;
+        }
+        size_t i = 0;
+        for (; g->rt->id[i] && i + 1 < sizeof(g->binding); i++)
+                g->binding[i] = (char)toupper((unsigned char)g->rt->id[i]);
+        g->binding[i] = '\0';
+        return true;
+}
+
+/* Sends either the result or the domain error as an ErrorResponse. */
+static void gw_reply(struct http_response *res, int status, json_t *body, struct sbx_error *err)
+{
+        if (body) {
+                http_json(res, status, body);
+                return;
+        }
+        http_error(res, err->status ? err->status : 500, err->code ? err->code : "INTERNAL_ERROR", err->message,
+                   err->context);
+        err->context = NULL;
+        if (err->operation && res->json)
+                json_object_set_new(res->json, "operation", json_string(err->operation));
+}
+
+static void h_info(struct http_request *req, struct http_response *res)
+{
+        struct gw g;
+        struct sbx_error err = { 0 };
+        if (gw_begin(req, res, &g))
+                gw_reply(res, 200, sbx_info(g.app->sandboxes, g.id, &err), &err);
+}
+
+static void h_destroy(struct http_request *req, struct http_response *res)
+{
+        struct gw g;
+        struct sbx_error err = { 0 };
+        if (gw_begin(req, res, &g))
+                gw_reply(res, 200, sbx_destroy(g.app->sandboxes, g.id, &err), &err);
+}
+
+static void h_execute(struct http_request *req, struct http_response *res)
+{
+        struct gw g;
+        if (!gw_begin(req, res, &g))
+                return;
+        json_t *root = validate_json_object(req, res);
+        if (!root)
+                return;
+        json_t *code = json_object_get(root, "code");
+        json_t *cid = json_object_get(root, "contextId");
+        json_t *env = NULL;
+        if (json_object_get(root, "input")) {
+                http_error(res, 400, "VALIDATION_FAILED", "input is no longer supported; pass data with envVars", NULL);
+        } else if (json_object_get(root, "cwd")) {
+                http_error(res, 400, "VALIDATION_FAILED", "cwd is a context property; pass it to createCodeContext",
+                           NULL);
+        } else if (!json_is_string(code) || !code_non_empty(json_string_value(code))) {
+                http_error(res, 400, "VALIDATION_FAILED", "Non-empty code is required", NULL);
+        } else if (json_string_length(code) > g.app->cfg->code_bytes) {
+                http_errorf(res, 413, "VALIDATION_FAILED", "Code exceeds %llu KiB",
+                            (unsigned long long)(g.app->cfg->code_bytes / 1024));
+        } else if (cid && !json_is_null(cid) && !json_is_string(cid)) {
+                http_error(res, 400, "VALIDATION_FAILED", "contextId must be a string", NULL);
+        } else if ((env = validate_env(json_object_get(root, "envVars"), ENV_REJECT_BAD_KEYS, true, res))) {
+                struct sbx_error err = { 0 };
+                const char *context_id = json_is_string(cid) ? json_string_value(cid) : NULL;
+                gw_reply(res, 200,
+                         sbx_execute(g.app->sandboxes, g.id, g.rt, g.binding, json_string_value(code), context_id,
+                                     env, &err),
+                         &err);
+        }
+        json_decref(env);
+        json_decref(root);
+}
+
+static void h_context_create(struct http_request *req, struct http_response *res)
+{
+        struct gw g;
+        if (!gw_begin(req, res, &g))
+                return;
+        json_t *root = validate_json_object(req, res);
+        if (!root)
+                return;
+        json_t *cwd = json_object_get(root, "cwd");
+        json_t *env = NULL;
+        if (cwd && !json_is_null(cwd) && !json_is_string(cwd)) {
+                http_error(res, 400, "VALIDATION_FAILED", "cwd must be a string", NULL);
+        } else if ((env = validate_env(json_object_get(root, "envVars"), ENV_REJECT_BAD_KEYS, false, res))) {
+                struct sbx_error err = { 0 };
+                gw_reply(res, 201,
+                         sbx_context_create(g.app->sandboxes, g.id, g.rt, g.binding, json_string_value(cwd), env,
+                                            &err),
+                         &err);
+        }
+        json_decref(env);
+        json_decref(root);
+}
+
+static void h_context_list(struct http_request *req, struct http_response *res)
+{
+        struct gw g;
+        struct sbx_error err = { 0 };
+        if (gw_begin(req, res, &g))
+                gw_reply(res, 200, sbx_context_list(g.app->sandboxes, g.id, &err), &err);
+}
+
+static void h_context_delete(struct http_request *req, struct http_response *res)
+{
+        struct gw g;
+        struct sbx_error err = { 0 };
+        if (gw_begin(req, res, &g))
+                gw_reply(res, 200, sbx_context_delete(g.app->sandboxes, g.id, req->captures[2], &err), &err);
+}
+
+static void h_env(struct http_request *req, struct http_response *res)
+{
+        struct gw g;
+        if (!gw_begin(req, res, &g))
+                return;
+        json_t *root = validate_json_object(req, res);
+        if (!root)
+                return;
+        json_t *vars = json_object_get(root, "envVars");
+        json_t *env = NULL;
+        if (!json_is_object(vars)) {
+                http_error(res, 400, "VALIDATION_FAILED", "envVars must be an object", NULL);
+        } else if ((env = validate_env(vars, ENV_REJECT_BAD_KEYS, true, res))) {
+                struct sbx_error err = { 0 };
+                gw_reply(res, 200, sbx_set_env(g.app->sandboxes, g.id, env, &err), &err);
+        }
+        json_decref(env);
+        json_decref(root);
+}
+
+static void h_files(struct http_request *req, struct http_response *res)
+{
+        struct gw g;
+        if (!gw_begin(req, res, &g))
+                return;
+        json_t *root = validate_json_object(req, res);
+        if (!root)
+                return;
+        struct sbx_error err = { 0 };
+        gw_reply(res, 200, sbx_files(g.app->sandboxes, g.id, root, &err), &err);
+        json_decref(root);
+}
+
+/* Unknown sub-paths answer 404, known ones with the wrong method 405. */
+static void h_other(struct http_request *req, struct http_response *res)
+{
+        static const struct {
+                const char *sub, *allow;
+        } known[] = { { "execute", "POST" }, { "contexts", "GET, POST" }, { "env", "POST" }, { "files", "POST" } };
+        struct gw g;
+        if (!gw_begin(req, res, &g))
+                return;
+        const char *sub = req->captures[2];
+        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+                if (strcmp(sub, known[i].sub) == 0) {
+                        http_errorf(res, 405, "VALIDATION_FAILED", "Method %s not allowed", req->method);
+                        snprintf(res->allow, sizeof(res->allow), "%s", known[i].allow);
+                        return;
+                }
+        if (strncmp(sub, "contexts/", 9) == 0 && !strchr(sub + 9, '/')) {
+                http_errorf(res, 405, "VALIDATION_FAILED", "Method %s not allowed", req->method);
+                snprintf(res->allow, sizeof(res->allow), "DELETE");
+                return;
+        }
+        http_error(res, 404, "VALIDATION_FAILED", "Not found", NULL);
+}
+
+#define SBX "/languages/:lang/sandboxes/:id"
+#define GW (ROUTE_BLOCKING)
+
+static const struct route routes[] = {
+        { "GET", SBX, h_info, GW, 0 },
+        { "DELETE", SBX, h_destroy, GW, 0 },
+        { "POST", SBX "/execute", h_execute, GW, 0 },
+        { "POST", SBX "/contexts", h_context_create, GW, 0 },
+        { "GET", SBX "/contexts", h_context_list, GW, 0 },
+        { "DELETE", SBX "/contexts/:cid", h_context_delete, GW, 0 },
+        { "POST", SBX "/env", h_env, GW, 0 },
+        { "POST", SBX "/files", h_files, GW, 0 }, /* max_body set at start-up */
+        { "GET", SBX "/*", h_other, 0, 0 },
+        { "POST", SBX "/*", h_other, 0, 0 },
+        { "DELETE", SBX "/*", h_other, 0, 0 },
+};
+
+const struct route *api_gateway_routes(size_t *ret_n)
+{
+        *ret_n = sizeof(routes) / sizeof(routes[0]);
+        return routes;
+}

@@ -1,0 +1,29 @@
+/* Durable sandbox workspaces with a hard quota. As root, each workspace is a
+ * small ext4 image (bytes and inodes fixed at creation) loop-mounted under
+ * <data>/mnt/<id>: guest code hitting the quota gets ENOSPC and can never
+ * fill the host disk, the ext4 journal keeps it consistent across kill -9,
+ * and the mount is bound into every jail of the sandbox. Without root
+ * (rootless mode) it degrades to a plain directory and the quota is only
+ * enforced by the files API (documented in docs/contexts.md). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct workspace {
+        char image[4096];   /* <data>/sandboxes/<id>/workspace.img */
+        char mount[4096];   /* <data>/mnt/<id>: what jails and the files API use */
+        bool mounted;
+        bool plain;         /* rootless fallback: mount is a plain directory */
+};
+
+/* Fills paths for sandbox id under data_dir. Nothing is created. */
+void workspace_init(struct workspace *ws, const char *data_dir, const char *id);
+/* Creates the image if missing and mounts it (idempotent). */
+int workspace_open(struct workspace *ws, uint64_t quota_bytes, uint64_t quota_inodes);
+/* Unmounts (the image stays). */
+void workspace_close(struct workspace *ws);
+/* Unmounts and deletes everything the workspace holds. */
+int workspace_destroy(struct workspace *ws);
+/* Start-up: detaches mounts left under <data>/mnt by a killed daemon. */
+void workspace_cleanup_stale(const char *data_dir);

@@ -1,0 +1,91 @@
+/* Metadata store: orgs, sandboxes, code contexts and the context cell
+ * journal, in an embedded SQLite database (WAL, synchronous=FULL, schema
+ * migrations). One connection guarded by a mutex; every call is atomic.
+ * No HTTP, no JSON parsing: JSON columns are stored as opaque text. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+
+/* Opens (creating if needed) the database and applies migrations.
+ * Returns 0 or -errno (-EIO for SQLite errors; ret_err gets the message). */
+int store_open(const char *path, struct store **ret, char *ret_err, size_t errlen);
+void store_close(struct store *s);
+/* PRAGMA integrity_check; 0 when "ok", -EIO otherwise (msg filled). */
+int store_integrity_check(struct store *s, char *msg, size_t len);
+int store_schema_version(struct store *s);
+
+#define STORE_ID_MAX 130
+
+struct org_row {
+        char id[STORE_ID_MAX];
+        char name[256];
+        uint64_t created_at;  /* epoch ms */
+};
+/* Inserts the org if missing (name kept if present). */
+int store_org_ensure(struct store *s, const char *id, const char *name);
+int store_org_get(struct store *s, const char *id, struct org_row *ret);
+
+struct sandbox_row {
+        char id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        uint64_t created_at;  /* epoch ms */
+        uint64_t last_used;   /* epoch ms */
+        uint64_t expires_at;  /* epoch ms; 0 = never */
+        char *env_json;       /* owned (malloc); "{}" by default */
+};
+void sandbox_row_done(struct sandbox_row *r);   /* frees env_json */
+/* -ENOENT when absent. */
+int store_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret);
+/* Insert or replace every column. */
+int store_sandbox_put(struct store *s, const struct sandbox_row *row);
+int store_sandbox_touch(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at);
+int store_sandbox_set_env(struct store *s, const char *id, const char *env_json);
+/* Deletes the sandbox and (ON DELETE CASCADE) its contexts and cells. */
+int store_sandbox_delete(struct store *s, const char *id);
+/* Calls fn for each sandbox with 0 < expires_at <= now (ids only). */
+int store_sandbox_each_expired(struct store *s, uint64_t now,
+                               void (*fn)(const char *id, void *userdata), void *userdata);
+int store_sandbox_count(struct store *s, uint64_t *ret);
+
+struct context_row {
+        char id[STORE_ID_MAX];
+        char sandbox_id[STORE_ID_MAX];
+        char binding[64];      /* e.g. "PYTHON" */
+        char language[32];     /* runtime id */
+        char cwd[4096];
+        char *env_json;        /* owned; "{}" by default */
+        uint64_t created_at, last_used, executions;
+        /* Restore point: the journal of cells that built the state. */
+        uint64_t snap_taken_at;   /* epoch ms of the last good cell; 0 = none */
+        uint64_t snap_cells;      /* cells in the journal */
+        uint64_t snap_bytes;      /* bytes of code in the journal */
+        bool snap_stale;          /* journal cannot reproduce the live state */
+};
+void context_row_done(struct context_row *r);
+int store_context_insert(struct store *s, const struct context_row *row);
+/* Updates cwd, env, last_used, executions and the snap_* columns. */
+int store_context_update(struct store *s, const struct context_row *row);
+int store_context_get(struct store *s, const char *id, struct context_row *ret);
+int store_context_delete(struct store *s, const char *id);
+/* Contexts of a sandbox ordered by created_at (then id). fn gets a borrowed row. */
+int store_context_each(struct store *s, const char *sandbox_id,
+                       void (*fn)(const struct context_row *row, void *userdata), void *userdata);
+int store_context_count(struct store *s, const char *sandbox_id, uint64_t *ret);
+
+struct cell_row {
+        uint64_t seq;          /* 1, 2, 3… per context */
+        const char *code;
+        const char *env_json;  /* effective env of that run */
+        const char *cwd;       /* cwd before the run */
+        bool typescript;
+};
+/* Appends a cell to a context's journal (seq must be the next number). */
+int store_cell_append(struct store *s, const char *context_id, const struct cell_row *cell);
+/* Cells of a context in seq order; fn gets borrowed strings. */
+int store_cell_each(struct store *s, const char *context_id,
+                    void (*fn)(const struct cell_row *cell, void *userdata), void *userdata);
+int store_cells_delete(struct store *s, const char *context_id);
