@@ -84,3 +84,4 @@ clean:
 	rm -rf build build-address build-undefined
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+include mk/fuzz.mk

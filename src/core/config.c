@@ -39,6 +39,7 @@ static const struct cfg_opt opts[] = {
         U64("http.max_connections", http_max_connections, 4096, 16, 65536, "open connections at once"),
         U64("http.timeout_s", http_timeout_s, 30, 1, 3600, "idle/read timeout per connection"),
         U64("http.header_bytes", http_header_bytes, 32 * KiB, 4 * KiB, 1 * MiB, "per-connection header memory"),
+        U64("pool.size", pool_size, 2, 0, 64, "warm jailed interpreters kept per language (0 disables)"),
         U64("exec.workers", exec_workers, 8, 1, 1024, "executions running at once"),
         U64("exec.queue", exec_queue, 64, 0, 100000, "executions waiting before 503 + Retry-After"),
         U64("exec.drain_timeout_ms", drain_timeout_ms, 30000, 0, 3600000, "SIGTERM waits this long for in-flight work"),
@@ -107,8 +108,12 @@ int config_parse_u64(const char *s, uint64_t *ret)
         case 'G': mul = GiB; end++; break;
         default: break;
         }
-        if (*end == 'i' || *end == 'B')
-                end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+        /* "iB" only after a multiplier ("64KiB"); a bare "B" anywhere. A
+         * stray "i" ("16i", "16Ki") is a typo, not a unit. */
+        if (mul > 1 && end[0] == 'i' && end[1] == 'B')
+                end += 2;
+        else if (*end == 'B')
+                end++;
         if (*end != '\0')
                 return -EINVAL;
         if (v > UINT64_MAX / mul)

@@ -21,6 +21,7 @@ struct config {
         uint64_t http_timeout_s;
         uint64_t http_header_bytes;
 
+        uint64_t pool_size;       /* pre-started jailed interpreters per language */
         uint64_t exec_workers;    /* concurrent executions */
         uint64_t exec_queue;      /* waiting executions before 503 */
         uint64_t drain_timeout_ms;

@@ -27,6 +27,18 @@ struct kproc {
         bool alive;
         struct buf ctl_in;          /* partial control-channel input */
         struct kproc *prev, *next;  /* engine's live list */
+        struct kproc *dead_next;    /* engine's reap queue */
+};
+
+#define POOL_MAX 64
+
+/* Warm interpreters of one language: already jailed, booted and waiting
+ * for their single request. */
+struct pool {
+        const struct runtime *rt;
+        struct kproc *ready[POOL_MAX];
+        size_t n;
+        uint64_t hits, misses;
 };
 
 struct engine {
@@ -36,7 +48,25 @@ struct engine {
         uint64_t seq;
         struct kproc *live;
         size_t nlive;
+
+        /* Pools and the background thread that fills them. */
+        struct pool pools[8];
+        size_t npools;
+        pthread_t filler;
+        pthread_cond_t fill_cond;
+        bool filler_started, stopping;
+
+        /* Used kernels waiting to be killed and reaped off the request path. */
+        struct kproc *dead;
+        pthread_t reaper;
+        pthread_cond_t reap_cond;
+        bool reaper_started;
 };
+
+static void *reaper_main(void *arg);
+static void *filler_main(void *arg);
+static void engine_bury(struct engine *e, struct kproc *k);
+static struct kproc *pool_take(struct engine *e, const struct runtime *rt);
 
 int engine_new(const struct config *cfg, struct engine **ret, const char **ret_err)
 {
@@ -61,6 +91,14 @@ int engine_new(const struct config *cfg, struct engine **ret, const char **ret_e
                 free(e);
                 return r;
         }
+        pthread_cond_init(&e->fill_cond, NULL);
+        pthread_cond_init(&e->reap_cond, NULL);
+        e->reaper_started = pthread_create(&e->reaper, NULL, reaper_main, e) == 0;
+        for (size_t i = 0; i < runtime_count() && i < ARRAY_SIZE(e->pools); i++)
+                if (runtime_at(i)->version[0])
+                        e->pools[e->npools++].rt = runtime_at(i);
+        if (cfg->pool_size > 0 && e->npools > 0)
+                e->filler_started = pthread_create(&e->filler, NULL, filler_main, e) == 0;
         *ret = e;
         return 0;
 }
@@ -69,6 +107,24 @@ void engine_free(struct engine *e)
 {
         if (!e)
                 return;
+        pthread_mutex_lock(&e->lock);
+        e->stopping = true;
+        pthread_cond_broadcast(&e->fill_cond);
+        pthread_cond_broadcast(&e->reap_cond);
+        pthread_mutex_unlock(&e->lock);
+        if (e->filler_started)
+                pthread_join(e->filler, NULL);
+        for (size_t i = 0; i < e->npools; i++)
+                while (e->pools[i].n > 0)
+                        engine_bury(e, e->pools[i].ready[--e->pools[i].n]);
+        if (e->reaper_started)
+                pthread_join(e->reaper, NULL);
+        /* Whatever was buried after the reaper left. */
+        while (e->dead) {
+                struct kproc *k = e->dead;
+                e->dead = k->dead_next;
+                kproc_free(k);
+        }
         engine_kill_all(e);
         jail_ctx_done(&e->jail);
         pthread_mutex_destroy(&e->lock);
@@ -466,7 +522,9 @@ static int run_loop(struct run_state *s)
         uint64_t next_tick = now_ns() + CPU_TICK_MS * 1000000ULL;
         for (;;) {
                 bool answered = s->o->response != NULL;
-                if (answered && !kp->once)
+                /* Output written before the answer is already in the pipes;
+                 * a once-mode kernel's exit is left to the reaper thread. */
+                if (answered)
                         return 0;
                 struct pollfd p[4] = {
                         { s->out_eof ? -1 : kp->out_fd, POLLIN, 0 },
@@ -688,16 +746,22 @@ json_t *exec_stateless(struct engine *e, const struct runtime *rt, const char *c
                        bool typescript, const char **ret_err)
 {
         struct exec_limits lim;
-        struct kproc *kp = NULL;
         exec_limits_from_config(&e->cfg, &lim);
-        int r = kproc_spawn(e, rt, "once", NULL, false, &lim, &kp, ret_err);
-        if (r < 0) {
+        uint64_t t0 = now_ns();
+        struct kproc *kp = pool_take(e, rt);
+        bool pooled = kp != NULL;
+        int r = 0;
+        if (!kp && (r = kproc_spawn(e, rt, "once", NULL, false, &lim, &kp, ret_err)) < 0) {
                 log_error_errno(r, "msg=\"spawn failed\" lang=%s step=%s", rt->id, *ret_err);
                 return NULL;
         }
         json_t *req = exec_build_request(code, env, JAIL_WORKSPACE, typescript, lim.result_bytes, false);
         struct exec_outcome o;
+        uint64_t t1 = now_ns();
         r = kproc_run(kp, req, &lim, &o);
+        uint64_t t2 = now_ns();
+        log_debug("msg=\"stateless\" lang=%s pooled=%d take_ms=%.2f run_ms=%.2f", rt->id, pooled,
+                  (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6);
         json_decref(req);
         json_t *res = NULL;
         if (r < 0) {
@@ -707,6 +771,167 @@ json_t *exec_stateless(struct engine *e, const struct runtime *rt, const char *c
                 res = exec_result_json(rt, code, &o, &lim);
         }
         exec_outcome_done(&o);
-        kproc_free(kp);
+        engine_bury(e, kp);
         return res;
+}
+
+/* ---- off-request-path teardown ---- */
+
+/* Kills a used kernel now and leaves reaping, cgroup recycling and fd
+ * closing to the reaper thread. */
+static void engine_bury(struct engine *e, struct kproc *k)
+{
+        if (!k)
+                return;
+        kproc_kill(k);
+        pthread_mutex_lock(&e->lock);
+        k->dead_next = e->dead;
+        e->dead = k;
+        pthread_cond_signal(&e->reap_cond);
+        pthread_mutex_unlock(&e->lock);
+}
+
+static void *reaper_main(void *arg)
+{
+        struct engine *e = arg;
+        pthread_mutex_lock(&e->lock);
+        for (;;) {
+                while (!e->dead && !e->stopping)
+                        pthread_cond_wait(&e->reap_cond, &e->lock);
+                struct kproc *list = e->dead;
+                e->dead = NULL;
+                if (!list && e->stopping)
+                        break;
+                pthread_mutex_unlock(&e->lock);
+                while (list) {
+                        struct kproc *k = list;
+                        list = k->dead_next;
+                        kproc_free(k);
+                }
+                pthread_mutex_lock(&e->lock);
+        }
+        pthread_mutex_unlock(&e->lock);
+        return NULL;
+}
+
+/* ---- warm pools ---- */
+
+/* Waits for the kernel's {"ready":true} line (start-up done). */
+static int kproc_wait_ready(struct kproc *kp, int timeout_ms)
+{
+        uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+        for (;;) {
+                char *nl = kp->ctl_in.len ? memchr(kp->ctl_in.data, '\n', kp->ctl_in.len) : NULL;
+                if (nl) {
+                        size_t len = (size_t)(nl - kp->ctl_in.data);
+                        json_t *msg = json_loadb(kp->ctl_in.data, len, 0, NULL);
+                        bool ready = json_is_true(json_object_get(msg, "ready"));
+                        json_decref(msg);
+                        memmove(kp->ctl_in.data, nl + 1, kp->ctl_in.len - len - 1);
+                        kp->ctl_in.len -= len + 1;
+                        return ready ? 0 : -EPROTO;
+                }
+                uint64_t now = now_ns();
+                if (now >= deadline)
+                        return -ETIMEDOUT;
+                struct pollfd p = { kp->ctl_fd, POLLIN, 0 };
+                if (poll(&p, 1, (int)((deadline - now) / 1000000ULL) + 1) < 0 && errno != EINTR)
+                        return -errno;
+                char tmp[4096];
+                ssize_t n = read(kp->ctl_fd, tmp, sizeof(tmp));
+                if (n == 0)
+                        return -EPIPE;
+                if (n > 0 && buf_append(&kp->ctl_in, tmp, (size_t)n) < 0)
+                        return -EMSGSIZE;
+        }
+}
+
+static bool pidfd_exited(int pidfd)
+{
+        struct pollfd p = { pidfd, POLLIN, 0 };
+        return poll(&p, 1, 0) == 1;
+}
+
+static struct kproc *pool_take(struct engine *e, const struct runtime *rt)
+{
+        struct kproc *k = NULL;
+        pthread_mutex_lock(&e->lock);
+        for (size_t i = 0; i < e->npools; i++) {
+                struct pool *p = &e->pools[i];
+                if (p->rt != rt)
+                        continue;
+                while (p->n > 0 && !k) {
+                        k = p->ready[--p->n];
+                        if (pidfd_exited(k->jp.pidfd)) {
+                                /* Died while waiting (e.g. killed at shutdown). */
+                                k->dead_next = e->dead;
+                                e->dead = k;
+                                k = NULL;
+                                pthread_cond_signal(&e->reap_cond);
+                        }
+                }
+                if (k)
+                        p->hits++;
+                else
+                        p->misses++;
+                pthread_cond_signal(&e->fill_cond);
+        }
+        pthread_mutex_unlock(&e->lock);
+        return k;
+}
+
+/* The emptiest pool below its target, or NULL (engine lock held). */
+static struct pool *pool_to_fill(struct engine *e)
+{
+        struct pool *best = NULL;
+        for (size_t i = 0; i < e->npools; i++) {
+                struct pool *p = &e->pools[i];
+                if (p->n < e->cfg.pool_size && p->n < POOL_MAX && (!best || p->n < best->n))
+                        best = p;
+        }
+        return best;
+}
+
+/* Keeps every language's pool at pool.size: spawns one kernel at a time,
+ * waits until it has booted (imports done), then publishes it. */
+static void *filler_main(void *arg)
+{
+        struct engine *e = arg;
+        struct exec_limits lim;
+        exec_limits_from_config(&e->cfg, &lim);
+        unsigned failures = 0;
+        pthread_mutex_lock(&e->lock);
+        while (!e->stopping) {
+                struct pool *p = pool_to_fill(e);
+                if (!p) {
+                        pthread_cond_wait(&e->fill_cond, &e->lock);
+                        continue;
+                }
+                const struct runtime *rt = p->rt;
+                pthread_mutex_unlock(&e->lock);
+                struct kproc *k = NULL;
+                const char *why = NULL;
+                int r = kproc_spawn(e, rt, "once", NULL, false, &lim, &k, &why);
+                if (r == 0 && (r = kproc_wait_ready(k, 10000)) < 0)
+                        why = "boot";
+                if (r < 0) {
+                        log_warn("msg=\"pool spawn failed\" lang=%s step=%s err=\"%s\"", rt->id, why ? why : "?",
+                                 strerror(-r));
+                        engine_bury(e, k);
+                        /* Back off so a broken runtime cannot spin a core. */
+                        usleep(100000U << (failures < 5 ? failures++ : 5));
+                } else {
+                        failures = 0;
+                }
+                pthread_mutex_lock(&e->lock);
+                if (r == 0 && !e->stopping && p->n < POOL_MAX) {
+                        p->ready[p->n++] = k;
+                } else if (r == 0) {
+                        k->dead_next = e->dead;
+                        e->dead = k;
+                        pthread_cond_signal(&e->reap_cond);
+                }
+        }
+        pthread_mutex_unlock(&e->lock);
+        return NULL;
 }

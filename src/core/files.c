@@ -1316,8 +1316,9 @@ static bool truthy(const json_t *v)
         }
 }
 
-/* Normalizes one path field into out. Returns 0, or NULL-returning error
- * already filled in err (and -1). */
+/* Normalizes one path field into out. Returns 0, or -1 with err filled:
+ * an escape is a file system error (403 with {path, operation, errno}),
+ * NUL bytes and over-long paths are request-shape errors (400). */
 static int normalize_field(struct req *rq, const char *raw, size_t raw_len, char *out, const char *field,
                            struct files_error *err)
 {
@@ -1435,8 +1436,9 @@ json_t *files_op(int root_fd, json_t *request, const struct files_limits *lim, u
         /* Restored on every return path below. */
         _cleanup_(identity_leave) struct identity id = { 0 };
         int r = identity_enter(&id, as_uid, as_gid);
+        /* A daemon-side fault, not the client's: 500, never a 403. */
         if (r < 0)
-                return fail_fs(err, rq, -r, NULL, NULL, "Cannot switch to the sandbox user");
+                return fail_fs(err, rq, EIO, NULL, NULL, "Cannot switch to the sandbox user");
 
         switch (rq->op) {
         case OP_READ:

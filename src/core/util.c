@@ -111,9 +111,16 @@ int mkdir_p(const char *path, mode_t mode)
                         return -errno;
                 *p = '/';
         }
-        if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+        if (mkdir(tmp, mode) == 0)
+                return 0;
+        if (errno != EEXIST)
                 return -errno;
-        return 0;
+        /* EEXIST is only success if what exists is a directory (or a link to
+         * one): a plain file there must not pass as "created". */
+        struct stat st;
+        if (stat(tmp, &st) < 0)
+                return -errno;
+        return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
 int rm_rf_at(int dfd, const char *name)

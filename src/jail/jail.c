@@ -509,6 +509,37 @@ static void format_opts(char *buf, size_t len, uint64_t bytes, uint64_t inodes, 
                  (unsigned long long)(inodes ? inodes : 16384), mode);
 }
 
+static struct cgroup *cgroup_take_free(struct jail_ctx *ctx, uint64_t memory_bytes, uint64_t pids)
+{
+        struct cgroup *cg = NULL;
+        pthread_mutex_lock(&ctx->cg_lock);
+        for (size_t i = 0; i < ctx->cg_nfree; i++) {
+                struct jail_cg_slot *slot = &ctx->cg_free[i];
+                if (slot->memory_bytes == memory_bytes && slot->pids == pids) {
+                        cg = slot->cg;
+                        *slot = ctx->cg_free[--ctx->cg_nfree];
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&ctx->cg_lock);
+        return cg;
+}
+
+/* Keeps an emptied group for the next jail with the same limits. */
+static bool cgroup_give_back(struct jail_ctx *ctx, struct cgroup *cg, uint64_t memory_bytes, uint64_t pids)
+{
+        if (!ctx || !cg || !cgroup_is_empty(cg) || cgroup_reset(cg) < 0)
+                return false;
+        bool kept = false;
+        pthread_mutex_lock(&ctx->cg_lock);
+        if (ctx->cg_nfree < ARRAY_SIZE(ctx->cg_free)) {
+                ctx->cg_free[ctx->cg_nfree++] = (struct jail_cg_slot){ cg, memory_bytes, pids };
+                kept = true;
+        }
+        pthread_mutex_unlock(&ctx->cg_lock);
+        return kept;
+}
+
 int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_proc *ret,
                const char **ret_err)
 {
@@ -522,11 +553,14 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
         format_opts(a.ws_opts, sizeof(a.ws_opts), spec->limits.workspace_bytes,
                     spec->limits.workspace_inodes, "0777");
 
-        struct cgroup_limits cl = { spec->limits.memory_bytes, spec->limits.pids };
-        r = cgroup_create(ctx->cgroot, spec->cgroup_name, &cl, &cg);
-        if (r < 0) {
-                *ret_err = "cgroup";
-                return r;
+        cg = cgroup_take_free(ctx, spec->limits.memory_bytes, spec->limits.pids);
+        if (!cg) {
+                struct cgroup_limits cl = { spec->limits.memory_bytes, spec->limits.pids };
+                r = cgroup_create(ctx->cgroot, spec->cgroup_name, &cl, &cg);
+                if (r < 0) {
+                        *ret_err = "cgroup";
+                        return r;
+                }
         }
         _cleanup_close_ int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (devnull < 0 || pipe2(sync, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0) {
@@ -575,7 +609,8 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
                 close(pidfd);
                 goto fail;
         }
-        *ret = (struct jail_proc){ .pid = pid, .pidfd = pidfd, .cg = cg };
+        *ret = (struct jail_proc){ .ctx = ctx, .memory_bytes = spec->limits.memory_bytes,
+                                   .pids = spec->limits.pids, .pid = pid, .pidfd = pidfd, .cg = cg };
         return 0;
 fail:
         for (int i = 0; i < 2; i++) {
@@ -625,7 +660,8 @@ void jail_proc_release(struct jail_proc *p)
                 jail_kill(p);
                 jail_reap(p, NULL);
         }
-        cgroup_destroy(p->cg);
+        if (!cgroup_give_back(p->ctx, p->cg, p->memory_bytes, p->pids))
+                cgroup_destroy(p->cg);
         p->cg = NULL;
 }
 
@@ -668,6 +704,7 @@ int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels
 {
         int r;
         *ctx = (struct jail_ctx){ .netns_fd = -1 };
+        pthread_mutex_init(&ctx->cg_lock, NULL);
         ctx->userns = geteuid() != 0;
         ctx->outer_uid = geteuid();
         ctx->outer_gid = getegid();
@@ -703,6 +740,8 @@ int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels
 
 void jail_ctx_done(struct jail_ctx *ctx)
 {
+        while (ctx->cg_nfree > 0)
+                cgroup_destroy(ctx->cg_free[--ctx->cg_nfree].cg);
         if (ctx->netns_fd >= 0)
                 close(ctx->netns_fd);
         ctx->netns_fd = -1;

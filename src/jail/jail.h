@@ -8,6 +8,7 @@
  * jail/ knows nothing about HTTP, JSON or languages. */
 #pragma once
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -33,6 +34,14 @@ struct jail_ctx {
         struct seccomp_prog *seccomp;
         struct cgroup_root *cgroot;
         char root_dir[4096];    /* empty dir each jail mounts its tmpfs root on */
+        /* Emptied cgroups kept for reuse: mkdir ×3 and the occasional
+         * multi-millisecond first attach stay off the request path. */
+        pthread_mutex_t cg_lock;
+        struct jail_cg_slot {
+                struct cgroup *cg;
+                uint64_t memory_bytes, pids;
+        } cg_free[64];
+        size_t cg_nfree;
         char kernels_dir[4096]; /* host dir bound read-only at JAIL_KERNELS_DIR */
 };
 
@@ -72,6 +81,8 @@ struct jail_spec {
 };
 
 struct jail_proc {
+        struct jail_ctx *ctx;
+        uint64_t memory_bytes, pids; /* the cgroup's limits, for reuse */
         pid_t pid;          /* the jail's init, as seen by the daemon */
         int pidfd;          /* pollable: readable when init exited */
         struct cgroup *cg;  /* may be NULL with CGROUP_NONE */
@@ -86,5 +97,6 @@ void jail_kill(struct jail_proc *p);
 /* Waits for init and returns its wait status; frees the cgroup unless
  * keep_cgroup. Safe to call once per successful spawn. */
 int jail_reap(struct jail_proc *p, int *ret_status);
-/* Frees what jail_reap left (the cgroup), NULL-safe on fields. */
+/* Frees what jail_reap left: an emptied cgroup goes back to the reuse list
+ * (reset), anything else is destroyed. NULL-safe on fields. */
 void jail_proc_release(struct jail_proc *p);

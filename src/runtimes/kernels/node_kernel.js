@@ -620,5 +620,9 @@ function serveNext() {
 installConsole();
 trackStdStreams();
 installGlobals();
-send('{"ready":true}');
-serveNext();
+// Warm up the real path once (acorn, vm compile) so the first request pays
+// no lazy loading, then announce readiness.
+runCell({ code: '1+1', env: { ...process.env } }).then(() => {
+  send('{"ready":true}');
+  serveNext();
+});

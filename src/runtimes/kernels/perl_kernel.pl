@@ -237,6 +237,8 @@ sub handle {
 }
 
 sub main {
+    # Warm up the real path once so the first request pays no lazy loading.
+    handle({ code => '1+1', env => { %ENV } });
     send_line('{"ready":true}');
     while (1) {
         my $line = read_line();

@@ -152,6 +152,8 @@ module SandboxKernel
     end
 
     def serve
+      # Warm up the real path once so the first request pays no lazy loading.
+      handle({ 'code' => '1+1', 'env' => ENV.to_h })
       send_line('{"ready":true}')
       while (line = @ctl.gets)
         next if line.strip.empty?
