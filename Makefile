@@ -71,7 +71,7 @@ unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do echo "# $$t"; $$t || fail=1; done; exit $$fail
 
 api: $(BUILD)/sandboxd
-	SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/api tests/kernels $(PYTEST_ARGS)
+	SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/api tests/kernels tests/attacks $(PYTEST_ARGS)
 
 test: unit api
 

@@ -82,12 +82,12 @@ PROFILES = {
         idle_n=10000, idle_budget_s=240,                            # 4d
         total_budget_s=900),
     "quick": dict(
-        lat_n=8, lat_rounds=2, lat_warm=1, lat_budget_s=8,
-        paced_n=3, nopool_n=4,
+        lat_n=4, lat_rounds=2, lat_warm=1, lat_budget_s=4,
+        paced_n=2, nopool_n=2,
         tp_rounds=1, tp_secs=3.0,
-        min_n=20, min_rounds=2, min_budget_s=5,
+        min_n=8, min_rounds=2, min_budget_s=4,
         ctx_n=20, ctx_budget_s=5,
-        new_n=4, new_budget_s=15,
+        new_n=3, new_budget_s=10,
         restore_restarts=1, restore_reps=1, restore_cells=(1, 10, 50), restore_budget_s=20,
         idle_n=1000, idle_budget_s=20,
         total_budget_s=110),
@@ -216,6 +216,24 @@ def tree_usage(pid):
         rss += r
         todo += kids.get(p, [])
     return ticks, n, rss * (os.sysconf("SC_PAGE_SIZE") // 1024)
+
+
+def tree_pss_kb(pid):
+    """Proportional set size (shared pages split between sharers) of pid's descendants."""
+    table = proc_table()
+    kids = {}
+    for p, (pp, _, _) in table.items():
+        kids.setdefault(pp, []).append(p)
+    total, todo = 0, list(kids.get(pid, []))
+    while todo:
+        p = todo.pop()
+        todo += kids.get(p, [])
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                total += next((int(ln.split()[1]) for ln in f if ln.startswith("Pss:")), 0)
+        except (OSError, ValueError):
+            pass
+    return total
 
 
 def settle(pid, quiet_s=0.12, max_s=8.0):
@@ -717,7 +735,7 @@ def section_idle(p, work, binary, out):
     c.request("GET", "/languages")
     d.settle()
     rss0 = d.rss()
-    tree0 = tree_usage(d.proc.pid)
+    tree0 = tree_usage(d.proc.pid) + (tree_pss_kb(d.proc.pid),)
     disk0 = dir_bytes(d.data_dir)
     lats = []
     t_start = time.perf_counter()
@@ -734,12 +752,13 @@ def section_idle(p, work, binary, out):
     c.close()
     d.settle()
     rss1 = d.rss()
-    tree1 = tree_usage(d.proc.pid)
+    tree1 = tree_usage(d.proc.pid) + (tree_pss_kb(d.proc.pid),)
     disk1 = dir_bytes(d.data_dir)
     d.stop()
     out["idle"] = {"target": p["idle_n"], "created": len(lats), "total_s": total, "create": summary(lats),
                    "rss0_kb": rss0, "rss1_kb": rss1, "disk0": disk0, "disk1": disk1,
-                   "jails0": {"n": tree0[1], "rss_kb": tree0[2]}, "jails1": {"n": tree1[1], "rss_kb": tree1[2]}}
+                   "jails0": {"n": tree0[1], "rss_kb": tree0[2], "pss_kb": tree0[3]},
+                   "jails1": {"n": tree1[1], "rss_kb": tree1[2], "pss_kb": tree1[3]}}
     print(f"  idle       {len(lats)} sandboxes in {total:.1f} s; VmRSS {rss0.get('VmRSS', 0) / 1024:.1f} →"
           f" {rss1.get('VmRSS', 0) / 1024:.1f} MiB", flush=True)
 
@@ -823,6 +842,8 @@ def report(out, profile, argv_bin, elapsed):
     L.append("- After every block of daemon requests the harness waits until the daemon's process tree has "
              "used no CPU for 120 ms (warm pools refilled, used jails reaped), so that background work does not "
              "land on the next row's samples.")
+    if out.get("nopool_error"):
+        L.append(f"- No `pool.size=0` rows: the second daemon did not start ({out['nopool_error']}).")
     L.append(f"- HTTP: one keep-alive `http.client` connection; it opened {out['http']['opened']} TCP connection(s) "
              f"for {out['http']['requests']} requests.")
     L.append("- Bare and bwrap rows: `subprocess.run` with `env={PATH: /usr/bin:/bin}` (what `env -i "
@@ -962,7 +983,8 @@ def report(out, profile, argv_bin, elapsed):
             L.append(f"| RSS per idle sandbox | {per_kb:.2f} KiB |")
             j0, j1 = i["jails0"], i["jails1"]
             L.append(f"| the daemon's child processes (warm pools: jail inits + kernels), 0 → {i['created']} sandboxes | "
-                     f"{j0['n']} using {j0['rss_kb'] / 1024:.1f} MiB RSS → {j1['n']} using {j1['rss_kb'] / 1024:.1f} MiB |")
+                     f"{j0['n']} → {j1['n']} processes, PSS {j0['pss_kb'] / 1024:.1f} → {j1['pss_kb'] / 1024:.1f} MiB "
+                     f"(sum of RSS {j0['rss_kb'] / 1024:.1f} → {j1['rss_kb'] / 1024:.1f} MiB) |")
             L.append(f"| data directory on disk, 0 → {i['created']} sandboxes | {i['disk0'] / 1048576:.1f} → "
                      f"{i['disk1'] / 1048576:.1f} MiB |")
             L.append("")
@@ -1084,8 +1106,11 @@ def main():
     failures = []
 
     def attempt(name, fn, *a):
+        t0 = time.monotonic()
         try:
             fn(*a)
+            out.setdefault("section_s", {})[name] = round(time.monotonic() - t0, 1)
+            print(f"    ({name}: {time.monotonic() - t0:.1f} s)", flush=True)
         except Exception as e:  # noqa: BLE001 - report every section's failure, keep going
             failures.append(f"{name}: {e.__class__.__name__}: {e}")
             print(f"  FAILED {name}: {e}", file=sys.stderr, flush=True)

@@ -113,9 +113,11 @@ static void h_ready(struct http_request *req, struct http_response *res)
                 res->retry_after = 1;
                 return;
         }
-        http_json(res, 200, json_pack("{s:s, s:s, s:I}", "status", "ready", "cgroup",
+        http_json(res, 200, json_pack("{s:s, s:s, s:I, s:o, s:I}", "status", "ready", "cgroup",
                                       cgroup_backend_name(engine_cgroup_backend(app->engine)), "uptimeMs",
-                                      (json_int_t)(wall_ms() - app->started_ms)));
+                                      (json_int_t)(wall_ms() - app->started_ms), "pools",
+                                      engine_pool_stats(app->engine), "residentContexts",
+                                      (json_int_t)sbx_resident_count(app->sandboxes)));
 }
 
 static const struct route routes[] = {

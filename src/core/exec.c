@@ -141,6 +141,21 @@ enum cgroup_backend engine_cgroup_backend(const struct engine *e)
         return cgroup_root_backend(e->jail.cgroot);
 }
 
+json_t *engine_pool_stats(struct engine *e)
+{
+        json_t *o = json_object();
+        pthread_mutex_lock(&e->lock);
+        for (size_t i = 0; i < e->npools; i++) {
+                struct pool *p = &e->pools[i];
+                json_object_set_new(o, p->rt->id,
+                                    json_pack("{s:I, s:I, s:I, s:I}", "ready", (json_int_t)p->n, "target",
+                                              (json_int_t)e->cfg.pool_size, "hits", (json_int_t)p->hits,
+                                              "misses", (json_int_t)p->misses));
+        }
+        pthread_mutex_unlock(&e->lock);
+        return o;
+}
+
 void engine_kill_all(struct engine *e)
 {
         pthread_mutex_lock(&e->lock);

@@ -199,6 +199,7 @@ static void sandbox_free(struct sandbox_mgr *m, struct sandbox *s)
 }
 
 struct load_ctx {
+        struct sandbox_mgr *m;
         struct sandbox *sbx;
         struct context **tail;
         int r;
@@ -216,6 +217,13 @@ static void load_context_row(const struct context_row *row, void *userdata)
         c->row.env_json = strdup(row->env_json ? row->env_json : "{}");
         c->rt = runtime_find(row->language);
         c->sbx = lc->sbx;
+        /* The journal rows are the truth; the context row may lag by one
+         * cell if the daemon died between the two writes. */
+        uint64_t cells, bytes;
+        if (store_cell_stats(lc->m->store, row->id, &cells, &bytes) == 0) {
+                c->row.snap_cells = cells;
+                c->row.snap_bytes = bytes;
+        }
         pthread_mutex_init(&c->run_lock, NULL);
         *lc->tail = c;
         lc->tail = &c->next;
@@ -260,7 +268,7 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, struct sandbox **
                 return r;
         }
         s->env = parse_env(s->row.env_json);
-        struct load_ctx lc = { s, &s->contexts, 0 };
+        struct load_ctx lc = { m, s, &s->contexts, 0 };
         r = store_context_each(m->store, id, load_context_row, &lc);
         if (r < 0 || lc.r < 0) {
                 sandbox_free(m, s);
@@ -743,7 +751,13 @@ static void journal_cell(struct sandbox_mgr *m, struct context *c, const char *c
         uint64_t t0 = now_ns();
         char *env_text = json_dumps(env, JSON_COMPACT | JSON_SORT_KEYS);
         struct cell_row cell = { c->row.snap_cells + 1, code, env_text ? env_text : "{}", cwd_before, ts };
-        if (store_cell_append(m->store, c->row.id, &cell) == 0) {
+        int r = store_cell_append(m->store, c->row.id, &cell);
+        if (r == -EINVAL && store_cell_stats(m->store, c->row.id, &c->row.snap_cells, &c->row.snap_bytes) == 0) {
+                /* Our count lagged the journal: resynchronise and retry. */
+                cell.seq = c->row.snap_cells + 1;
+                r = store_cell_append(m->store, c->row.id, &cell);
+        }
+        if (r == 0) {
                 c->row.snap_cells++;
                 c->row.snap_bytes += strlen(code);
                 c->row.snap_taken_at = wall_ms();

@@ -68,6 +68,15 @@ void http_error(struct http_response *res, int status, const char *code, const c
 {
         char ts[32];
         iso8601_ms(wall_ms(), ts);
+        /* Messages quote client input (URL captures are decoded bytes, not
+         * necessarily UTF-8); json_pack would refuse invalid UTF-8 and the
+         * client would get a 500 "no response" instead of this error. */
+        _cleanup_free_ char *clean = NULL;
+        size_t len = strlen(message);
+        if (!utf8_valid(message, len) && (clean = malloc(3 * len + 1))) {
+                utf8_sanitize(message, len, clean);
+                message = clean;
+        }
         json_t *body = json_pack("{s:s, s:s, s:o, s:i, s:s}", "code", code, "message", message, "context",
                                  context ? context : json_object(), "httpStatus", status, "timestamp", ts);
         http_json(res, status, body);
@@ -78,8 +87,14 @@ void http_errorf(struct http_response *res, int status, const char *code, const 
         char msg[512];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
+        int n = vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+        /* Truncation must not split a UTF-8 sequence: drop a partial one. */
+        if (n >= (int)sizeof(msg)) {
+                size_t len = sizeof(msg) - 1;
+                for (int k = 0; k < 3 && len > 0 && !utf8_valid(msg, len); k++)
+                        msg[--len] = '\0';
+        }
         http_error(res, status, code, msg, NULL);
 }
 
@@ -93,7 +108,7 @@ static enum MHD_Result send_response(struct conn_state *st)
         struct http_response *res = &st->res;
         if (!res->json)
                 http_error(res, 500, "INTERNAL_ERROR", "Handler produced no response", NULL);
-        char *text = json_dumps(res->json, JSON_COMPACT | JSON_REAL_PRECISION(10));
+        char *text = json_dumps(res->json, HTTP_JSON_DUMP_FLAGS);
         if (!text)
                 text = strdup("{}");
         size_t len = text ? strlen(text) : 0;

@@ -32,6 +32,12 @@ struct http_response {
         unsigned retry_after;       /* seconds, for 429/503 */
 };
 
+/* How response bodies are serialised. 17 significant digits: every double
+ * (e.g. a guest's {"json": [0.1 + 0.2, 1.7976931348623157e308]} result)
+ * survives the round trip; fewer digits rounded results and could even
+ * turn a finite number into one that parses as infinity. */
+#define HTTP_JSON_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(17))
+
 typedef void (*http_handler)(struct http_request *req, struct http_response *res);
 
 enum {

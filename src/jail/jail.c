@@ -1,5 +1,6 @@
 #include "jail/jail.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
@@ -12,6 +13,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -212,7 +214,7 @@ static void setup_proc(const struct child_args *a)
 
 static void setup_replay_overlay(const struct child_args *a, const char *ws)
 {
-        char sbx[PATHLEN], real[PATHLEN], ovl[PATHLEN], up[PATHLEN], work[PATHLEN], opts[3 * PATHLEN];
+        char sbx[PATHLEN], real[PATHLEN], ovl[PATHLEN], up[PATHLEN], work[PATHLEN];
         path_join(sbx, a->root, REPLAY_DIR + 1);
         path_join(real, sbx, "ws");
         path_join(ovl, sbx, "ovl");
@@ -225,10 +227,14 @@ static void setup_replay_overlay(const struct child_args *a, const char *ws)
         CHECK(a, STEP_WORKSPACE, mkdir(path_join(up, ovl, "up"), 0755));
         CHECK(a, STEP_WORKSPACE, mkdir(path_join(work, ovl, "work"), 0755));
         CHECK(a, STEP_WORKSPACE, chown(up, JAIL_UID, JAIL_GID));
-        int n = snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", real, up, work);
-        if (n < 0 || (size_t)n >= sizeof(opts))
-                child_fail(a, STEP_WORKSPACE, ENAMETOOLONG);
-        CHECK(a, STEP_WORKSPACE, mount("overlay", ws, "overlay", MS_NOSUID | MS_NODEV, opts));
+        /* Layer paths relative to sbx (the mount resolves them against the
+         * cwd): overlayfs shows them verbatim in the jail's
+         * /proc/self/mountinfo, and absolute ones would reveal the host path
+         * of the jail root, inside the data dir. */
+        CHECK(a, STEP_WORKSPACE, chdir(sbx));
+        CHECK(a, STEP_WORKSPACE, mount("overlay", ws, "overlay", MS_NOSUID | MS_NODEV,
+                                       "lowerdir=ws,upperdir=ovl/up,workdir=ovl/work"));
+        CHECK(a, STEP_WORKSPACE, chdir("/"));
 }
 
 /* Runs in init after replay: replaces the overlay with the real workspace.
@@ -249,6 +255,120 @@ static void swap_in_real_workspace(struct child_args *a, int fd)
         umount2(REPLAY_DIR "/ovl", MNT_DETACH);
         (void)!write(fd, &c, 1);
         (void)a;
+}
+
+/* The kernels directory is copied into a private read-only tmpfs instead of
+ * being bind-mounted: a bind mount shows its source path (the "root" field)
+ * in the jail's /proc/self/mountinfo, which would tell the guest where
+ * sandboxd is installed on the host. The tree is small (a few hundred KiB,
+ * charged to the execution's memory cgroup) and is read afresh for every
+ * jail, as the bind mount was. Only regular files and directories are
+ * copied; symlinks and anything else are skipped. No allocation: this runs
+ * in the cloned child. */
+#define KERNELS_TMPFS_OPTS "size=32m,nr_inodes=1024,mode=755"
+#define KERNELS_MAX_DEPTH 4
+
+struct sbx_dirent64 {
+        uint64_t d_ino;
+        int64_t d_off;
+        unsigned short d_reclen;
+        unsigned char d_type;
+        char d_name[];
+};
+
+static int copy_file_at(int sdir, int ddir, const char *name)
+{
+        int in = openat(sdir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (in < 0)
+                return -1;
+        struct stat st;
+        int out = -1, r = -1;
+        if (fstat(in, &st) < 0)
+                goto done;
+        if (!S_ISREG(st.st_mode)) {
+                r = 0;
+                goto done;
+        }
+        out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0755);
+        if (out < 0)
+                goto done;
+        for (off_t left = st.st_size; left > 0;) {
+                ssize_t n = sendfile(out, in, NULL, (size_t)left);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        if (n == 0)
+                                errno = EIO; /* the file shrank under us */
+                        goto done;
+                }
+                left -= n;
+        }
+        r = 0;
+done:;
+        int e = errno;
+        close(in);
+        if (out >= 0)
+                close(out);
+        errno = e;
+        return r;
+}
+
+static int copy_tree_at(int sdir, int ddir, int depth)
+{
+        char buf[4096] __attribute__((aligned(8)));
+        for (;;) {
+                long n = syscall(SYS_getdents64, sdir, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return (int)n;
+                for (long off = 0; off < n;) {
+                        const struct sbx_dirent64 *d = (const struct sbx_dirent64 *)(buf + off);
+                        off += d->d_reclen;
+                        const char *name = d->d_name;
+                        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+                                continue;
+                        unsigned char type = d->d_type;
+                        if (type == DT_UNKNOWN) {
+                                struct stat st;
+                                if (fstatat(sdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                                        return -1;
+                                type = S_ISREG(st.st_mode) ? DT_REG : S_ISDIR(st.st_mode) ? DT_DIR : DT_UNKNOWN;
+                        }
+                        if (type == DT_REG) {
+                                if (copy_file_at(sdir, ddir, name) < 0)
+                                        return -1;
+                        } else if (type == DT_DIR && depth > 0) {
+                                if (mkdirat(ddir, name, 0755) < 0)
+                                        return -1;
+                                int s2 = openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                                int d2 = openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                                int r = s2 < 0 || d2 < 0 ? -1 : copy_tree_at(s2, d2, depth - 1);
+                                int e = errno;
+                                if (s2 >= 0)
+                                        close(s2);
+                                if (d2 >= 0)
+                                        close(d2);
+                                errno = e;
+                                if (r < 0)
+                                        return -1;
+                        }
+                }
+        }
+}
+
+static void setup_kernels(const struct child_args *a, const char *dst)
+{
+        CHECK(a, STEP_KERNELS, mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV, KERNELS_TMPFS_OPTS));
+        int sdir = open(a->ctx->kernels_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        CHECK(a, STEP_KERNELS, sdir);
+        int ddir = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        CHECK(a, STEP_KERNELS, ddir);
+        CHECK(a, STEP_KERNELS, copy_tree_at(sdir, ddir, KERNELS_MAX_DEPTH));
+        close(sdir);
+        close(ddir);
+        CHECK(a, STEP_KERNELS, mount(NULL, dst, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+                                     KERNELS_TMPFS_OPTS));
 }
 
 static void setup_root(const struct child_args *a)
@@ -288,7 +408,7 @@ static void setup_root(const struct child_args *a)
         CHECK(a, STEP_KERNELS, mkdir(path_join(p, a->root, "opt"), 0755));
         CHECK(a, STEP_KERNELS, mkdir(path_join(p, a->root, "opt/sandboxd"), 0755));
         CHECK(a, STEP_KERNELS, mkdir(path_join(p, a->root, "opt/sandboxd/kernels"), 0755));
-        CHECK(a, STEP_KERNELS, bind_ro(a->ctx->kernels_dir, p, true));
+        setup_kernels(a, p);
 
         setup_dev(a);
         setup_proc(a);

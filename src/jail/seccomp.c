@@ -120,6 +120,16 @@ static int add_clone_rules(scmp_filter_ctx ctx)
         return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 }
 
+/* pidfd_open(1) would hand the job a handle on the jail's init. Signals and
+ * ptrace-style access through it already fail (init has another uid and its
+ * own Landlock domain), but the handle itself is refused too. pid_t is 32
+ * bits: compare only the low half, as the kernel truncates. */
+static int add_pidfd_rules(scmp_filter_ctx ctx)
+{
+        return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(pidfd_open), 1,
+                                SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, 1));
+}
+
 static int add_ioctl_rules(scmp_filter_ctx ctx)
 {
         for (size_t i = 0; i < ARRAY_SIZE(deny_ioctls); i++) {
@@ -213,6 +223,8 @@ static int build_policy(scmp_filter_ctx ctx, bool allow_inet)
                 r = add_deny_list(ctx);
         if (r >= 0)
                 r = add_clone_rules(ctx);
+        if (r >= 0)
+                r = add_pidfd_rules(ctx);
         if (r >= 0)
                 r = add_ioctl_rules(ctx);
         if (r >= 0)

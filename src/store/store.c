@@ -1421,3 +1421,24 @@ int store_cells_delete(struct store *s, const char *context_id)
         STORE_LOCKED(s);
         return cells_delete(s->db, context_id);
 }
+
+int store_cell_stats(struct store *s, const char *context_id, uint64_t *ret_count, uint64_t *ret_bytes)
+{
+        uint64_t count, bytes;
+        int r;
+
+        if (!s || !ret_count || !ret_bytes)
+                return -EINVAL;
+        if ((r = check_id(context_id)) < 0)
+                return r;
+        STORE_LOCKED(s);
+        if ((r = cell_max_seq(s->db, context_id, &count)) < 0)
+                return r;
+        r = query_u64(s->db, "SELECT COALESCE(SUM(length(CAST(code AS BLOB))), 0) FROM cells WHERE context_id = ?",
+                      context_id, &bytes);
+        if (r < 0)
+                return r;
+        *ret_count = count;
+        *ret_bytes = bytes;
+        return 0;
+}

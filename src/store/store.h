@@ -89,3 +89,7 @@ int store_cell_append(struct store *s, const char *context_id, const struct cell
 int store_cell_each(struct store *s, const char *context_id,
                     void (*fn)(const struct cell_row *cell, void *userdata), void *userdata);
 int store_cells_delete(struct store *s, const char *context_id);
+/* The journal as it really is: highest seq and total code bytes. The cell
+ * rows, not the context row's snap_* copy, are the source of truth (a crash
+ * can fall between appending a cell and updating the context row). */
+int store_cell_stats(struct store *s, const char *context_id, uint64_t *ret_count, uint64_t *ret_bytes);

@@ -24,6 +24,16 @@ FAST_LIMITS = [
 ]
 
 
+def unmount_under(path):
+    """Detaches workspace mounts a SIGKILLed daemon left under path, so the
+    temporary directory can be removed."""
+    real = os.path.realpath(path) + "/"
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f if line.split()[4].startswith(real)]
+    for p in sorted(points, key=len, reverse=True):
+        subprocess.run(["umount", "-l", p], capture_output=True)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -65,7 +75,7 @@ class Daemon:
 
     def read_log(self):
         with open(self.log_path, "rb") as f:
-            return f.read().decode(errors="replace")[-4000:]
+            return f.read().decode(errors="replace")[-20000:]
 
     def request(self, method, path, body=None, headers=None, raw=None, timeout=60):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
@@ -97,7 +107,7 @@ class Daemon:
         assert status == 200, res
         return res
 
-    def stop(self, sig=signal.SIGTERM, timeout=20):
+    def stop(self, sig=signal.SIGTERM, timeout=30):
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
             try:
@@ -105,10 +115,20 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.log.close()
+        if not self.log.closed:
+            self.log.close()
+        self.check_sanitizers()
+
+    def check_sanitizers(self):
+        """A sanitizer report in the daemon's log fails the test that owns it
+        (ASan/UBSan builds run the whole suite; LeakSanitizer reports at exit)."""
+        text = self.read_log()
+        for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+            assert marker not in text, f"sanitizer report in daemon log:\n{text}"
 
     def cleanup(self):
         self.stop()
+        unmount_under(self.data_dir)
         if self.tmp:
             self.tmp.cleanup()
 

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from conftest import Daemon
+from conftest import Daemon, unmount_under
 
 
 def sid():
@@ -270,6 +270,7 @@ def test_kill_dash_nine_then_state_restored():
         finally:
             d2.stop()
     finally:
+        unmount_under(data)
         keep.cleanup()
 
 
@@ -293,6 +294,7 @@ def test_replay_does_not_touch_workspace():
         finally:
             d2.stop()
     finally:
+        unmount_under(data)
         keep.cleanup()
 
 

@@ -10,11 +10,16 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
+/* Optional (weak): a target with temp files defines it; it runs before a
+ * failed CHECK traps, on sanitizer deaths and at normal exit. */
+void fuzz_cleanup(void) __attribute__((weak));
 
 #define CHECK(cond)                                                                              \
         do {                                                                                     \
                 if (!(cond)) {                                                                   \
                         fprintf(stderr, "INVARIANT FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+                        if (fuzz_cleanup)                                                        \
+                                fuzz_cleanup();                                                  \
                         __builtin_trap();                                                        \
                 }                                                                                \
         } while (0)

@@ -6,7 +6,8 @@
  * (a failure names a line >= 1); every string field stays NUL-terminated
  * within its array. Then config_parse_u64 runs on each line of the input
  * (NUL-terminated) and on the whole input: on success the value matches a
- * reference parse (digits, optional K/M/G, optional "i"/"iB"/"B"). */
+ * reference parse (digits, optional K/M/G, then "iB" after K/M/G or a bare
+ * "B"; anything else, e.g. a stray "i", is invalid). */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,8 @@
 
 #include "core/config.h"
 #include "core/util.h"
+#include <sanitizer/common_interface_defs.h>
+
 #include "fuzz.h"
 
 static char g_path[PATH_MAX];
@@ -24,6 +27,7 @@ static int g_fd = -1;
 
 int LLVMFuzzerInitialize(int *argc UNUSED, char ***argv UNUSED)
 {
+        __sanitizer_set_death_callback(fuzz_cleanup);
         const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
         snprintf(g_path, sizeof(g_path), "%s/sandboxd-fuzz-config-XXXXXX", base);
         g_fd = mkstemp(g_path);
@@ -31,7 +35,8 @@ int LLVMFuzzerInitialize(int *argc UNUSED, char ***argv UNUSED)
         return 0;
 }
 
-__attribute__((destructor)) static void cleanup(void)
+/* Removes the temp file (at exit, failed CHECK, sanitizer death). */
+__attribute__((destructor)) void fuzz_cleanup(void)
 {
         if (g_fd >= 0) {
                 unlink(g_path);
@@ -60,9 +65,10 @@ static int model_parse_u64(const char *s, uint64_t *ret)
         case 'g': case 'G': mul = GiB; p++; break;
         default: break;
         }
-        if (p[0] == 'i' && p[1] == 'B')
+        /* "iB" only after a multiplier, a bare "B" anywhere; no stray "i". */
+        if (mul > 1 && p[0] == 'i' && p[1] == 'B')
                 p += 2;
-        else if (p[0] == 'i' || p[0] == 'B')
+        else if (p[0] == 'B')
                 p += 1;
         if (*p)
                 return -1;

@@ -7,8 +7,9 @@
  *   <tmp>/sentinel        a file outside the workspace
  *   <tmp>/ws/             the workspace (root_fd), seeded with files, dirs
  *                         and symlinks: to "/", to "/etc/passwd", to "..",
- *                         to "../sentinel", to <tmp> by absolute path, a
- *                         dangling one and an in-workspace one.
+ *                         to "../sentinel", to <tmp> by absolute path and
+ *                         from dir/sub by "../../..", a dangling one and an
+ *                         in-workspace one.
  * files_op runs with small limits (64 KiB per file, 1 MiB total, 256
  * entries) as getuid()/getgid(), so it works unprivileged too.
  *
@@ -16,6 +17,8 @@
  *  - nothing outside the workspace changed: <tmp> holds exactly "ws" and
  *    "sentinel", the sentinel's content, size, inode and mtime are
  *    unchanged, <tmp>'s own mtime is unchanged, /etc/passwd is unchanged;
+ *  - nothing outside was read: no read returns the sentinel's random
+ *    secret or the content of /etc/passwd;
  *  - a success is a JSON object with "success": true, a normalised "path"
  *    beneath /workspace and a timestamp, and serialises to JSON that parses
  *    back; a failure has a known status, a code, and a message/context
@@ -30,19 +33,30 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/files.h"
 #include "core/util.h"
+#include <sanitizer/common_interface_defs.h>
+
 #include "fuzz.h"
+#include "http/server.h"
 
 static char g_tmp[PATH_MAX];
 static int g_tmp_fd = -1;
 static int g_ws_fd = -1;
 static bool g_reset_each;
 static struct stat g_sentinel_st, g_tmp_st, g_passwd_st;
-static const char SENTINEL[] = "sentinel: must never change\n";
+/* "sentinel <32 random hex digits>\n": a read that ever returns the secret
+ * read outside the workspace. Compared only with blind_find(), which is
+ * not instrumented, so libFuzzer's comparison tracing cannot learn the
+ * secret (and then write it into a workspace file itself). */
+static char g_sentinel[64];
+static size_t g_sentinel_len;
+static char *g_passwd;
+static size_t g_passwd_len;
 static const struct files_limits LIMITS = {
         .max_file_bytes = 64 * KiB,
         .max_total_bytes = 1 * MiB,
@@ -83,12 +97,25 @@ static void build_workspace(void)
         CHECK(symlinkat(g_tmp, dfd, "tmp_abs_link") == 0);
         CHECK(symlinkat("does-not-exist", dfd, "dangling") == 0);
         CHECK(symlinkat("hello.txt", dfd, "inside_link") == 0);
-        CHECK(symlinkat("../../", dfd, "dir/sub/upup") == 0);
+        CHECK(symlinkat("../../..", dfd, "dir/sub/upup") == 0); /* to <tmp> */
         close(dfd);
         g_ws_fd = openat(g_tmp_fd, "ws", O_PATH | O_DIRECTORY | O_CLOEXEC);
         CHECK(g_ws_fd >= 0);
         /* Rebuilding touches <tmp> itself; that is our change, not a leak. */
         CHECK(fstat(g_tmp_fd, &g_tmp_st) == 0);
+}
+
+__attribute__((no_sanitize("coverage"))) static bool blind_find(const char *hay, size_t n, const char *needle,
+                                                             size_t m)
+{
+        for (size_t i = 0; m && i + m <= n; i++) {
+                size_t k = 0;
+                while (k < m && hay[i + k] == needle[k])
+                        k++;
+                if (k == m)
+                        return true;
+        }
+        return false;
 }
 
 static bool same_stat(const struct stat *a, const struct stat *b)
@@ -104,12 +131,12 @@ static void check_outside_untouched(void)
         struct stat st;
         CHECK(fstatat(g_tmp_fd, "sentinel", &st, AT_SYMLINK_NOFOLLOW) == 0);
         CHECK(same_stat(&st, &g_sentinel_st));
-        char buf[sizeof(SENTINEL) + 16];
+        char buf[sizeof(g_sentinel) + 16];
         int fd = openat(g_tmp_fd, "sentinel", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         CHECK(fd >= 0);
         ssize_t n = read(fd, buf, sizeof(buf));
         close(fd);
-        CHECK(n == (ssize_t)strlen(SENTINEL) && memcmp(buf, SENTINEL, (size_t)n) == 0);
+        CHECK(n == (ssize_t)g_sentinel_len && blind_find(buf, (size_t)n, g_sentinel, g_sentinel_len));
 
         CHECK(fstat(g_tmp_fd, &st) == 0);
         CHECK(same_stat(&st, &g_tmp_st));
@@ -136,6 +163,7 @@ static void check_outside_untouched(void)
 
 int LLVMFuzzerInitialize(int *argc UNUSED, char ***argv UNUSED)
 {
+        __sanitizer_set_death_callback(fuzz_cleanup);
         const char *base = getenv("FUZZ_TMPDIR");
         if (!base)
                 base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -145,18 +173,29 @@ int LLVMFuzzerInitialize(int *argc UNUSED, char ***argv UNUSED)
         CHECK(g_tmp_fd >= 0);
         int fd = openat(g_tmp_fd, "sentinel", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         CHECK(fd >= 0);
-        CHECK(write_all(fd, SENTINEL, strlen(SENTINEL)) == 0);
+        unsigned char rnd[16];
+        CHECK(getrandom(rnd, sizeof(rnd), 0) == (ssize_t)sizeof(rnd));
+        g_sentinel_len = (size_t)snprintf(g_sentinel, sizeof(g_sentinel), "sentinel ");
+        for (size_t i = 0; i < sizeof(rnd); i++)
+                g_sentinel_len += (size_t)snprintf(g_sentinel + g_sentinel_len, sizeof(g_sentinel) - g_sentinel_len,
+                                                   "%02x", rnd[i]);
+        g_sentinel[g_sentinel_len++] = '\n';
+        CHECK(write_all(fd, g_sentinel, g_sentinel_len) == 0);
         close(fd);
         build_workspace();
         CHECK(fstatat(g_tmp_fd, "sentinel", &g_sentinel_st, AT_SYMLINK_NOFOLLOW) == 0);
         CHECK(stat("/etc/passwd", &g_passwd_st) == 0);
+        g_passwd = malloc((size_t)g_passwd_st.st_size + 1);
+        CHECK(g_passwd);
+        CHECK(read_file_small("/etc/passwd", g_passwd, (size_t)g_passwd_st.st_size + 1, &g_passwd_len) == 0);
         const char *reset = getenv("FUZZ_FILES_RESET");
         g_reset_each = reset && strcmp(reset, "1") == 0;
         return 0;
 }
 
-/* Clean up the temp dir when libFuzzer exits normally. */
-__attribute__((destructor)) static void cleanup(void)
+/* Removes the temp dir: at exit, before a failed CHECK traps, and when a
+ * sanitizer reports (the input is saved by libFuzzer, not needed here). */
+__attribute__((destructor)) void fuzz_cleanup(void)
 {
         if (g_tmp_fd >= 0 && g_tmp[0]) {
                 rm_rf(g_tmp);
@@ -177,7 +216,14 @@ static void check_success(json_t *res, json_t *request)
         const char *op = json_string_value(json_object_get(request, "op"));
         CHECK(op);
         if (!strcmp(op, "read")) {
-                CHECK(json_is_string(json_object_get(res, "content")));
+                json_t *content = json_object_get(res, "content");
+                CHECK(json_is_string(content));
+                /* Nothing read from outside: not the sentinel, not /etc/passwd
+                 * (base64 reads share the confined open; only text is checked). */
+                const char *text = json_string_value(content);
+                size_t tlen = json_string_length(content);
+                CHECK(!blind_find(text, tlen, g_sentinel, g_sentinel_len));
+                CHECK(!(g_passwd_len > 16 && blind_find(text, tlen, g_passwd, g_passwd_len)));
                 json_int_t size = json_integer_value(json_object_get(res, "size"));
                 CHECK(size >= 0 && (uint64_t)size <= LIMITS.max_file_bytes);
         } else if (!strcmp(op, "list")) {
@@ -197,7 +243,7 @@ static void check_success(json_t *res, json_t *request)
                 const char *np = json_string_value(json_object_get(res, "newPath"));
                 CHECK(np && strncmp(np, FILES_ROOT, strlen(FILES_ROOT)) == 0);
         }
-        char *text = json_dumps(res, JSON_COMPACT | JSON_REAL_PRECISION(10));
+        char *text = json_dumps(res, HTTP_JSON_DUMP_FLAGS);
         CHECK(text);
         json_t *back = json_loads(text, JSON_ALLOW_NUL, NULL);
         CHECK(json_is_object(back));

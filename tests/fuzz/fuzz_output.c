@@ -13,8 +13,9 @@
  *
  * Invariants:
  *  - exec_result_json never fails; json_dumps of the result with the
- *    server's flags succeeds and json_loads parses it back (the answer is
- *    always valid UTF-8 JSON);
+ *    server's flags (HTTP_JSON_DUMP_FLAGS) succeeds and json_loads parses
+ *    it back (the answer is always valid UTF-8 JSON), with "results",
+ *    "error" and "logs" equal to what was serialised (no number rounded);
  *  - logs.stdout / logs.stderr are arrays of strings with no '\n'; their
  *    count is the number of lines; when the raw output was valid UTF-8,
  *    joining the entries with '\n' gives back the raw output (minus one
@@ -32,6 +33,7 @@
 #include "core/exec.h"
 #include "core/util.h"
 #include "fuzz.h"
+#include "http/server.h"
 #include "runtimes/runtime.h"
 
 #define OUTPUT_MAX (32 * KiB)
@@ -171,7 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(json_is_integer(json_object_get(usage, "memoryBytes")));
 
         /* Serialised exactly as the HTTP layer does, then parsed back. */
-        char *text = json_dumps(res, JSON_COMPACT | JSON_REAL_PRECISION(10));
+        char *text = json_dumps(res, HTTP_JSON_DUMP_FLAGS);
         CHECK(text);
         CHECK(utf8_valid(text, strlen(text)));
         json_error_t jerr;
@@ -181,6 +183,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!back)
                 fprintf(stderr, "re-parse failed: %s at %d\n", jerr.text, jerr.position);
         CHECK(back != NULL);
+        /* What the guest returned reaches the client unchanged (numbers
+         * included: no rounding, no finite value turned into infinity). */
+        CHECK(json_equal(json_object_get(back, "results"), json_object_get(res, "results")));
+        CHECK(json_equal(json_object_get(back, "error"), json_object_get(res, "error")) ||
+              (!json_object_get(back, "error") && !json_object_get(res, "error")));
+        CHECK(json_equal(json_object_get(back, "logs"), logs));
         json_t *bl = json_object_get(json_object_get(back, "logs"), "stdout");
         CHECK(json_is_array(bl));
         size_t i;

@@ -11,6 +11,8 @@
  *    keep_null: on failure 400 + message; on success an object of strings
  *    (or nulls when keep_null) under valid keys; in drop mode it never fails
  *    for an object whose values are strings.
+ *  - http_errorf / http_error with the body as (part of) the message,
+ *    as when a handler quotes a URL capture: still a full ErrorResponse.
  * Everything allocated is freed (LeakSanitizer checks that). */
 #include <jansson.h>
 #include <stdlib.h>
@@ -28,7 +30,7 @@ static void check_error_response(const struct http_response *res)
         CHECK(json_is_string(json_object_get(res->json, "code")));
         CHECK(json_integer_value(json_object_get(res->json, "httpStatus")) == res->status);
         /* What send_response() does with it. */
-        char *text = json_dumps(res->json, JSON_COMPACT | JSON_REAL_PRECISION(10));
+        char *text = json_dumps(res->json, HTTP_JSON_DUMP_FLAGS);
         CHECK(text != NULL);
         free(text);
 }
@@ -133,6 +135,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 run_env(targets[t], ENV_REJECT_BAD_KEYS, false);
         }
         json_decref(root);
+
+        /* Error messages quote client bytes (URL captures are decoded and
+         * need not be UTF-8, keys can be long): the ErrorResponse must
+         * still be built, whatever the bytes and wherever they get cut. */
+        struct http_response res = { 0 };
+        http_errorf(&res, 400, "VALIDATION_FAILED", "Unsupported language: %s", body);
+        check_error_response(&res);
+        http_error(&res, 404, "VALIDATION_FAILED", body, NULL);
+        res.status = 400; /* check_error_response wants 400/413 */
+        json_object_set_new(res.json, "httpStatus", json_integer(400));
+        check_error_response(&res);
+        json_decref(res.json);
         free(body);
         return 0;
 }

@@ -9,22 +9,27 @@
 #include "core/util.h"
 #include "tap.h"
 
-/* Writes text to a new temp file; the path is returned in a static buffer
- * and removed at exit. */
+/* Writes text to a new temp file; the path is returned in a static buffer.
+ * The previous file is removed first and the last one at exit. */
 static char g_tmp[64];
 
 static void rm_tmp(void)
 {
         if (g_tmp[0])
                 unlink(g_tmp);
+        g_tmp[0] = '\0';
 }
 
 static const char *write_tmp(const char *text)
 {
+        static bool registered;
+        if (!registered)
+                atexit(rm_tmp);
+        registered = true;
+        rm_tmp();
         snprintf(g_tmp, sizeof(g_tmp), "/tmp/sbx-config-XXXXXX");
         int fd = mkstemp(g_tmp);
         ASSERT_TRUE(fd >= 0);
-        atexit(rm_tmp);
         ASSERT_OK(write_all(fd, text, strlen(text)));
         close(fd);
         return g_tmp;

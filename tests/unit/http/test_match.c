@@ -14,13 +14,13 @@ struct m {
         char buf[256];
 };
 
-static struct m match(const char *pattern, const char *path, size_t buflen)
+/* Fills *r in place: the captures point into r->buf. */
+static bool match(struct m *r, const char *pattern, const char *path, size_t buflen)
 {
-        struct m r;
-        memset(&r, 0, sizeof(r));
-        ASSERT_TRUE(buflen <= sizeof(r.buf));
-        r.ok = http_match(pattern, path, r.cap, r.buf, buflen);
-        return r;
+        memset(r, 0, sizeof(*r));
+        ASSERT_TRUE(buflen <= sizeof(r->buf));
+        r->ok = http_match(pattern, path, r->cap, r->buf, buflen);
+        return r->ok;
 }
 
 static size_t ncaps(const struct m *r)
@@ -33,71 +33,74 @@ static size_t ncaps(const struct m *r)
 
 TEST(match_literal)
 {
-        struct m r = match("/health", "/health", 64);
+        struct m r;
+        match(&r, "/health", "/health", 64);
         ASSERT_TRUE(r.ok);
         ASSERT_EQ(ncaps(&r), 0);
-        ASSERT_TRUE(match("/", "/", 64).ok);
-        ASSERT_TRUE(!match("/health", "/health/", 64).ok);
-        ASSERT_TRUE(!match("/health", "/healthz", 64).ok);
-        ASSERT_TRUE(!match("/health", "/heal", 64).ok);
-        ASSERT_TRUE(!match("/health", "/Health", 64).ok);
-        ASSERT_TRUE(!match("/health", "", 64).ok);
-        ASSERT_TRUE(!match("/health", "health", 64).ok);
-        ASSERT_TRUE(!match("/", "/x", 64).ok);
+        ASSERT_TRUE(match(&r, "/", "/", 64));
+        ASSERT_TRUE(!match(&r, "/health", "/health/", 64));
+        ASSERT_TRUE(!match(&r, "/health", "/healthz", 64));
+        ASSERT_TRUE(!match(&r, "/health", "/heal", 64));
+        ASSERT_TRUE(!match(&r, "/health", "/Health", 64));
+        ASSERT_TRUE(!match(&r, "/health", "", 64));
+        ASSERT_TRUE(!match(&r, "/health", "health", 64));
+        ASSERT_TRUE(!match(&r, "/", "/x", 64));
 }
 
 TEST(match_params)
 {
-        struct m r = match("/execute/:lang", "/execute/python", 64);
+        struct m r;
+        match(&r, "/execute/:lang", "/execute/python", 64);
         ASSERT_TRUE(r.ok);
         ASSERT_EQ(ncaps(&r), 1);
         ASSERT_STREQ(r.cap[0], "python");
 
-        r = match("/sandboxes/:id/contexts/:ctx", "/sandboxes/sb_123/contexts/c-9", 64);
+        match(&r, "/sandboxes/:id/contexts/:ctx", "/sandboxes/sb_123/contexts/c-9", 64);
         ASSERT_TRUE(r.ok);
         ASSERT_EQ(ncaps(&r), 2);
         ASSERT_STREQ(r.cap[0], "sb_123");
         ASSERT_STREQ(r.cap[1], "c-9");
 
-        r = match("/a/:x/b/:y", "/a/1/b/2", 64);
+        match(&r, "/a/:x/b/:y", "/a/1/b/2", 64);
         ASSERT_TRUE(r.ok);
         ASSERT_STREQ(r.cap[0], "1");
         ASSERT_STREQ(r.cap[1], "2");
 
         /* a param takes one whole segment, never an empty one */
-        ASSERT_TRUE(!match("/execute/:lang", "/execute/", 64).ok);
-        ASSERT_TRUE(!match("/execute/:lang", "/execute", 64).ok);
-        ASSERT_TRUE(!match("/execute/:lang", "/execute/python/extra", 64).ok);
-        ASSERT_TRUE(!match("/execute/:lang", "/execute/python/", 64).ok);
-        ASSERT_TRUE(!match("/a/:x/b/:y", "/a/1/c/2", 64).ok);
-        ASSERT_TRUE(!match("/a/:x/b/:y", "/a//b/2", 64).ok);
-        ASSERT_TRUE(!match("/a/:x/b", "/a/1/b/extra", 64).ok);
+        ASSERT_TRUE(!match(&r, "/execute/:lang", "/execute/", 64));
+        ASSERT_TRUE(!match(&r, "/execute/:lang", "/execute", 64));
+        ASSERT_TRUE(!match(&r, "/execute/:lang", "/execute/python/extra", 64));
+        ASSERT_TRUE(!match(&r, "/execute/:lang", "/execute/python/", 64));
+        ASSERT_TRUE(!match(&r, "/a/:x/b/:y", "/a/1/c/2", 64));
+        ASSERT_TRUE(!match(&r, "/a/:x/b/:y", "/a//b/2", 64));
+        ASSERT_TRUE(!match(&r, "/a/:x/b", "/a/1/b/extra", 64));
         /* odd but legal characters stay in the capture verbatim */
-        r = match("/f/:name", "/f/a.b%20c:d", 64);
+        match(&r, "/f/:name", "/f/a.b%20c:d", 64);
         ASSERT_TRUE(r.ok);
         ASSERT_STREQ(r.cap[0], "a.b%20c:d");
 }
 
 TEST(match_trailing_star)
 {
-        struct m r = match("/sandboxes/:id/files/*", "/sandboxes/abc/files/dir/sub/f.txt", 64);
+        struct m r;
+        match(&r, "/sandboxes/:id/files/*", "/sandboxes/abc/files/dir/sub/f.txt", 64);
         ASSERT_TRUE(r.ok);
         ASSERT_EQ(ncaps(&r), 2);
         ASSERT_STREQ(r.cap[0], "abc");
         ASSERT_STREQ(r.cap[1], "dir/sub/f.txt");
 
-        r = match("/sandboxes/:id/files/*", "/sandboxes/abc/files/", 64);
+        match(&r, "/sandboxes/:id/files/*", "/sandboxes/abc/files/", 64);
         ASSERT_TRUE(r.ok);
         ASSERT_EQ(ncaps(&r), 2);
         ASSERT_STREQ(r.cap[1], ""); /* the rest may be empty */
 
         /* without the slash before the star the plain matcher says no (the
          * server's pattern_matches() adds that case) */
-        ASSERT_TRUE(!match("/sandboxes/:id/files/*", "/sandboxes/abc/files", 64).ok);
-        ASSERT_TRUE(!match("/sandboxes/:id/files/*", "/sandboxes/abc/filez/x", 64).ok);
-        ASSERT_TRUE(!match("/sandboxes/:id/files/*", "/sandboxes//files/x", 64).ok);
+        ASSERT_TRUE(!match(&r, "/sandboxes/:id/files/*", "/sandboxes/abc/files", 64));
+        ASSERT_TRUE(!match(&r, "/sandboxes/:id/files/*", "/sandboxes/abc/filez/x", 64));
+        ASSERT_TRUE(!match(&r, "/sandboxes/:id/files/*", "/sandboxes//files/x", 64));
 
-        r = match("/static/*", "/static/a//b/../c", 64);
+        match(&r, "/static/*", "/static/a//b/../c", 64);
         ASSERT_TRUE(r.ok);
         ASSERT_STREQ(r.cap[0], "a//b/../c");
 }
@@ -105,25 +108,26 @@ TEST(match_trailing_star)
 TEST(match_capture_buffer_overflow)
 {
         /* "python" + NUL needs 7 bytes */
-        struct m r = match("/execute/:lang", "/execute/python", 7);
+        struct m r;
+        match(&r, "/execute/:lang", "/execute/python", 7);
         ASSERT_TRUE(r.ok);
         ASSERT_STREQ(r.cap[0], "python");
-        ASSERT_TRUE(!match("/execute/:lang", "/execute/python", 6).ok);
-        ASSERT_TRUE(!match("/execute/:lang", "/execute/python", 1).ok);
-        ASSERT_TRUE(!match("/execute/:lang", "/execute/python", 0).ok);
+        ASSERT_TRUE(!match(&r, "/execute/:lang", "/execute/python", 6));
+        ASSERT_TRUE(!match(&r, "/execute/:lang", "/execute/python", 1));
+        ASSERT_TRUE(!match(&r, "/execute/:lang", "/execute/python", 0));
 
         /* two captures share the buffer: "ab\0" + "cd\0" = 6 */
-        r = match("/:x/:y", "/ab/cd", 6);
+        match(&r, "/:x/:y", "/ab/cd", 6);
         ASSERT_TRUE(r.ok);
         ASSERT_STREQ(r.cap[0], "ab");
         ASSERT_STREQ(r.cap[1], "cd");
-        ASSERT_TRUE(!match("/:x/:y", "/ab/cd", 5).ok);
+        ASSERT_TRUE(!match(&r, "/:x/:y", "/ab/cd", 5));
 
         /* the star capture too: "id\0" + "xyz\0" = 7 */
-        r = match("/:a/*", "/id/xyz", 7);
+        match(&r, "/:a/*", "/id/xyz", 7);
         ASSERT_TRUE(r.ok);
         ASSERT_STREQ(r.cap[1], "xyz");
-        ASSERT_TRUE(!match("/:a/*", "/id/xyz", 6).ok);
+        ASSERT_TRUE(!match(&r, "/:a/*", "/id/xyz", 6));
 
         /* nothing is written past buflen */
         struct m g;
@@ -137,13 +141,14 @@ TEST(match_capture_buffer_overflow)
 
 TEST(match_too_many_captures)
 {
-        struct m r = match("/:a/:b/:c/:d", "/1/2/3/4", 64);
+        struct m r;
+        match(&r, "/:a/:b/:c/:d", "/1/2/3/4", 64);
         ASSERT_TRUE(r.ok);
         ASSERT_EQ(ncaps(&r), HTTP_MAX_CAPTURES);
         ASSERT_STREQ(r.cap[3], "4");
-        ASSERT_TRUE(!match("/:a/:b/:c/:d/:e", "/1/2/3/4/5", 64).ok);
-        ASSERT_TRUE(!match("/:a/:b/:c/:d/*", "/1/2/3/4/5", 64).ok);
-        r = match("/:a/:b/:c/*", "/1/2/3/4/5", 64);
+        ASSERT_TRUE(!match(&r, "/:a/:b/:c/:d/:e", "/1/2/3/4/5", 64));
+        ASSERT_TRUE(!match(&r, "/:a/:b/:c/:d/*", "/1/2/3/4/5", 64));
+        match(&r, "/:a/:b/:c/*", "/1/2/3/4/5", 64);
         ASSERT_TRUE(r.ok);
         ASSERT_STREQ(r.cap[3], "4/5");
 }
