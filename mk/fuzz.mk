@@ -25,7 +25,7 @@ FUZZ_ARGS    ?=
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # src/ is warning-clean under gcc (the house compiler); clang's extra warnings are
 # shown but not fatal there. The harnesses themselves build with -Werror.
-FUZZ_CFLAGS   = -g -O1 -std=gnu11 -D_GNU_SOURCE -Isrc $(filter-out -Werror,$(WARN)) -Wno-format-nonliteral -pthread -fno-strict-aliasing $(FUZZ_SAN) \
+FUZZ_CFLAGS   = -g -O1 -std=gnu11 -D_GNU_SOURCE -Isrc $(filter-out -Werror,$(WARN)) -Wno-format-nonliteral -Wno-string-plus-int -pthread -fno-strict-aliasing $(FUZZ_SAN) \
                 $(shell pkg-config --cflags jansson libmicrohttpd libseccomp sqlite3)
 FUZZ_LDLIBS   = $(shell pkg-config --libs jansson libmicrohttpd libseccomp sqlite3) -lcrypto -pthread
 

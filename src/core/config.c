@@ -39,6 +39,7 @@ static const struct cfg_opt opts[] = {
         U64("http.max_connections", http_max_connections, 4096, 16, 65536, "open connections at once"),
         U64("http.timeout_s", http_timeout_s, 30, 1, 3600, "idle/read timeout per connection"),
         U64("http.header_bytes", http_header_bytes, 32 * KiB, 4 * KiB, 1 * MiB, "per-connection header memory"),
+        BOOL("pool.zygote", zygote, 1, "fork executions from a warm, jailed template (python)"),
         U64("pool.size", pool_size, 2, 0, 64, "warm jailed interpreters kept per language (0 disables)"),
         U64("exec.workers", exec_workers, 8, 1, 1024, "executions running at once"),
         U64("exec.queue", exec_queue, 64, 0, 100000, "executions waiting before 503 + Retry-After"),

@@ -22,6 +22,7 @@ struct config {
         uint64_t http_header_bytes;
 
         uint64_t pool_size;       /* pre-started jailed interpreters per language */
+        bool zygote;              /* fork-server templates where the kernel has one */
         uint64_t exec_workers;    /* concurrent executions */
         uint64_t exec_queue;      /* waiting executions before 503 */
         uint64_t drain_timeout_ms;

@@ -10,7 +10,11 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include <openssl/evp.h>
+#include <sys/resource.h>
+
 #include "core/log.h"
+#include "jail/seccomp.h"
 
 /* How often CPU usage is sampled while a request runs. */
 #define CPU_TICK_MS 20
@@ -41,8 +45,18 @@ struct pool {
         uint64_t hits, misses;
 };
 
+/* A fork-server template of one language (see python_kernel.py "zygote"). */
+struct zygote {
+        const struct runtime *rt;
+        struct kproc *kp;
+        pthread_mutex_t lock;
+        uint64_t forks, failures, retry_at_ns;
+};
+
 struct engine {
         struct config cfg;
+        struct zygote zygotes[8];
+        size_t nzygotes;
         struct jail_ctx jail;
         pthread_mutex_t lock;
         uint64_t seq;
@@ -67,6 +81,8 @@ static void *reaper_main(void *arg);
 static void *filler_main(void *arg);
 static void engine_bury(struct engine *e, struct kproc *k);
 static struct kproc *pool_take(struct engine *e, const struct runtime *rt);
+static struct kproc *zygote_fork(struct engine *e, const struct runtime *rt, const struct exec_limits *lim);
+static void zygotes_start(struct engine *e);
 
 int engine_new(const struct config *cfg, struct engine **ret, const char **ret_err)
 {
@@ -94,10 +110,21 @@ int engine_new(const struct config *cfg, struct engine **ret, const char **ret_e
         pthread_cond_init(&e->fill_cond, NULL);
         pthread_cond_init(&e->reap_cond, NULL);
         e->reaper_started = pthread_create(&e->reaper, NULL, reaper_main, e) == 0;
-        for (size_t i = 0; i < runtime_count() && i < ARRAY_SIZE(e->pools); i++)
-                if (runtime_at(i)->version[0])
-                        e->pools[e->npools++].rt = runtime_at(i);
-        if (cfg->pool_size > 0 && e->npools > 0)
+        for (size_t i = 0; i < runtime_count() && i < ARRAY_SIZE(e->pools); i++) {
+                const struct runtime *rt = runtime_at(i);
+                if (!rt->version[0])
+                        continue;
+                /* A template serves its language better than a pool; it
+                 * needs a second mapped uid, i.e. a privileged daemon. */
+                if (rt->zygote && cfg->zygote && !e->jail.userns) {
+                        struct zygote *z = &e->zygotes[e->nzygotes++];
+                        z->rt = rt;
+                        pthread_mutex_init(&z->lock, NULL);
+                } else {
+                        e->pools[e->npools++].rt = rt;
+                }
+        }
+        if ((cfg->pool_size > 0 && e->npools > 0) || e->nzygotes > 0)
                 e->filler_started = pthread_create(&e->filler, NULL, filler_main, e) == 0;
         *ret = e;
         return 0;
@@ -114,6 +141,10 @@ void engine_free(struct engine *e)
         pthread_mutex_unlock(&e->lock);
         if (e->filler_started)
                 pthread_join(e->filler, NULL);
+        for (size_t i = 0; i < e->nzygotes; i++) {
+                engine_bury(e, e->zygotes[i].kp);
+                e->zygotes[i].kp = NULL;
+        }
         for (size_t i = 0; i < e->npools; i++)
                 while (e->pools[i].n > 0)
                         engine_bury(e, e->pools[i].ready[--e->pools[i].n]);
@@ -148,11 +179,21 @@ json_t *engine_pool_stats(struct engine *e)
         for (size_t i = 0; i < e->npools; i++) {
                 struct pool *p = &e->pools[i];
                 json_object_set_new(o, p->rt->id,
-                                    json_pack("{s:I, s:I, s:I, s:I}", "ready", (json_int_t)p->n, "target",
+                                    json_pack("{s:s, s:I, s:I, s:I, s:I}", "kind", "pool", "ready",
+                                              (json_int_t)p->n, "target",
                                               (json_int_t)e->cfg.pool_size, "hits", (json_int_t)p->hits,
                                               "misses", (json_int_t)p->misses));
         }
         pthread_mutex_unlock(&e->lock);
+        for (size_t i = 0; i < e->nzygotes; i++) {
+                struct zygote *z = &e->zygotes[i];
+                pthread_mutex_lock(&z->lock);
+                json_object_set_new(o, z->rt->id,
+                                    json_pack("{s:s, s:b, s:I, s:I}", "kind", "template", "alive",
+                                              kproc_alive(z->kp), "forks", (json_int_t)z->forks, "failures",
+                                              (json_int_t)z->failures));
+                pthread_mutex_unlock(&z->lock);
+        }
         return o;
 }
 
@@ -246,6 +287,29 @@ static void close_pair(int p[2])
                         close(p[i]);
 }
 
+static struct jail_limits jail_limits_for(const struct config *cfg, const struct exec_limits *lim)
+{
+        return (struct jail_limits){
+                .memory_bytes = lim->memory_bytes,
+                .pids = lim->pids,
+                /* Backstop only: the daemon samples cgroup CPU and kills first. */
+                .cpu_seconds = lim->cpu_ms / 1000 + 2,
+                .file_bytes = cfg->file_bytes,
+                .nofile = cfg->nofile,
+                .tmp_bytes = cfg->tmp_bytes,
+                .tmp_inodes = cfg->tmp_inodes,
+                .workspace_bytes = cfg->workspace_bytes,
+                .workspace_inodes = cfg->workspace_inodes,
+        };
+}
+
+static void next_cgroup_name(struct engine *e, char *buf, size_t len)
+{
+        pthread_mutex_lock(&e->lock);
+        snprintf(buf, len, "x%llu", (unsigned long long)++e->seq);
+        pthread_mutex_unlock(&e->lock);
+}
+
 int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
                 const char *workspace_dir, bool replay_overlay, const struct exec_limits *lim,
                 struct kproc **ret, const char **ret_err)
@@ -263,22 +327,17 @@ int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
                 return r;
         exec_base_env(rt, spec.envp, JAIL_MAX_ENV);
 
-        pthread_mutex_lock(&e->lock);
-        snprintf(cgname, sizeof(cgname), "x%llu", (unsigned long long)++e->seq);
-        pthread_mutex_unlock(&e->lock);
+        next_cgroup_name(e, cgname, sizeof(cgname));
         spec.cgroup_name = cgname;
-        spec.limits = (struct jail_limits){
-                .memory_bytes = lim->memory_bytes,
-                .pids = lim->pids,
-                /* Backstop only: the daemon samples cgroup CPU and kills first. */
-                .cpu_seconds = lim->cpu_ms / 1000 + 2,
-                .file_bytes = cfg->file_bytes,
-                .nofile = cfg->nofile,
-                .tmp_bytes = cfg->tmp_bytes,
-                .tmp_inodes = cfg->tmp_inodes,
-                .workspace_bytes = cfg->workspace_bytes,
-                .workspace_inodes = cfg->workspace_inodes,
-        };
+        spec.limits = jail_limits_for(cfg, lim);
+        spec.template = strcmp(mode, "zygote") == 0;
+        if (spec.template) {
+                /* A template lives long and keeps two small helper processes
+                 * per in-flight execution (the executors themselves move to
+                 * their own cgroups): no CPU rlimit, room for helpers. */
+                spec.limits.cpu_seconds = 0;
+                spec.limits.pids = lim->pids + 4 * cfg->exec_workers + 16;
+        }
 
         *ret_err = "pipes";
         if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
@@ -763,7 +822,9 @@ json_t *exec_stateless(struct engine *e, const struct runtime *rt, const char *c
         struct exec_limits lim;
         exec_limits_from_config(&e->cfg, &lim);
         uint64_t t0 = now_ns();
-        struct kproc *kp = pool_take(e, rt);
+        struct kproc *kp = zygote_fork(e, rt, &lim);
+        if (!kp)
+                kp = pool_take(e, rt);
         bool pooled = kp != NULL;
         int r = 0;
         if (!kp && (r = kproc_spawn(e, rt, "once", NULL, false, &lim, &kp, ret_err)) < 0) {
@@ -915,6 +976,7 @@ static void *filler_main(void *arg)
         struct exec_limits lim;
         exec_limits_from_config(&e->cfg, &lim);
         unsigned failures = 0;
+        zygotes_start(e);
         pthread_mutex_lock(&e->lock);
         while (!e->stopping) {
                 struct pool *p = pool_to_fill(e);
@@ -948,5 +1010,211 @@ static void *filler_main(void *arg)
                 }
         }
         pthread_mutex_unlock(&e->lock);
+        return NULL;
+}
+
+/* ---- fork-server templates ---- */
+
+static char *base64_of(const void *data, size_t len)
+{
+        char *out = malloc(4 * ((len + 2) / 3) + 1);
+        if (out)
+                EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+        return out;
+}
+
+/* The template's configuration: what every forked executor applies to
+ * itself before running guest code (the same policy as any jail). */
+static json_t *zygote_config(struct engine *e, const struct exec_limits *lim)
+{
+        const struct config *cfg = &e->cfg;
+        const struct seccomp_prog *sp = e->jail.seccomp;
+        char *bpf = base64_of(sp->fprog.filter, (size_t)sp->fprog.len * sizeof(struct sock_filter));
+        char tmp[128], ws[128];
+        snprintf(tmp, sizeof(tmp), "size=%llu,nr_inodes=%llu,mode=1777", (unsigned long long)cfg->tmp_bytes,
+                 (unsigned long long)cfg->tmp_inodes);
+        snprintf(ws, sizeof(ws), "size=%llu,nr_inodes=%llu,mode=0777", (unsigned long long)cfg->workspace_bytes,
+                 (unsigned long long)cfg->workspace_inodes);
+        json_int_t cpu = (json_int_t)(lim->cpu_ms / 1000 + 2);
+        json_t *c = json_pack("{s:{s:s, s:s, s:s, s:i, s:[[i,I,I],[i,I,I],[i,I,I],[i,i,i],[i,i,i]]}}", "zygote",
+                              "seccomp", bpf ? bpf : "", "tmpOpts", tmp, "wsOpts", ws, "uid", JAIL_UID, "rlimits",
+                              RLIMIT_CPU, cpu, cpu + 1, RLIMIT_FSIZE, (json_int_t)cfg->file_bytes,
+                              (json_int_t)cfg->file_bytes, RLIMIT_NOFILE, (json_int_t)cfg->nofile,
+                              (json_int_t)cfg->nofile, RLIMIT_CORE, 0, 0, RLIMIT_MSGQUEUE, 0, 0);
+        free(bpf);
+        return c;
+}
+
+/* Starts (or restarts) a template; caller holds z->lock. */
+static int zygote_start(struct engine *e, struct zygote *z)
+{
+        struct exec_limits lim;
+        exec_limits_from_config(&e->cfg, &lim);
+        const char *why = "spawn";
+        engine_bury(e, z->kp);
+        z->kp = NULL;
+        struct kproc *k = NULL;
+        int r = kproc_spawn(e, z->rt, "zygote", NULL, false, &lim, &k, &why);
+        if (r == 0) {
+                json_t *cfg = zygote_config(e, &lim);
+                char *line = json_dumps(cfg, JSON_COMPACT);
+                json_decref(cfg);
+                r = line ? write_all(k->ctl_fd, line, strlen(line)) : -ENOMEM;
+                if (r == 0)
+                        r = write_all(k->ctl_fd, "\n", 1);
+                free(line);
+                if (r == 0 && (r = kproc_wait_ready(k, 10000)) < 0)
+                        why = "boot";
+        }
+        if (r < 0) {
+                log_warn("msg=\"template start failed\" lang=%s step=%s err=\"%s\"", z->rt->id, why, strerror(-r));
+                engine_bury(e, k);
+                z->failures++;
+                z->retry_at_ns = now_ns() + 1000000000ULL; /* fall back to pools/spawns meanwhile */
+                return r;
+        }
+        z->kp = k;
+        return 0;
+}
+
+static void zygotes_start(struct engine *e)
+{
+        for (size_t i = 0; i < e->nzygotes; i++) {
+                pthread_mutex_lock(&e->zygotes[i].lock);
+                zygote_start(e, &e->zygotes[i]);
+                pthread_mutex_unlock(&e->zygotes[i].lock);
+        }
+}
+
+static struct zygote *zygote_for(struct engine *e, const struct runtime *rt)
+{
+        for (size_t i = 0; i < e->nzygotes; i++)
+                if (e->zygotes[i].rt == rt)
+                        return &e->zygotes[i];
+        return NULL;
+}
+
+/* Hands three fds to the template: the child's stdout, stderr and control
+ * socket. One byte of data carries them (SCM_RIGHTS). */
+static int send_fds(int sock, const int fds[3])
+{
+        char byte = 'F';
+        struct iovec iov = { &byte, 1 };
+        union {
+                char buf[CMSG_SPACE(3 * sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        memset(&u, 0, sizeof(u));
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+        memcpy(CMSG_DATA(cm), fds, 3 * sizeof(int));
+        for (int tries = 0; tries < 100; tries++) {
+                if (sendmsg(sock, &msg, MSG_NOSIGNAL) == 1)
+                        return 0;
+                if (errno != EAGAIN && errno != EINTR)
+                        return -errno;
+                struct pollfd p = { sock, POLLOUT, 0 };
+                poll(&p, 1, 10);
+        }
+        return -EAGAIN;
+}
+
+/* Receives the executor's "P" with SCM_CREDENTIALS: the kernel translates
+ * its pid into ours, which is how we find (and cgroup) a grandchild of a
+ * process in another pid namespace. */
+static int recv_pid(int sock, pid_t *ret)
+{
+        struct pollfd p = { sock, POLLIN, 0 };
+        if (poll(&p, 1, 3000) != 1)
+                return -ETIMEDOUT;
+        char byte;
+        struct iovec iov = { &byte, 1 };
+        union {
+                char buf[CMSG_SPACE(sizeof(struct ucred))];
+                struct cmsghdr align;
+        } u;
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        if (n != 1 || byte != 'P')
+                return n < 0 ? -errno : -EPROTO;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_CREDENTIALS) {
+                        struct ucred uc;
+                        memcpy(&uc, CMSG_DATA(cm), sizeof(uc));
+                        if (uc.pid <= 0)
+                                return -EPROTO;
+                        *ret = uc.pid;
+                        return 0;
+                }
+        }
+        return -EPROTO;
+}
+
+/* Asks the template for a fresh executor; NULL when there is no template
+ * for this language or it failed (callers fall back to pools/spawns). */
+static struct kproc *zygote_fork(struct engine *e, const struct runtime *rt, const struct exec_limits *lim)
+{
+        struct zygote *z = zygote_for(e, rt);
+        if (!z)
+                return NULL;
+        int out[2] = { -1, -1 }, err[2] = { -1, -1 }, ctl[2] = { -1, -1 }, one = 1, r;
+        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+            socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
+            setsockopt(ctl[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        pthread_mutex_lock(&z->lock);
+        if (!kproc_alive(z->kp) || pidfd_exited(z->kp->jp.pidfd)) {
+                r = now_ns() < z->retry_at_ns ? -EAGAIN : zygote_start(e, z);
+                if (r < 0) {
+                        pthread_mutex_unlock(&z->lock);
+                        goto fail;
+                }
+        }
+        int fds[3] = { out[1], err[1], ctl[1] };
+        r = send_fds(z->kp->ctl_fd, fds);
+        if (r < 0)
+                kproc_kill(z->kp); /* restarted on the next request */
+        z->forks++;
+        pthread_mutex_unlock(&z->lock);
+        close(out[1]);
+        close(err[1]);
+        close(ctl[1]);
+        out[1] = err[1] = ctl[1] = -1;
+        pid_t pid = 0;
+        if (r < 0 || (r = recv_pid(ctl[0], &pid)) < 0)
+                goto fail;
+        char cgname[64];
+        next_cgroup_name(e, cgname, sizeof(cgname));
+        struct jail_limits jl = jail_limits_for(&e->cfg, lim);
+        struct kproc *k = calloc(1, sizeof(*k));
+        if (!k || (r = jail_adopt(&e->jail, pid, &jl, cgname, &k->jp)) < 0) {
+                free(k);
+                r = r < 0 ? r : -ENOMEM;
+                goto fail;
+        }
+        if ((r = write_all(ctl[0], "G", 1)) < 0) {
+                jail_proc_release(&k->jp);
+                free(k);
+                goto fail;
+        }
+        struct jail_proc jp = k->jp;
+        *k = (struct kproc){ .engine = e, .rt = rt, .jp = jp, .out_fd = out[0], .err_fd = err[0],
+                             .ctl_fd = ctl[0], .replay_fd = -1, .once = true, .alive = true };
+        buf_init(&k->ctl_in, lim->result_bytes * 8 + 1 * MiB);
+        set_nonblock(k->out_fd);
+        set_nonblock(k->err_fd);
+        set_nonblock(k->ctl_fd);
+        engine_track(e, k);
+        return k;
+fail:
+        log_debug("msg=\"template fork failed\" lang=%s err=\"%s\"", rt->id, strerror(-r));
+        close_pair(out);
+        close_pair(err);
+        close_pair(ctl);
         return NULL;
 }

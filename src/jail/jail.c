@@ -198,6 +198,11 @@ static void setup_proc(const struct child_args *a)
         path_join(proc, a->root, "proc");
         CHECK(a, STEP_PROC, mkdir(proc, 0555));
         CHECK(a, STEP_PROC, mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
+        /* A template's children mount their own procfs, which the kernel only
+         * allows inside a user namespace while an unobstructed one exists;
+         * they mask their own copy. */
+        if (a->spec->template)
+                return;
         for (size_t i = 0; i < ARRAY_SIZE(proc_masks); i++) {
                 path_join(dst, proc, proc_masks[i]);
                 if (access(dst, F_OK) < 0)
@@ -360,7 +365,7 @@ static int copy_tree_at(int sdir, int ddir, int depth)
 static void setup_kernels(const struct child_args *a, const char *dst)
 {
         CHECK(a, STEP_KERNELS, mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV, KERNELS_TMPFS_OPTS));
-        int sdir = open(a->ctx->kernels_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int sdir = openat(a->ctx->kernels_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         CHECK(a, STEP_KERNELS, sdir);
         int ddir = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         CHECK(a, STEP_KERNELS, ddir);
@@ -515,8 +520,16 @@ static void exec_workload(struct child_args *a)
         setup_fds(a);
         CHECK(a, STEP_PRIVS, prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0));
         apply_rlimits(a);
-        drop_privileges(a, true);
-        confine(a);
+        if (s->template) {
+                /* Namespaced capabilities stay (uid 0 of its own user
+                 * namespace); no_new_privs and Landlock scoping still apply. */
+                CHECK(a, STEP_PRIVS, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+                if (a->ctx->landlock && landlock_restrict_scopes() < 0)
+                        child_fail(a, STEP_LANDLOCK, EPERM);
+        } else {
+                drop_privileges(a, true);
+                confine(a);
+        }
         CHECK(a, STEP_CHDIR, chdir(s->cwd ? s->cwd : JAIL_WORKSPACE));
         execve(s->argv[0], (char *const *)s->argv, (char *const *)s->envp);
         child_fail(a, STEP_EXEC, errno);
@@ -574,20 +587,89 @@ static void run_init(struct child_args *a)
         }
 }
 
+/* Where the daemon's argv and environment strings live (fields 48-51 of
+ * /proc/self/stat), found once by jail_ctx_init. A jail's init is a clone of
+ * the daemon that never execs, and /proc/1/cmdline (unlike environ) is
+ * readable by every process of the jail: it would show the daemon's command
+ * line (binary path, listen address, data dir, --set values such as an
+ * api_key). The child blanks both areas in its private copy of the memory. */
+static struct {
+        unsigned long arg_start, arg_end, env_start, env_end;
+} host_strings;
+
+static void find_host_strings(void)
+{
+        char buf[4096];
+        if (read_file_small("/proc/self/stat", buf, sizeof(buf), NULL) < 0)
+                return;
+        /* comm (field 2) may hold spaces and parentheses: count from the last ')'. */
+        char *p = strrchr(buf, ')');
+        unsigned long v[4];
+        int field = 2, got = 0;
+        while (p && *p && got < 4) {
+                p = strchr(p, ' ');
+                if (!p)
+                        break;
+                p++;
+                field++;
+                if (field >= 48 && field <= 51)
+                        v[got++] = strtoul(p, NULL, 10);
+        }
+        if (got == 4 && v[0] <= v[1] && v[2] <= v[3]) {
+                host_strings.arg_start = v[0];
+                host_strings.arg_end = v[1];
+                host_strings.env_start = v[2];
+                host_strings.env_end = v[3];
+        }
+}
+
+static void blank_host_strings(void)
+{
+        if (host_strings.arg_end > host_strings.arg_start)
+                memset((void *)host_strings.arg_start, 0, host_strings.arg_end - host_strings.arg_start);
+        if (host_strings.env_end > host_strings.env_start)
+                memset((void *)host_strings.env_start, 0, host_strings.env_end - host_strings.env_start);
+        prctl(PR_SET_NAME, "init", 0, 0, 0);
+}
+
 static void child_main(struct child_args *a)
 {
         char go;
         /* Die with the daemon thread that spawned us (house style R7). */
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        blank_host_strings();
         if (read(a->sync_fd, &go, 1) != 1)
                 child_fail(a, STEP_SYNC, EPIPE);
         close(a->sync_fd);
+        if (a->spec->template) {
+                /* Our host uid (0) is not mapped in the template's user
+                 * namespace; become its root (JAIL_TEMPLATE_UID outside) or
+                 * every file we create would fail with EOVERFLOW. */
+                CHECK(a, STEP_SYNC, setgroups(0, NULL));
+                CHECK(a, STEP_SYNC, setresgid(0, 0, 0));
+                CHECK(a, STEP_SYNC, setresuid(0, 0, 0));
+        }
         CHECK(a, STEP_SYNC, unshare(CLONE_NEWCGROUP));
-        if (a->ctx->netns_fd >= 0)
+        if (a->ctx->netns_fd >= 0 && !a->spec->template)
                 CHECK(a, STEP_NETNS, setns(a->ctx->netns_fd, CLONE_NEWNET));
         CHECK(a, STEP_HOSTNAME, sethostname("sandbox", 7));
         setup_root(a);
         run_init(a);
+}
+
+/* Template jails map their root to JAIL_TEMPLATE_UID and the jail user to
+ * itself; only a privileged daemon may write a two-line map. */
+static int write_template_maps(pid_t pid)
+{
+        char path[64], map[64];
+        snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", JAIL_TEMPLATE_UID, JAIL_UID, JAIL_UID);
+        snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+        int r = write_string_file(path, map);
+        if (r < 0)
+                return r;
+        snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", JAIL_TEMPLATE_UID, JAIL_GID, JAIL_GID);
+        snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
+        return write_string_file(path, map);
 }
 
 static int write_id_maps(const struct jail_ctx *ctx, pid_t pid)
@@ -694,9 +776,13 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
         /* The cgroup namespace is unshared by the child after the parent has
          * attached it, so its root is the execution's own group. */
         unsigned long flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
-        if (ctx->userns)
+        if (spec->template && ctx->userns) {
+                r = -EOPNOTSUPP;
+                goto fail;
+        }
+        if (ctx->userns || spec->template)
                 flags |= CLONE_NEWUSER;
-        if (ctx->netns_fd < 0)
+        if (ctx->netns_fd < 0 || spec->template)
                 flags |= CLONE_NEWNET;
         int pidfd = -1;
         pid_t pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, &pidfd, NULL, 0);
@@ -713,6 +799,8 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
         sync[0] = report[1] = -1;
         if ((r = cgroup_attach(cg, pid)) < 0)
                 *ret_err = "cgroup-attach";
+        else if (spec->template && (r = write_template_maps(pid)) < 0)
+                *ret_err = "id-maps";
         else if (ctx->userns && (r = write_id_maps(ctx, pid)) < 0)
                 *ret_err = "id-maps";
         if (r == 0 && write(sync[1], "g", 1) != 1)
@@ -743,6 +831,29 @@ fail:
         return r;
 }
 
+int jail_adopt(struct jail_ctx *ctx, pid_t pid, const struct jail_limits *lim, const char *cgroup_name,
+               struct jail_proc *ret)
+{
+        int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0)
+                return -errno;
+        struct cgroup *cg = cgroup_take_free(ctx, lim->memory_bytes, lim->pids);
+        int r = 0;
+        if (!cg) {
+                struct cgroup_limits cl = { lim->memory_bytes, lim->pids };
+                r = cgroup_create(ctx->cgroot, cgroup_name, &cl, &cg);
+        }
+        if (r == 0 && (r = cgroup_attach(cg, pid)) < 0)
+                cgroup_destroy(cg);
+        if (r < 0) {
+                close(pidfd);
+                return r;
+        }
+        *ret = (struct jail_proc){ .ctx = ctx, .foreign = true, .memory_bytes = lim->memory_bytes,
+                                   .pids = lim->pids, .pid = pid, .pidfd = pidfd, .cg = cg };
+        return 0;
+}
+
 void jail_kill(struct jail_proc *p)
 {
         /* Signal through the pidfd: unlike a pid, it cannot name a recycled
@@ -755,11 +866,30 @@ void jail_kill(struct jail_proc *p)
                 cgroup_kill_all(p->cg);
 }
 
+/* A foreign process is somebody else's child: wait for its pidfd to say it
+ * exited (bounded), there is nothing to reap. */
+static int wait_foreign(struct jail_proc *p)
+{
+        struct pollfd pf = { p->pidfd, POLLIN, 0 };
+        poll(&pf, 1, 2000);
+        p->pid = 0;
+        close(p->pidfd);
+        p->pidfd = -1;
+        return 0;
+}
+
 int jail_reap(struct jail_proc *p, int *ret_status)
 {
         int status = 0;
         if (p->pid <= 0)
                 return -ECHILD;
+        if (p->foreign) {
+                /* Its real status went to its parent in the template jail;
+                 * "exited 1" makes an unanswered death an EngineError. */
+                if (ret_status)
+                        *ret_status = 1 << 8;
+                return wait_foreign(p);
+        }
         while (waitpid(p->pid, &status, __WALL) < 0) {
                 if (errno != EINTR)
                         return -errno;
@@ -823,7 +953,7 @@ int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels
                   int cgroup_force, const char **ret_err)
 {
         int r;
-        *ctx = (struct jail_ctx){ .netns_fd = -1 };
+        *ctx = (struct jail_ctx){ .netns_fd = -1, .kernels_fd = -1 };
         pthread_mutex_init(&ctx->cg_lock, NULL);
         ctx->userns = geteuid() != 0;
         ctx->outer_uid = geteuid();
@@ -833,7 +963,18 @@ int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels
                 *ret_err = "kernels directory not found";
                 return -errno;
         }
-        snprintf(ctx->root_dir, sizeof(ctx->root_dir), "%s/jailroot", run_dir);
+        ctx->kernels_fd = open(ctx->kernels_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (ctx->kernels_fd < 0) {
+                *ret_err = "cannot open the kernels directory";
+                return -errno;
+        }
+        /* The mount point for jail roots must be reachable by a template
+         * jail's root (JAIL_TEMPLATE_UID), whatever the data dir's mode:
+         * prefer a root-owned 0755 directory under /run. */
+        if (access("/run", W_OK) == 0)
+                snprintf(ctx->root_dir, sizeof(ctx->root_dir), "/run/sandboxd/%d/jailroot", (int)getpid());
+        else
+                snprintf(ctx->root_dir, sizeof(ctx->root_dir), "%s/jailroot", run_dir);
         if ((r = mkdir_p(ctx->root_dir, 0755)) < 0) {
                 *ret_err = "cannot create the jail root directory";
                 return r;
@@ -845,6 +986,7 @@ int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels
                 return r;
         }
         ctx->landlock = landlock_abi_version() >= 6;
+        find_host_strings();
         if ((r = seccomp_prog_build(false, &ctx->seccomp)) < 0) {
                 *ret_err = "cannot build the seccomp policy";
                 return r;
@@ -869,4 +1011,18 @@ void jail_ctx_done(struct jail_ctx *ctx)
         ctx->seccomp = NULL;
         cgroup_root_free(ctx->cgroot);
         ctx->cgroot = NULL;
+        if (ctx->kernels_fd >= 0)
+                close(ctx->kernels_fd);
+        ctx->kernels_fd = -1;
+        /* Remove our (empty) mount point directories under /run. */
+        if (strncmp(ctx->root_dir, "/run/sandboxd/", 14) == 0) {
+                char dir[4096];
+                rmdir(ctx->root_dir);
+                snprintf(dir, sizeof(dir), "%s", ctx->root_dir);
+                char *slash = strrchr(dir, '/');
+                if (slash) {
+                        *slash = '\0';
+                        rmdir(dir);
+                }
+        }
 }

@@ -43,6 +43,8 @@ struct jail_ctx {
         } cg_free[64];
         size_t cg_nfree;
         char kernels_dir[4096]; /* host dir bound read-only at JAIL_KERNELS_DIR */
+        int kernels_fd;         /* that dir, opened by the daemon: template jails
+                                 * (another uid) may not traverse its parents */
 };
 
 /* Creates the context: checks privileges, makes the shared netns, compiles
@@ -78,10 +80,20 @@ struct jail_spec {
          * init swaps the real workspace in, answers one byte, and only then
          * drops its own privileges. -1: no overlay. */
         int replay_fd;
+        /* Fork-server template: the workload runs as uid 0 of a fresh user
+         * namespace (JAIL_TEMPLATE_UID outside) with its own empty network
+         * namespace, keeps its namespaced capabilities and gets no seccomp
+         * filter, so it can give every forked child its own namespaces.
+         * It never runs guest code; each child drops to JAIL_UID and applies
+         * the seccomp policy itself before running any. Root only. */
+        bool template;
 };
+
+#define JAIL_TEMPLATE_UID 65533
 
 struct jail_proc {
         struct jail_ctx *ctx;
+        bool foreign;       /* not our child (a template's executor): reaped by others */
         uint64_t memory_bytes, pids; /* the cgroup's limits, for reuse */
         pid_t pid;          /* the jail's init, as seen by the daemon */
         int pidfd;          /* pollable: readable when init exited */
@@ -92,6 +104,12 @@ struct jail_proc {
  * On failure nothing is left running. Returns 0 or -errno (ret_err: step). */
 int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_proc *ret,
                const char **ret_err);
+/* Adopts a process started by a template jail (not our child): opens a
+ * pidfd for it and moves it into a fresh (or recycled) cgroup with the
+ * given limits. Returns 0 or -errno. */
+int jail_adopt(struct jail_ctx *ctx, pid_t pid, const struct jail_limits *lim, const char *cgroup_name,
+               struct jail_proc *ret);
+
 /* SIGKILLs the whole jail (init, hence its pid namespace, and the cgroup). */
 void jail_kill(struct jail_proc *p);
 /* Waits for init and returns its wait status; frees the cgroup unless

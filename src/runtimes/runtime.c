@@ -27,6 +27,7 @@ static struct runtime table[] = {
                 .capabilities = { "stdout", "env-vars", "last-expression-result", "standard-library" },
                 .extra_env = { "PYTHONDONTWRITEBYTECODE=1" },
                 .contexts = true,
+                .zygote = true,
         },
         {
                 .id = "perl", .name = "Perl", .package = "perl", .engine_name = "Perl",

@@ -14,4 +14,8 @@ def daemon():
     still alive and serving afterwards."""
     d = Daemon(sets=ATTACK_LIMITS, env={DAEMON_SECRET_NAME: DAEMON_SECRET})
     yield d
+    crashed = d.proc.poll()
+    log = d.read_log()
     d.cleanup()
+    if crashed is not None:
+        pytest.fail(f"the shared daemon died during the attack suite (status {crashed}):\n{log}")

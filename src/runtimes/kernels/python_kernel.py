@@ -185,22 +185,176 @@ class Kernel:
         return {"results": results, "error": error, "cwd": _confined_cwd()}
 
 
-def _main():
-    mode = sys.argv[1] if len(sys.argv) > 1 else "once"
-    if mode not in ("once", "repl"):
-        sys.stderr.write("usage: python_kernel.py once|repl\n")
-        os._exit(2)
+# ---- zygote mode: a fork server that never runs guest code itself ----------
+#
+# The template process is uid 0 of its own user namespace (capabilities
+# there, none on the host), already booted and warmed up. For each request
+# the daemon sends one byte with three fds (stdout, stderr, control socket)
+# over fd 3. The template forks; the child unshares mount, pid, ipc and uts
+# namespaces, forks a pid-1 reaper that mounts a private /tmp, /workspace and
+# /proc, and forks the executor, which reports its pid to the daemon with
+# SCM_CREDENTIALS (the daemon moves it into a fresh cgroup), then drops to the
+# jail uid, applies rlimits, Landlock scoping and the daemon's seccomp filter,
+# and only then serves the request like a once-mode kernel.
+
+_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC, _CLONE_NEWPID = 0x20000, 0x4000000, 0x8000000, 0x20000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_RDONLY = 2, 4, 8, 1
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+_PROC_MASKS = ("kcore", "kallsyms", "keys", "timer_list", "sched_debug", "sysrq-trigger", "kmsg",
+               "latency_stats", "config.gz", "modules", "vmallocinfo", "slabinfo", "pagetypeinfo",
+               "buddyinfo", "zoneinfo", "iomem", "ioports", "kpagecount", "kpageflags", "kpagecgroup")
+
+
+class _Zygote:
+    def __init__(self, cfg):
+        import base64
+        import ctypes
+        import socket
+        import struct
+        self.ctypes, self.socket, self.struct = ctypes, socket, struct
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.syscall.restype = ctypes.c_long
+        self.bpf = base64.b64decode(cfg["seccomp"])
+        self.tmp_opts = cfg["tmpOpts"].encode()
+        self.ws_opts = cfg["wsOpts"].encode()
+        self.rlimits = cfg.get("rlimits") or []
+        self.uid = int(cfg.get("uid", 65534))
+
+    def _check(self, ret, what):
+        if ret < 0:
+            err = self.ctypes.get_errno()
+            raise OSError(err, "%s: %s" % (what, os.strerror(err)))
+
+    def _mount(self, src, target, fstype, flags, data=None):
+        self._check(self.libc.mount(src, target, fstype, self.ctypes.c_ulong(flags), data), "mount " + target.decode())
+
+    def _private_mounts(self):
+        self._mount(None, b"/", None, _MS_REC | _MS_PRIVATE)
+        self._mount(b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV, self.tmp_opts)
+        self._mount(b"tmpfs", b"/workspace", b"tmpfs", _MS_NOSUID | _MS_NODEV, self.ws_opts)
+        self._mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+        for name in _PROC_MASKS:
+            path = b"/proc/" + name.encode()
+            if os.path.exists(path):
+                self._mount(b"/dev/null", path, None, _MS_BIND)
+        self._mount(b"/proc/sys", b"/proc/sys", None, _MS_BIND | _MS_REC)
+        self._mount(None, b"/proc/sys", None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+
+    def _report_pid_and_wait(self):
+        sock = self.socket.socket(self.socket.AF_UNIX, self.socket.SOCK_STREAM, fileno=os.dup(CTL_FD))
+        creds = self.struct.pack("iII", os.getpid(), os.getuid(), os.getgid())
+        sock.sendmsg([b"P"], [(self.socket.SOL_SOCKET, self.socket.SCM_CREDENTIALS, creds)])
+        go = sock.recv(1)
+        sock.close()
+        if go != b"G":
+            os._exit(1)
+
+    def _confine(self):
+        import resource
+        for res, soft, hard in self.rlimits:
+            resource.setrlimit(res, (soft, hard))
+        for cap in range(64):  # empty bounding set (needs CAP_SETPCAP, so before setuid)
+            if self.libc.prctl(24, cap, 0, 0, 0) < 0 and self.ctypes.get_errno() != 22:
+                self._check(-1, "capbset_drop")
+        self.libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
+        os.setgroups([])
+        os.setresgid(self.uid, self.uid, self.uid)
+        os.setresuid(self.uid, self.uid, self.uid)  # leaves every capability behind
+        ct = self.ctypes
+        # Landlock: scope abstract unix sockets and signals to this execution.
+        attr = self.struct.pack("QQQ", 0, 0, 3)
+        buf = ct.create_string_buffer(attr, len(attr))
+        fd = self.libc.syscall(444, buf, ct.c_size_t(len(attr)), ct.c_uint(0))
+        if fd >= 0:
+            self._check(self.libc.syscall(446, ct.c_int(fd), ct.c_uint(0)), "landlock_restrict_self")
+            os.close(fd)
+        # seccomp: the daemon's compiled policy (struct sock_fprog).
+        filt = ct.create_string_buffer(self.bpf, len(self.bpf))
+        prog = self.struct.pack("HxxxxxxQ", len(self.bpf) // 8, ct.addressof(filt))
+        pbuf = ct.create_string_buffer(prog, len(prog))
+        self._check(self.libc.prctl(22, 2, pbuf, 0, 0), "seccomp")  # PR_SET_SECCOMP, MODE_FILTER
+
+    def _executor(self):
+        os.closerange(4, 65536)
+        self._report_pid_and_wait()
+        self._confine()
+        rnd = sys.modules.get("random")
+        if rnd is not None:
+            rnd.seed()
+        _serve("once", Kernel("once"), announce=True)
+
+    def _child(self, fds):
+        import signal
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for i, fd in enumerate(fds):
+            os.dup2(fd, i + 1)
+            os.close(fd)
+        self._check(self.libc.unshare(_CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWUTS), "unshare")
+        pid = os.fork()
+        if pid:
+            os.closerange(0, 65536)
+            os.waitpid(pid, 0)
+            os._exit(0)
+        # pid 1 of the new pid namespace: private mounts, then reap.
+        self._private_mounts()
+        executor = os.fork()
+        if executor == 0:
+            self._executor()
+            os._exit(0)
+        os.closerange(0, 65536)
+        while True:
+            try:
+                done, status = os.wait()
+            except ChildProcessError:
+                os._exit(0)
+            if done == executor:
+                os._exit(0)  # tears the namespace down, escapees included
+
+    def serve(self):
+        import signal
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+        sock = self.socket.socket(self.socket.AF_UNIX, self.socket.SOCK_STREAM, fileno=os.dup(CTL_FD))
+        _send({"ready": True})
+        while True:
+            msg, fds, _flags, _addr = self.socket.recv_fds(sock, 1, 3)
+            if not msg:
+                os._exit(0)
+            if len(fds) != 3:
+                for fd in fds:
+                    os.close(fd)
+                continue
+            try:
+                pid = os.fork()
+            except OSError:
+                pid = -1  # closing the fds tells the daemon this fork failed
+            if pid == 0:
+                sock.close()
+                try:
+                    self._child(fds)
+                finally:
+                    os._exit(1)
+            for fd in fds:
+                os.close(fd)
+
+
+def _zygote_main():
     os.set_inheritable(CTL_FD, False)
-    ctl = open(CTL_FD, "rb", buffering=65536, closefd=False)
     try:
         sys.stdout.reconfigure(line_buffering=True)
     except Exception:
         pass
-    kernel = Kernel(mode)
-    # Warm up: one trivial cell through the real path loads the lazily
-    # imported machinery, so the first real request pays none of it.
+    kernel = Kernel("once")
     kernel.handle({"code": "1+1", "env": dict(os.environ)})
-    _send({"ready": True})
+    ctl = open(CTL_FD, "rb", buffering=0, closefd=False)
+    line = ctl.readline()  # {"zygote": {...}} from the daemon
+    cfg = json.loads(line)["zygote"]
+    _Zygote(cfg).serve()
+
+
+def _serve(mode, kernel, announce):
+    ctl = open(CTL_FD, "rb", buffering=65536, closefd=False)
+    if announce:
+        _send({"ready": True})
     while True:
         line = ctl.readline()
         if not line:
@@ -224,6 +378,25 @@ def _main():
             break
     _flush_guest_streams()
     os._exit(0)
+
+
+def _main():
+    mode = sys.argv[1] if len(sys.argv) > 1 else "once"
+    if mode == "zygote":
+        _zygote_main()
+    if mode not in ("once", "repl"):
+        sys.stderr.write("usage: python_kernel.py once|repl|zygote\n")
+        os._exit(2)
+    os.set_inheritable(CTL_FD, False)
+    try:
+        sys.stdout.reconfigure(line_buffering=True)
+    except Exception:
+        pass
+    kernel = Kernel(mode)
+    # Warm up: one trivial cell through the real path loads the lazily
+    # imported machinery, so the first real request pays none of it.
+    kernel.handle({"code": "1+1", "env": dict(os.environ)})
+    _serve(mode, kernel, announce=True)
 
 
 if __name__ == "__main__":
