@@ -276,6 +276,7 @@ class _Zygote:
 
     def _executor(self):
         os.closerange(4, 65536)
+        self._private_mounts()  # still namespace root here, in pid 1's mount namespace
         self._report_pid_and_wait()
         self._confine()
         rnd = sys.modules.get("random")
@@ -284,19 +285,14 @@ class _Zygote:
         _serve("once", Kernel("once"), announce=True)
 
     def _child(self, fds):
+        """Runs as pid 1 of the execution's new namespaces: forks the
+        executor, then only reaps (touching as little memory as possible,
+        since every page it writes is a copy-on-write fault)."""
         import signal
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for i, fd in enumerate(fds):
             os.dup2(fd, i + 1)
             os.close(fd)
-        self._check(self.libc.unshare(_CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWUTS), "unshare")
-        pid = os.fork()
-        if pid:
-            os.closerange(0, 65536)
-            os.waitpid(pid, 0)
-            os._exit(0)
-        # pid 1 of the new pid namespace: private mounts, then reap.
-        self._private_mounts()
         executor = os.fork()
         if executor == 0:
             self._executor()
@@ -311,8 +307,13 @@ class _Zygote:
                 os._exit(0)  # tears the namespace down, escapees included
 
     def serve(self):
+        import gc
         import signal
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+        # Everything allocated so far is shared with every child; keep the
+        # collector from walking (and so copying) those pages.
+        gc.collect()
+        gc.freeze()
         sock = self.socket.socket(self.socket.AF_UNIX, self.socket.SOCK_STREAM, fileno=os.dup(CTL_FD))
         _send({"ready": True})
         while True:
@@ -323,10 +324,12 @@ class _Zygote:
                 for fd in fds:
                     os.close(fd)
                 continue
-            try:
-                pid = os.fork()
-            except OSError:
-                pid = -1  # closing the fds tells the daemon this fork failed
+            # One raw clone() creates the child directly in new mount, pid,
+            # ipc and uts namespaces (pid 1 there), instead of fork +
+            # unshare + fork. The template is single-threaded, so skipping
+            # os.fork()'s interpreter bookkeeping is safe.
+            pid = self.libc.syscall(56, self.ctypes.c_ulong(_CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWIPC |
+                                                            _CLONE_NEWUTS | 17), 0, 0, 0, 0)
             if pid == 0:
                 sock.close()
                 try:
