@@ -34,6 +34,12 @@ static bool gw_begin(struct http_request *req, struct http_response *res, struct
         return true;
 }
 
+/* gw_begin plus the JSON object body; NULL (res filled) on failure. */
+static json_t *gw_begin_json(struct http_request *req, struct http_response *res, struct gw *g)
+{
+        return gw_begin(req, res, g) ? validate_json_object(req, res) : NULL;
+}
+
 /* Sends either the result or the domain error as an ErrorResponse. */
 static void gw_reply(struct http_response *res, int status, json_t *body, struct sbx_error *err)
 {
@@ -67,9 +73,7 @@ static void h_destroy(struct http_request *req, struct http_response *res)
 static void h_execute(struct http_request *req, struct http_response *res)
 {
         struct gw g;
-        if (!gw_begin(req, res, &g))
-                return;
-        json_t *root = validate_json_object(req, res);
+        json_t *root = gw_begin_json(req, res, &g);
         if (!root)
                 return;
         json_t *code = json_object_get(root, "code");
@@ -102,9 +106,7 @@ static void h_execute(struct http_request *req, struct http_response *res)
 static void h_context_create(struct http_request *req, struct http_response *res)
 {
         struct gw g;
-        if (!gw_begin(req, res, &g))
-                return;
-        json_t *root = validate_json_object(req, res);
+        json_t *root = gw_begin_json(req, res, &g);
         if (!root)
                 return;
         json_t *cwd = json_object_get(root, "cwd");
@@ -141,9 +143,7 @@ static void h_context_delete(struct http_request *req, struct http_response *res
 static void h_env(struct http_request *req, struct http_response *res)
 {
         struct gw g;
-        if (!gw_begin(req, res, &g))
-                return;
-        json_t *root = validate_json_object(req, res);
+        json_t *root = gw_begin_json(req, res, &g);
         if (!root)
                 return;
         json_t *vars = json_object_get(root, "envVars");
@@ -161,9 +161,7 @@ static void h_env(struct http_request *req, struct http_response *res)
 static void h_files(struct http_request *req, struct http_response *res)
 {
         struct gw g;
-        if (!gw_begin(req, res, &g))
-                return;
-        json_t *root = validate_json_object(req, res);
+        json_t *root = gw_begin_json(req, res, &g);
         if (!root)
                 return;
         struct sbx_error err = { 0 };
