@@ -351,6 +351,12 @@ def _zygote_main():
     ctl = open(CTL_FD, "rb", buffering=0, closefd=False)
     line = ctl.readline()  # {"zygote": {...}} from the daemon
     cfg = json.loads(line)["zygote"]
+    # Nobody drains the template's own stdout/stderr pipes (each executor
+    # gets fresh ones): a stray warning must not be able to block it.
+    devnull = os.open("/dev/null", os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
     _Zygote(cfg).serve()
 
 
