@@ -4,7 +4,7 @@
 #   make test       unit tests + black-box API tests (+ attack suite)
 #   make SANITIZER=address test   (or undefined)
 #   make bench      benchmarks → docs/benchmarks.md
-#   make fuzz       short libFuzzer runs of every parser
+#   make fuzz       libFuzzer runs of every parser (FUZZ_SECONDS each; fuzz-smoke: 10 s)
 
 SANITIZER ?=
 BUILD     ?= build$(if $(SANITIZER),-$(SANITIZER))
@@ -73,7 +73,9 @@ unit: $(UNIT_BINS)
 api: $(BUILD)/sandboxd
 	SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/api tests/kernels tests/attacks $(PYTEST_ARGS)
 
-test: unit api
+# Fuzzers carry their own ASan+UBSan build, so the short fuzz runs happen
+# once, in the plain `make test`, not again under SANITIZER=.
+test: unit api $(if $(SANITIZER),,fuzz-smoke)
 
 check: test
 

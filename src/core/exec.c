@@ -503,6 +503,24 @@ static bool read_guest_pipe(struct run_state *s, int fd, struct buf *b)
         }
 }
 
+/* Parses one control line. Guest data inside it may hold NUL (escaped as
+ * \u0000) or, from kernels that pass bytes through (Perl), invalid UTF-8:
+ * both must come back as a result, not be taken for a broken kernel, so
+ * NUL is allowed and invalid sequences become U+FFFD before parsing (they
+ * can only sit inside strings: the JSON structure itself is ASCII). */
+static json_t *parse_kernel_line(const char *line, size_t len)
+{
+        if (utf8_valid(line, len))
+                return json_loadb(line, len, JSON_ALLOW_NUL, NULL);
+        char *clean = malloc(len * 3 + 1);
+        if (!clean)
+                return NULL;
+        size_t n = utf8_sanitize(line, len, clean);
+        json_t *msg = json_loadb(clean, n, JSON_ALLOW_NUL, NULL);
+        free(clean);
+        return msg;
+}
+
 /* Parses complete control lines; sets o->response on the first answer. */
 static int parse_ctl_lines(struct run_state *s)
 {
@@ -510,8 +528,7 @@ static int parse_ctl_lines(struct run_state *s)
         char *nl;
         while (!s->o->response && in->len && (nl = memchr(in->data, '\n', in->len))) {
                 size_t linelen = (size_t)(nl - in->data);
-                json_error_t jerr;
-                json_t *msg = json_loadb(in->data, linelen, 0, &jerr);
+                json_t *msg = parse_kernel_line(in->data, linelen);
                 memmove(in->data, nl + 1, in->len - linelen - 1);
                 in->len -= linelen + 1;
                 if (!msg || !json_is_object(msg)) {
@@ -635,6 +652,14 @@ static int run_loop(struct run_state *s)
         }
 }
 
+/* V8 stops at --max-old-space-size (set below the cgroup limit so that it
+ * fails cleanly) with SIGABRT and this message: that is the memory limit. */
+static bool v8_heap_exhausted(const struct exec_outcome *o)
+{
+        static const char marker[] = "JavaScript heap out of memory";
+        return o->err.len && memmem(o->err.data, o->err.len, marker, sizeof(marker) - 1);
+}
+
 static void finish_usage(struct run_state *s)
 {
         struct cgroup_usage u = { 0 };
@@ -646,6 +671,8 @@ static void finish_usage(struct run_state *s)
                 if (u.pids_max_hits > 0 && s->o->limit == EXEC_LIMIT_NONE)
                         s->o->limit = EXEC_LIMIT_PIDS;
         }
+        if (s->o->limit == EXEC_LIMIT_NONE && !s->o->response && v8_heap_exhausted(s->o))
+                s->o->limit = EXEC_LIMIT_MEMORY;
 }
 
 int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
