@@ -446,6 +446,28 @@ static void apply_rlimits(const struct child_args *a)
         set_rlimit(a, RLIMIT_MSGQUEUE, 0, 0);
 }
 
+/* Raw set*id system calls for the cloned child. glibc's wrappers change the
+ * ids of every thread of the process (__nptl_setxid) using the thread list
+ * copied from the daemon: in a child made by a raw clone() those threads do
+ * not exist, and one that was inside pthread_create() at clone time makes
+ * the wrapper wait for it forever (seen as a template start hanging at
+ * daemon start-up, holding the template lock). The child has exactly one
+ * thread, so the per-thread system call is the right one. */
+static int sys_setgroups_none(void)
+{
+        return (int)syscall(SYS_setgroups, 0, NULL);
+}
+
+static int sys_setresgid(gid_t g)
+{
+        return (int)syscall(SYS_setresgid, g, g, g);
+}
+
+static int sys_setresuid(uid_t u)
+{
+        return (int)syscall(SYS_setresuid, u, u, u);
+}
+
 static int capset_zero(void)
 {
         struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
@@ -467,9 +489,9 @@ static void drop_privileges(const struct child_args *a, bool become_user)
                 /* In a user namespace setgroups is denied (and there are no
                  * supplementary groups to drop). */
                 if (!a->ctx->userns)
-                        CHECK(a, STEP_PRIVS, setgroups(0, NULL));
-                CHECK(a, STEP_PRIVS, setresgid(JAIL_GID, JAIL_GID, JAIL_GID));
-                CHECK(a, STEP_PRIVS, setresuid(JAIL_UID, JAIL_UID, JAIL_UID));
+                        CHECK(a, STEP_PRIVS, sys_setgroups_none());
+                CHECK(a, STEP_PRIVS, sys_setresgid(JAIL_GID));
+                CHECK(a, STEP_PRIVS, sys_setresuid(JAIL_UID));
         }
         CHECK(a, STEP_PRIVS, capset_zero());
         CHECK(a, STEP_PRIVS, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
@@ -645,10 +667,16 @@ static void child_main(struct child_args *a)
                 /* Our host uid (0) is not mapped in the template's user
                  * namespace; become its root (JAIL_TEMPLATE_UID outside) or
                  * every file we create would fail with EOVERFLOW. */
-                CHECK(a, STEP_SYNC, setgroups(0, NULL));
-                CHECK(a, STEP_SYNC, setresgid(0, 0, 0));
-                CHECK(a, STEP_SYNC, setresuid(0, 0, 0));
+                CHECK(a, STEP_SYNC, sys_setgroups_none());
+                CHECK(a, STEP_SYNC, sys_setresgid(0));
+                CHECK(a, STEP_SYNC, sys_setresuid(0));
         }
+        /* A session and process group of its own: otherwise every process
+         * of the jail is in the daemon's (kill(0, …) from the guest would aim
+         * at the daemon's group, which only the uid check and Landlock's
+         * signal scope stop, and in rootless mode the uid is the daemon's),
+         * and in its terminal session when started from a shell. */
+        CHECK(a, STEP_SYNC, setsid());
         CHECK(a, STEP_SYNC, unshare(CLONE_NEWCGROUP));
         if (a->ctx->netns_fd >= 0 && !a->spec->template)
                 CHECK(a, STEP_NETNS, setns(a->ctx->netns_fd, CLONE_NEWNET));
@@ -688,10 +716,24 @@ static int write_id_maps(const struct jail_ctx *ctx, pid_t pid)
         return write_string_file(path, map);
 }
 
+/* How long a jail child may take to set up and exec before the spawn is
+ * given up (and the child killed by the caller): a child stuck in setup must
+ * not hold a worker, or a template's lock, forever. */
+#define CHILD_REPORT_TIMEOUT_MS 20000
+
 static int read_child_report(int fd, const char **ret_err)
 {
         struct child_report rep;
         ssize_t n;
+        struct pollfd p = { fd, POLLIN, 0 };
+        int pr;
+        do
+                pr = poll(&p, 1, CHILD_REPORT_TIMEOUT_MS);
+        while (pr < 0 && errno == EINTR);
+        if (pr == 0) {
+                *ret_err = "timeout";
+                return -ETIMEDOUT;
+        }
         do
                 n = read(fd, &rep, sizeof(rep));
         while (n < 0 && errno == EINTR);

@@ -8,7 +8,6 @@ are skipped with the reason. docs/security.md ("## Attack suite") maps each
 row to its test and outcome.
 
 Syscall numbers are x86_64; the rows that use raw numbers skip elsewhere."""
-import base64
 import concurrent.futures
 import http.client
 import json
@@ -27,7 +26,9 @@ from attack_helpers import ATTACK_LIMITS, DAEMON_SECRET, DAEMON_SECRET_NAME, ROO
 
 IS_ROOT = os.geteuid() == 0
 X86_64 = platform.machine() == "x86_64"
-needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (workspace images, chown, host /proc)")
+# Root: the jail user is uid 65534 on the host (rootless jails map it to the
+# invoking user), workspaces are ext4 images, and the sentinel needs chown.
+needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (host uid 65534, cgroup files, chown)")
 needs_x86_64 = pytest.mark.skipif(not X86_64, reason="raw syscall numbers are x86_64")
 
 JAIL_UID = "65534"
@@ -55,13 +56,6 @@ def sc(nr, *args):
 
 
 # ---- helpers -------------------------------------------------------------
-
-
-class KnownHole(AssertionError):
-    """Raised for a defect that is reported and not fixed yet. Tests marked
-    xfail(strict=True, raises=KnownHole) fail normally on any other assertion,
-    and XPASS (a strict failure) once the defect is fixed: then remove the
-    marker."""
 
 
 def sid():
@@ -288,8 +282,6 @@ except Exception as e:
     assert int(proc_status(daemon.proc.pid)["Threads"]) <= threads_before + 2
 
 
-@pytest.mark.xfail(strict=True, raises=KnownHole,
-                   reason="JS heap exhaustion is reported as EngineError 'killed by signal 6', not as the memory limit")
 def test_row_03_memory_bomb(daemon):
     pid = daemon.proc.pid
     rss_before = daemon_rss_kib(daemon)
@@ -308,12 +300,20 @@ def test_row_03_memory_bomb(daemon):
     assert daemon_rss_kib(daemon) < rss_before + 64 * 1024
     assert_alive(daemon)
     # Node's V8 heap cap (--max-old-space-size, set below the cgroup limit)
-    # aborts the interpreter first; that must still be reported as the
-    # memory limit.
-    err = res["error"]
-    if err["name"] == "EngineError" and "signal 6" in err["message"]:
-        raise KnownHole(f"JS out-of-memory reported as {err}")
+    # aborts the interpreter first (SIGABRT); that must still be reported
+    # as the memory limit.
     limit_error(res, "Memory limit")
+
+
+def _cgroup_mount(fstype, ctrl=None):
+    """Mount point of the host's cgroup (v1, carrying ctrl) or cgroup2 fs."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, right = line.split(" - ", 1)
+            typ, _src, opts = right.split()[:3]
+            if typ == fstype and (ctrl is None or ctrl in opts.split(",")):
+                return left.split()[4]
+    return None
 
 
 def _exec_cgroup_memory_dir(pid):
@@ -321,16 +321,16 @@ def _exec_cgroup_memory_dir(pid):
     with open(f"/proc/{pid}/cgroup") as f:
         lines = f.read().splitlines()
     for line in lines:
-        hid, ctrls, path = line.split(":", 2)
-        if "memory" in ctrls.split(","):
-            return "v1", "/sys/fs/cgroup/memory" + path
+        _hid, ctrls, path = line.split(":", 2)
+        if "memory" in ctrls.split(",") and _cgroup_mount("cgroup", "memory"):
+            return "v1", _cgroup_mount("cgroup", "memory") + path
     for line in lines:
-        if line.startswith("0::"):
-            base = "/sys/fs/cgroup/unified" if os.path.isdir("/sys/fs/cgroup/unified") else "/sys/fs/cgroup"
-            return "v2", base + line[3:]
+        if line.startswith("0::") and _cgroup_mount("cgroup2"):
+            return "v2", _cgroup_mount("cgroup2") + line[3:]
     return None, None
 
 
+@needs_root
 def test_row_04_swap_is_no_escape_hatch(daemon):
     s = sid()
     marker = f"swapprobe{uuid.uuid4().hex[:8]}"
@@ -401,6 +401,22 @@ def test_row_06_sigstop_the_group(daemon):
         res = run(daemon, code)
         limit_error(res, "Wall-clock")
         assert time.time() - t < 8
+    # The stopped group is the attacker's own: executions running at the same
+    # time (same language, so possibly forked from the same warm template,
+    # and a context) are neither stopped nor killed by kill(0, ...).
+    s = sid()
+    try:
+        assert value(sbx(daemon, s, "1")) == "1"
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            bystanders = [pool.submit(run, daemon, "import time\ntime.sleep(1.5)\n'ok'"),
+                          pool.submit(sbx, daemon, s, "import time\ntime.sleep(1.5)\n'ok'")]
+            time.sleep(0.3)
+            attack = pool.submit(run, daemon, "import os, signal\nos.kill(0, signal.SIGKILL)")
+            for b in bystanders:
+                assert value(b.result()) == "'ok'"
+            assert attack.result().get("error"), attack.result()
+    finally:
+        delete_sandbox(daemon, s)
     assert_alive(daemon)
 
 
@@ -451,6 +467,7 @@ r
     assert_alive(daemon)
 
 
+@needs_root
 def test_row_08_escapee_daemons(daemon):
     m1, m2, m3, m4 = (f"{n}.{uuid.uuid4().int % 10**6}" for n in (1001, 1002, 1003, 1004))
     res = run(daemon, f"""
@@ -590,15 +607,12 @@ def test_row_11_output_flood(daemon):
     assert_alive(daemon)
 
 
-@pytest.mark.xfail(strict=True, raises=KnownHole,
-                   reason="a U+0000 inside a JSON-mapped result kills the interpreter (EngineError): "
-                          "exec.c parses the kernel's answer with json_loadb(..., 0) (no JSON_ALLOW_NUL)")
 def test_row_12_binary_and_hostile_output(daemon):
     cases = [
         ("python", "import sys\nsys.stdout.buffer.write(b'A\\xff\\xfe\\xc3\\x28\\x00\\x1b[2J\\x1b]0;pwn\\x07\\r\\n')\n"
                    "sys.stdout.flush()\nsys.stderr.buffer.write(bytes(range(256)))\n'\\x00\\x1b[31m\\udcff'"),
         ("javascript", "console.log('\\ud800 lone \\udfff'); console.error('\\u0000\\u001b[0m'); '\\ud800\\u001b'"),
-        ("perl", "binmode STDOUT; print \"\\xff\\xfe\\x00\\x1b[1m\\n\"; \"\\x{D800}\\x1b\""),
+        ("perl", "binmode STDOUT; print \"\\xff\\xfe\\x00\\x1b[1m\\n\"; \"\\xff\\x1b\""),
         ("ruby", "$stdout.write(\"\\xff\\xfe\\x00\\e[1m\\n\".b); \"\\xff\\x00\".b"),
     ]
     for lang, code in cases:
@@ -627,17 +641,27 @@ def test_row_12_binary_and_hostile_output(daemon):
     assert_alive(daemon)
     # NUL inside a structured (JSON-mapped) result, in every language: it
     # must come back escaped, not break the kernel protocol.
-    broken = []
     for lang, code in [("python", "{'a': 'x\\x00y'}"), ("javascript", "({a: 'x\\u0000y'})"), ("javascript", "'x\\u0000y'"),
-                       ("perl", "{a => \"x\\x00y\"}"), ("ruby", "{'a' => \"x\\x00y\"}")]:
+                       ("perl", "[\"x\\x00y\"]"), ("ruby", "{'a' => \"x\\x00y\"}"),
+                       # an encoded surrogate (invalid UTF-8) in a Perl string result
+                       ("perl", "\"x\\xED\\xA0\\x80y\"")]:
         res = run(daemon, code, lang=lang)
-        if res.get("error", {}).get("name") == "EngineError":
-            broken.append((lang, res["error"]["message"]))
-            continue
-        assert res["results"] in ([{"json": {"a": "x\x00y"}}], [{"text": "'x\\x00y'"}]), (lang, res)
+        assert "error" not in res and res["results"], (lang, res)
+        strings = []
+
+        def collect(o):
+            if isinstance(o, str):
+                strings.append(o)
+            elif isinstance(o, dict):
+                for v in o.values():
+                    collect(v)
+            elif isinstance(o, list):
+                for v in o:
+                    collect(v)
+        collect(res["results"])
+        # The NUL survives (escaped in the JSON); the bad sequence becomes U+FFFD.
+        assert any("x\x00y" in t or "x\ufffd" in t for t in strings), (lang, res)
     assert_alive(daemon)
-    if broken:
-        raise KnownHole(f"NUL in a JSON result kills the interpreter: {broken}")
 
 
 def test_row_13_fd_exhaustion(daemon):
@@ -859,8 +883,8 @@ threading.Thread(target=swapper, daemon=True).start()
                 assert status < 500 or res.get("code") == "FILESYSTEM_ERROR", res
                 dumped = json.dumps(res)
                 assert "HOST-SENTINEL" not in dumped, res
-                if body["op"] == "list" and status == 200:
-                    assert all(not f["name"].startswith(("secret", "new", "d")) or True for f in res["files"])
+                if body["op"] == "read" and status == 200:
+                    assert res["content"] in ("guest-owned",) or res["content"].startswith("api-"), res
                 seen["ok" if status == 200 else "refused"] += 1
         time.sleep(0.7)
         swaps = value(sbx(daemon, s, "swaps[0]"))
@@ -945,9 +969,9 @@ def _mountinfo_clean(text, daemon):
 
 
 def test_row_23_proc_leaks(daemon):
-    probe = f"""
+    probe = """
 import os
-r = {{}}
+r = {}
 for p in ['/proc/kcore', '/proc/kallsyms', '/proc/sched_debug', '/proc/keys', '/proc/timer_list',
           '/proc/sysrq-trigger', '/proc/kmsg', '/proc/modules', '/proc/iomem', '/proc/1/environ']:
     try:
@@ -958,7 +982,7 @@ envs = []
 for p in os.listdir('/proc'):
     if p.isdigit():
         try:
-            envs.append(open(f'/proc/{{p}}/environ', 'rb').read().replace(b'\\0', b'\\n').decode(errors='replace'))
+            envs.append(open(f'/proc/{p}/environ', 'rb').read().replace(b'\\0', b'\\n').decode(errors='replace'))
         except OSError:
             pass
 r['envs'] = envs
@@ -967,7 +991,10 @@ try:
 except OSError as e:
     r['procsys'] = e.errno
 try:
-    open('/proc/sysrq-trigger', 'w').write('b'); r['sysrq'] = 'written'
+    st = os.stat('/proc/sysrq-trigger')
+    r['sysrq_is_null'] = os.major(st.st_rdev) == 1 and os.minor(st.st_rdev) == 3
+    open('/proc/sysrq-trigger', 'w').write('h')  # 'h' (help) is harmless even if it got through
+    r['sysrq'] = 'written'
 except OSError as e:
     r['sysrq'] = e.errno
 r['mountinfo'] = open('/proc/self/mountinfo').read()
@@ -981,10 +1008,16 @@ r
     assert out["/proc/1/environ"] == EACCES
     assert not any(DAEMON_SECRET in e for e in out["envs"])
     assert out["procsys"] in (EROFS, EACCES), out["procsys"]
-    assert out["sysrq"] in (EROFS, EACCES, 0) or out["sysrq"] != "written"
+    # Absent, refused, or masked by /dev/null (where a write goes nowhere).
+    assert out["sysrq"] in (ENOENT, EACCES, EROFS) or out.get("sysrq_is_null") is True, out["sysrq"]
     _mountinfo_clean(out["mountinfo"], daemon)
-    # cgroup namespace: the job sees itself at the root, not the host path.
-    assert all(l.endswith(":/") for l in out["cgroup"].splitlines()), out["cgroup"]
+    # cgroup namespace: the job sees paths relative to its own namespace
+    # root ("/", or "/../<sibling>" when moved after the unshare), never the
+    # host hierarchy.
+    for line in out["cgroup"].splitlines():
+        path = line.split(":", 2)[2]
+        assert path == "/" or path.startswith("/.."), out["cgroup"]
+        assert "sandboxd" not in path and "process_api" not in path, out["cgroup"]
 
     # The same from a sandbox context, and from a cell that runs while the
     # context's journal is replayed into a fresh interpreter (the replay
@@ -1231,6 +1264,8 @@ r
 @needs_x86_64
 def test_row_31_dangerous_kernel_surfaces(daemon):
     out = value(run(daemon, SYSCALLS + """
+# Arguments are harmless or invalid where possible: EPERM (not EINVAL) shows
+# that the filter, not the kernel's argument checks, refused the call.
 attr = ctypes.create_string_buffer(128)
 ctypes.memmove(attr, (ctypes.c_uint32 * 2)(1, 128), 8)     # PERF_TYPE_SOFTWARE, size
 params = ctypes.create_string_buffer(120)
@@ -1242,8 +1277,8 @@ calls = {
     'kexec_load': (246, 0, 0, 0, 0), 'kexec_file_load': (320, -1, -1, 0, 0, 0),
     'init_module': (175, 0, 0, b''), 'finit_module': (313, 0, b'', 0), 'delete_module': (176, b'loop', 0),
     'swapon': (167, b'/tmp/swap', 0), 'swapoff': (168, b'/tmp/swap'),
-    'reboot': (169, 0xfee1dead, 672274793, 0x4321fedc, 0),
-    'settimeofday': (164, 0, 0), 'clock_settime': (227, 0, ctypes.byref(params)),
+    'reboot': (169, 0xfee1dead, 672274793, 0, 0),                # LINUX_REBOOT_CMD_CAD_OFF: harmless
+    'settimeofday': (164, 0, 0), 'clock_settime': (227, -1, ctypes.byref(params)),
     'adjtimex': (159, ctypes.byref(params)), 'clock_adjtime': (305, 0, ctypes.byref(params)),
     'syslog': (103, 3, ctypes.byref(params), 100), 'acct': (163, b'/tmp/acct'),
     'iopl': (172, 3), 'ioperm': (173, 0, 1024, 1), 'modify_ldt': (154, 0, ctypes.byref(params), 16),
@@ -1276,7 +1311,6 @@ try:
     os.open('/dev/tty', os.O_RDWR); r['devtty'] = 'opened'
 except OSError as e:
     r['devtty'] = e.errno
-r['sid_is_own'] = os.getsid(0) != 0
 r
 """))
     for fd in (0, 1, 2):
@@ -1285,6 +1319,35 @@ r
         assert out[f"tioclinux_{fd}"] == [-1, EPERM], out
         assert out[f"isatty_{fd}"] is False, out  # no host tty is passed in
     assert out["devtty"] != "opened"
+    if IS_ROOT:
+        # A session and process group of the jail's own, not the daemon's
+        # (which may own a terminal, and which kill(0, ...) would aim at).
+        marker = f"{uuid.uuid4().int % 10**6}.4321"
+        s = sid()
+        pool = concurrent.futures.ThreadPoolExecutor(1)
+        try:
+            stateless = pool.submit(run, daemon, f"import subprocess, time\n"
+                                                 f"subprocess.Popen(['sleep', '{marker}0'])\ntime.sleep(2)\n1")
+            assert value(sbx(daemon, s, f"import subprocess\nsubprocess.Popen(['sleep', '{marker}1'])\n1")) == "1"
+            deadline = time.time() + 3
+            while len(jail_procs(marker)) < 2 and time.time() < deadline:
+                time.sleep(0.05)
+            procs = jail_procs(marker)
+            assert len(procs) == 2, procs
+
+            def sess(pid):
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                return int(fields[2]), int(fields[3])  # pgrp, session
+
+            daemon_pgrp, daemon_sid = sess(daemon.proc.pid)
+            for pid, _ in procs:
+                pgrp, session = sess(pid)
+                assert pgrp != daemon_pgrp and session != daemon_sid, (pid, pgrp, session)
+            assert value(stateless.result()) == "1"
+        finally:
+            pool.shutdown()
+            delete_sandbox(daemon, s)
 
 
 # ---- 33-39: network, secrets, other sandboxes, shared files -------------
@@ -1384,7 +1447,12 @@ def test_row_37_secret_env_leakage(daemon):
         assert DAEMON_SECRET.encode() in f.read()  # the daemon really has it
     probes = {
         "python": "import os, subprocess\n"
-                  "[dict(os.environ), open('/proc/self/environ', 'rb').read().replace(b'\\0', b' ').decode(), "
+                  "def own_environ():\n"
+                  "    try:\n"
+                  "        return open('/proc/self/environ', 'rb').read().replace(b'\\0', b' ').decode()\n"
+                  "    except OSError as e:\n"
+                  "        return str(e.errno)\n"
+                  "[dict(os.environ), own_environ(), "
                   "subprocess.run(['env'], capture_output=True, text=True).stdout, "
                   "subprocess.run(['/bin/sh', '-c', 'tr \"\\\\000\" \" \" < /proc/$$/environ; set'], capture_output=True, text=True).stdout]",
         "javascript": "JSON.stringify([process.env, require('child_process').execSync('env').toString()])",
@@ -1429,7 +1497,8 @@ subprocess.Popen(['/bin/sh', '-c', 'sleep 20; : {marker}'])
 1
 """)
         assert value(res) == "1"
-        assert wait_jail_procs(marker)
+        if IS_ROOT:  # rootless jails run as the invoking user on the host
+            assert wait_jail_procs(marker)
         probe = f"""
 import os
 r = {{'ws': os.listdir('/workspace'), 'tmp': os.listdir('/tmp')}}
@@ -1455,9 +1524,15 @@ for top in ('/workspace', '/tmp', '/opt', '/etc', '/dev'):
 r['found'] = found
 r
 """
+        # Two stateless executions (which may fork from the same warm
+        # template) share nothing either.
+        value(run(daemon, f"open('/tmp/{marker}', 'w').write('{marker}')\n"
+                          f"open('/workspace/{marker}', 'w').write('{marker}')\n"
+                          f"open('/dev/shm/{marker}.shm', 'w').write('{marker}')\n1"))
         for res in (sbx(daemon, b, probe), run(daemon, probe)):
             out = value(res)
             assert "secret.txt" not in out["ws"] and "secret.txt" not in out["tmp"], out
+            assert not any(marker in n for n in out["ws"] + out["tmp"]), out
             assert out["proc_hits"] == [] and out["found"] == [], out
         # B's files API cannot name A's workspace.
         for p in (f"../{a}/secret.txt", f"/workspace/../mnt/{a}/secret.txt", f"../../sandboxes/{a}/workspace.img"):
@@ -1517,7 +1592,10 @@ r
         for res in (sbx(daemon, b, attack), run(daemon, attack)):
             out = value(res)
             assert all(v != "connected" for v in out.values()), out
-            assert out[str(int(socket.SOCK_STREAM))] == EPERM, out  # Landlock scope, not just "refused"
+            # EPERM: Landlock's abstract-socket scope (shared network
+            # namespace); ECONNREFUSED: the name does not exist in the
+            # caller's own network namespace.
+            assert out[str(int(socket.SOCK_STREAM))] in (EPERM, 111), out
         time.sleep(0.2)
         got = value(sbx(daemon, a, "accepted"))
         assert "intruder" not in str(got) and "self" in str(got), got
@@ -1646,8 +1724,13 @@ def test_row_42_malformed_http(daemon):
     assert raw.count(b"HTTP/1.1 200") == 3, raw[:500]
     for junk in (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + os.urandom(64),  # a TLS hello
                  b"GET / HTTP/9.9\r\n\r\n", b"GET\r\n\r\n", b"POST /execute/python HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
-                 b"POST /execute/python HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 500\r\n\r\n{}",
-                 b"POST /execute/python HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzzzz\r\n",
+                 # smuggling shapes: two lengths, length plus chunked, a bad chunk size
+                 b"POST /execute/python HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 5\r\nContent-Length: 500\r\n\r\n{}",
+                 b"POST /execute/python HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /health HTTP/1.1\r\n\r\n",
+                 b"POST /execute/python HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\nzzzz\r\n",
                  b"GET /\x00health HTTP/1.1\r\nHost: x\r\n\r\n", b"\r\n" * 10000):
         raw = raw_http(port, junk, read_timeout=3, shutdown=True)
         assert raw == b"" or status_of(raw) is None or status_of(raw) >= 400, (junk[:40], raw[:200])
@@ -1690,14 +1773,19 @@ def test_row_42_malformed_http(daemon):
 
 
 def test_row_43_request_flood():
-    d = Daemon(sets=ATTACK_LIMITS + ["exec.workers=2", "exec.queue=2"])
+    d = Daemon(sets=ATTACK_LIMITS + ["exec.workers=2", "exec.queue=2"], extra_args=["--log-level", "debug"])
     try:
         def one(_):
-            return d.request("POST", "/execute/python", body={"code": "import time\ntime.sleep(1)\n'done'"})
+            try:
+                return d.request("POST", "/execute/python", body={"code": "import time\ntime.sleep(1)\n'done'"},
+                                 timeout=30)
+            except OSError as e:
+                return repr(e), None, {}
 
         with concurrent.futures.ThreadPoolExecutor(12) as pool:
             results = list(pool.map(one, range(12)))
         statuses = [r[0] for r in results]
+        assert all(isinstance(st, int) for st in statuses), (statuses, d.read_log())
         assert statuses.count(200) >= 2 and statuses.count(503) >= 1, statuses
         assert set(statuses) <= {200, 503}, statuses
         for status, body, headers in results:

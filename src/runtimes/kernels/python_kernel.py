@@ -290,6 +290,9 @@ class _Zygote:
         since every page it writes is a copy-on-write fault)."""
         import signal
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        # Own session and process group: kill(0, …) from the guest must not
+        # reach the template or other executions.
+        os.setsid()
         for i, fd in enumerate(fds):
             os.dup2(fd, i + 1)
             os.close(fd)
