@@ -287,9 +287,13 @@ static void close_pair(int p[2])
                         close(p[i]);
 }
 
-static struct jail_limits jail_limits_for(const struct config *cfg, const struct exec_limits *lim)
+static struct jail_limits jail_limits_for(const struct engine *e, const struct exec_limits *lim)
 {
+        const struct config *cfg = &e->cfg;
         return (struct jail_limits){
+                /* Without a cgroup (rootless, no delegation) the per-process
+                 * data limit is the only memory bound left. */
+                .data_bytes = cgroup_root_backend(e->jail.cgroot) == CGROUP_NONE ? lim->memory_bytes : 0,
                 .memory_bytes = lim->memory_bytes,
                 .pids = lim->pids,
                 /* Backstop only: the daemon samples cgroup CPU and kills first. */
@@ -329,7 +333,7 @@ int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
 
         next_cgroup_name(e, cgname, sizeof(cgname));
         spec.cgroup_name = cgname;
-        spec.limits = jail_limits_for(cfg, lim);
+        spec.limits = jail_limits_for(e, lim);
         spec.template = strcmp(mode, "zygote") == 0;
         if (spec.template) {
                 /* A template lives long and keeps two small helper processes
@@ -1217,7 +1221,7 @@ static struct kproc *zygote_fork(struct engine *e, const struct runtime *rt, con
                 goto fail;
         char cgname[64];
         next_cgroup_name(e, cgname, sizeof(cgname));
-        struct jail_limits jl = jail_limits_for(&e->cfg, lim);
+        struct jail_limits jl = jail_limits_for(e, lim);
         struct kproc *k = calloc(1, sizeof(*k));
         if (!k || (r = jail_adopt(&e->jail, pid, &jl, cgname, &k->jp)) < 0) {
                 free(k);

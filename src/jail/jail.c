@@ -442,6 +442,8 @@ static void apply_rlimits(const struct child_args *a)
                 set_rlimit(a, RLIMIT_FSIZE, l->file_bytes, l->file_bytes);
         if (l->nofile)
                 set_rlimit(a, RLIMIT_NOFILE, l->nofile, l->nofile);
+        if (l->data_bytes)
+                set_rlimit(a, RLIMIT_DATA, l->data_bytes, l->data_bytes);
         set_rlimit(a, RLIMIT_CORE, 0, 0);
         set_rlimit(a, RLIMIT_MSGQUEUE, 0, 0);
 }

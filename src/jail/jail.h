@@ -60,6 +60,7 @@ struct jail_limits {
         uint64_t cpu_seconds;   /* RLIMIT_CPU backstop (soft; hard = soft + 1) */
         uint64_t file_bytes;    /* RLIMIT_FSIZE */
         uint64_t nofile;        /* RLIMIT_NOFILE */
+        uint64_t data_bytes;    /* RLIMIT_DATA; used when no cgroup can limit memory */
         uint64_t tmp_bytes;     /* size of the private /tmp tmpfs */
         uint64_t tmp_inodes;
         uint64_t workspace_bytes;  /* tmpfs /workspace size when no dir is given */

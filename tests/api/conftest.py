@@ -41,14 +41,14 @@ def free_port():
 
 
 class Daemon:
-    def __init__(self, extra_args=(), data_dir=None, sets=FAST_LIMITS, env=None):
+    def __init__(self, extra_args=(), data_dir=None, sets=FAST_LIMITS, env=None, wrapper=()):
         self.port = free_port()
         self.tmp = None
         if data_dir is None:
             self.tmp = tempfile.TemporaryDirectory(prefix="sandboxd-test-")
             data_dir = self.tmp.name
         self.data_dir = data_dir
-        args = [BIN, "--listen", f"127.0.0.1:{self.port}", "--data-dir", data_dir, "--log-level", "warn"]
+        args = list(wrapper) + [BIN, "--listen", f"127.0.0.1:{self.port}", "--data-dir", data_dir, "--log-level", "warn"]
         for s in sets:
             args += ["--set", s]
         args += list(extra_args)

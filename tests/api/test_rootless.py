@@ -1,0 +1,50 @@
+"""Rootless mode: the daemon as an unprivileged user runs every jail in a
+user namespace (no cgroups without delegation: memory falls back to
+RLIMIT_DATA; workspaces are plain directories)."""
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import BIN, Daemon
+
+NOBODY = 65534
+
+
+def nobody_can_reach(path):
+    out = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                          "test", "-r", path], capture_output=True)
+    return out.returncode == 0
+
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                                reason="needs root to start the daemon as another user")
+
+
+def test_rootless_daemon_runs_jails_and_contexts():
+    if not nobody_can_reach(BIN) or not nobody_can_reach(os.path.join(os.path.dirname(BIN), "..", "src",
+                                                                        "runtimes", "kernels", "python_kernel.py")):
+        pytest.skip("the checkout is not readable by an unprivileged user here")
+    tmp = tempfile.mkdtemp(prefix="sandboxd-rootless-")
+    os.chown(tmp, NOBODY, NOBODY)
+    d = Daemon(data_dir=tmp, wrapper=["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"],
+               sets=["limits.memory_bytes=128M", "limits.wall_ms=5000"])
+    try:
+        status, ready, _ = d.get("/ready")
+        assert ready["cgroup"] == "none"
+        res = d.execute("python", "import os\n[os.getuid() != 0, sorted(int(p) for p in os.listdir('/proc') if p.isdigit())]")
+        not_root, pids = res["results"][0]["json"]
+        assert not_root and max(pids) < 10
+        res = d.execute("python", "x = bytearray(512 * 1024 * 1024)")
+        assert res["error"]["name"] in ("MemoryError", "ExecutionLimitError")
+        res = d.execute("python", "import time\ntime.sleep(100)")
+        assert res["error"]["name"] == "ExecutionLimitError"
+        base = "/languages/ruby/sandboxes/rootless1"
+        assert d.post(base + "/execute", {"code": "x = 41"})[0] == 200
+        status, body, _ = d.post(base + "/execute", {"code": "x + 1"})
+        assert body["results"] == [{"text": "42"}]
+    finally:
+        d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
