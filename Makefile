@@ -79,7 +79,11 @@ test: unit api $(if $(SANITIZER),,fuzz-smoke)
 
 check: test
 
-bench: $(BUILD)/sandboxd
+$(BUILD)/bench/jail_true: bench/jail_true.c $(BUILD)/libsandboxd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandboxd.a $(PKG_LIBS) $(LDLIBS)
+
+bench: $(BUILD)/sandboxd $(BUILD)/bench/jail_true
 	/usr/bin/python3 bench/run.py --bin $(abspath $(BUILD)/sandboxd)
 
 clean:

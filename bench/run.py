@@ -45,6 +45,7 @@ DOC = os.path.join(ROOT, "docs", "benchmarks.md")
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 CLEAN_ENV = {"PATH": "/usr/bin:/bin"}  # what `env -i PATH=/usr/bin:/bin` gives
 CONCURRENCY = 8
+LOG_LEVEL = os.environ.get("BENCH_DAEMON_LOG_LEVEL", "warn")  # daemon logs go to DATA_DIR/daemon.log
 
 BWRAP = ["/usr/bin/bwrap", "--unshare-all", "--die-with-parent",
          "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
@@ -68,7 +69,7 @@ ROW_ORDER = ["bare-default", "bare-fast", "bwrap-default", "bwrap-fast",
              "sandboxd", "sandboxd-paced", "sandboxd-nopool"]
 DAEMON_ROWS = {"sandboxd": "sandboxd, back-to-back",
                "sandboxd-paced": "sandboxd, idle daemon",
-               "sandboxd-nopool": "sandboxd `pool.size=0`"}
+               "sandboxd-nopool": "sandboxd, no warm pool"}
 
 PROFILES = {
     "full": dict(
@@ -252,6 +253,22 @@ def settle(pid, quiet_s=0.12, max_s=8.0):
     return time.monotonic() - t0
 
 
+def thread_states(pid):
+    """'comm:wchan' of each thread, for a note when the daemon hangs."""
+    out = []
+    try:
+        for t in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+            try:
+                with open(f"/proc/{pid}/task/{t}/wchan") as f:
+                    out.append(f.read().strip() or "running")
+            except OSError:
+                pass
+    except OSError:
+        return "?"
+    kids = [p for p, (pp, _, _) in proc_table().items() if pp == pid]
+    return ", ".join(out) + (f"; {len(kids)} child process(es) left" if kids else "")
+
+
 def dir_bytes(path):
     total = 0
     for dp, _, files in os.walk(path):
@@ -287,7 +304,7 @@ def unmount_under(path):
 class Client:
     """One keep-alive http.client connection to the daemon."""
 
-    def __init__(self, port, timeout=120):
+    def __init__(self, port, timeout=45):  # > the daemon's default wall limit (30 s)
         self.port = port
         self.timeout = timeout
         self.conn = None
@@ -367,11 +384,12 @@ class Daemon:
         self.log_path = os.path.join(data_dir, "daemon.log")
         self.ready_s = None
         self.client = None
+        self.notes = []
 
     def start(self, timeout=30):
         self.port = free_port()
         args = [self.binary, "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data_dir,
-                "--log-level", "warn"]
+                "--log-level", LOG_LEVEL]
         for kv in self.sets:
             args += ["--set", kv]
         log = open(self.log_path, "ab")
@@ -410,7 +428,8 @@ class Daemon:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
 
-    def stop(self, timeout=40):
+    def stop(self, timeout=15):
+        """SIGTERM, then SIGKILL after timeout; anything but a clean exit 0 is noted."""
         if self.client:
             self.client.close()
         if self.proc and self.proc.poll() is None:
@@ -418,8 +437,13 @@ class Daemon:
             try:
                 self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
+                self.notes.append(f"daemon pid {self.proc.pid} did not exit within {timeout} s of SIGTERM "
+                                  f"(threads: {thread_states(self.proc.pid)}); SIGKILLed")
                 self.proc.kill()
                 self.proc.wait()
+                return
+            if self.proc.returncode != 0:
+                self.notes.append(f"daemon pid {self.proc.pid} exited {self.proc.returncode} on SIGTERM")
 
     def rss(self):
         return proc_status(self.proc.pid)
@@ -431,15 +455,16 @@ class Daemon:
 class Workdir:
     """Temporary data directories, unmounted and removed at exit."""
 
-    def __init__(self):
+    def __init__(self, sets=()):
         self.dirs = []
         self.daemons = []
+        self.sets = list(sets)  # --set KEY=VALUE for every daemon
 
     def daemon(self, binary, data_dir=None, sets=()):
         if data_dir is None:
             data_dir = tempfile.mkdtemp(prefix="sandboxd-bench-")
             self.dirs.append(data_dir)
-        d = Daemon(binary, data_dir, sets)
+        d = Daemon(binary, data_dir, list(self.sets) + list(sets))
         self.daemons.append(d)
         return d
 
@@ -610,9 +635,36 @@ def section_minimal(p, daemons, out):
                  V("bwrap", spawn_timer(BWRAP + ["/bin/true"]), p["min_n"])]
     samples = interleaved(variants, p["min_rounds"], 3, p["min_budget_s"])
     out["minimal"] = {k: summary(v) for k, v in samples.items() if v}
+    jail_true_section(p, out)
     s = out["minimal"]
     print(f"  minimal    sandboxd perl 1 {fmt_ms(s['sandboxd']['p50'])} ms  bwrap true {fmt_ms(s['bwrap']['p50'])} ms"
           f"  true {fmt_ms(s['bare']['p50'])} ms", flush=True)
+
+
+JAIL_TRUE = os.path.join(ROOT, "build", "bench", "jail_true")
+
+
+def jail_true_section(p, out):
+    """The jail itself, without HTTP or an interpreter: bench/jail_true.c
+    times jail_spawn + reap of /bin/true (cgroups, mounts, seccomp included)
+    interleaved with bwrap /bin/true and bare /bin/true."""
+    if not os.path.exists(JAIL_TRUE) or os.geteuid() != 0:
+        return
+    n = max(50, 2 * p["min_n"])
+    try:
+        text = subprocess.run([JAIL_TRUE, str(n), os.path.join(ROOT, "src", "runtimes", "kernels")],
+                              capture_output=True, text=True, timeout=300).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    rows = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            rows[parts[0]] = {"n": n, "p50": float(parts[1]), "p99": float(parts[2])}
+    if {"jail_true", "bwrap_true", "bare_true"} <= set(rows):
+        out["jail_true"] = rows
+        print(f"  jail       /bin/true {fmt_ms(rows['jail_true']['p50'])} ms  bwrap {fmt_ms(rows['bwrap_true']['p50'])} ms",
+              flush=True)
 
 
 def section_throughput(p, daemon, out):
@@ -778,6 +830,33 @@ def cpu_pressure():
     return {"psi": psi, "loadavg": " ".join(f"{x:.2f}" for x in os.getloadavg())}
 
 
+def snapshot_binary(binary, work):
+    """Copies the binary and its kernels (BIN/../src/runtimes/kernels, where the
+    daemon looks by default) to a private directory, so that a rebuild during
+    the run cannot mix two builds (e.g. across the restore section's restarts).
+    Returns (path to run, sha256 prefix)."""
+    import hashlib
+    kernels = os.path.join(os.path.dirname(os.path.dirname(binary)), "src", "runtimes", "kernels")
+    if not os.path.isdir(kernels):
+        return binary, hashlib.sha256(open(binary, "rb").read()).hexdigest()[:12]
+    base = tempfile.mkdtemp(prefix="sandboxd-bench-bin-")
+    work.dirs.append(base)
+    dst = os.path.join(base, "build", "sandboxd")
+    os.makedirs(os.path.dirname(dst))
+    for attempt in range(30):  # the binary may be being relinked right now
+        shutil.copy2(binary, dst)
+        if subprocess.run([dst, "--version"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          env=CLEAN_ENV).returncode == 0:
+            break
+        time.sleep(1)
+    else:
+        raise BenchError(f"{binary} --version keeps failing")
+    shutil.copytree(kernels, os.path.join(base, "src", "runtimes", "kernels"))
+    with open(dst, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:12]
+    return dst, digest
+
+
 def machine(binary):
     facts = {}
     facts["nproc"] = len(os.sched_getaffinity(0))
@@ -821,6 +900,17 @@ def report(out, profile, argv_bin, elapsed):
     now = out["date"]
     L.append(f"_Generated by `bench/run.py` ({profile} run, {elapsed:.0f} s) on {now}. "
              "Everything between the `bench:` markers is rewritten by `make bench`._")
+    b = out["busy"]["start"]
+    try:
+        busy = float(b["loadavg"].split()[0]) > 1.0 or float(b["psi"].split()[0]) > 10
+    except (ValueError, IndexError):
+        busy = False
+    if busy:
+        L.append("")
+        L.append(f"**The machine was busy with other work during this run** (load {b['loadavg']}, CPU "
+                 f"pressure {b['psi']} at the start; see below). Every absolute figure is inflated, and "
+                 "differences are partly hidden by CPU scheduling. Compare rows within this run, and "
+                 "re-run `make bench` on an idle machine for absolute numbers.")
     L.append("")
     L.append("### Machine")
     L.append("")
@@ -837,13 +927,21 @@ def report(out, profile, argv_bin, elapsed):
     L.append("### Method of this run")
     L.append("")
     L.append(f"- Daemon: `{os.path.relpath(argv_bin, ROOT) if argv_bin.startswith(ROOT) else argv_bin} --listen 127.0.0.1:PORT "
-             "--data-dir TMP --log-level warn`, default configuration, fresh temporary data directory.")
+             "--data-dir TMP --log-level warn`" + "".join(f" `--set {kv}`" for kv in out.get("sets", [])) +
+             (", otherwise the default configuration" if out.get("sets") else ", default configuration") +
+             "; a fresh temporary data directory per daemon; the binary and its kernels are copied first, "
+             "so a rebuild during the run cannot mix builds.")
     L.append(f"- Latency rows: {profile_desc(out['params'])}")
     L.append("- After every block of daemon requests the harness waits until the daemon's process tree has "
              "used no CPU for 120 ms (warm pools refilled, used jails reaped), so that background work does not "
              "land on the next row's samples.")
+    for n in out.get("notes", []):
+        L.append(f"- **Daemon anomaly:** {n}.")
     if out.get("nopool_error"):
-        L.append(f"- No `pool.size=0` rows: the second daemon did not start ({out['nopool_error']}).")
+        L.append(f"- No \"no warm pool\" rows: the second daemon did not start ({out['nopool_error']}).")
+    if out.get("cold_sets"):
+        L.append("- \"no warm pool\" rows: a second daemon started with "
+                 + " ".join(f"`--set {kv}`" for kv in out["cold_sets"]) + ", so every request spawns cold.")
     L.append(f"- HTTP: one keep-alive `http.client` connection; it opened {out['http']['opened']} TCP connection(s) "
              f"for {out['http']['requests']} requests.")
     L.append("- Bare and bwrap rows: `subprocess.run` with `env={PATH: /usr/bin:/bin}` (what `env -i "
@@ -935,6 +1033,18 @@ def report(out, profile, argv_bin, elapsed):
             L.append(f"| {what} | {s[k]['n']} | {fmt_ms(s[k]['p50'])} | {fmt_ms(s[k]['p99'])} | "
                      f"{ratio_cells(s[k], s['bare'])} | {ratio_cells(s[k], s['bwrap'])} |")
         L.append("")
+        if "jail_true" in out:
+            j = out["jail_true"]
+            L.append("The jail alone (`bench/jail_true.c`: `jail_spawn` + reap of `/bin/true` through the daemon's "
+                     "own jail code — namespaces, cgroup, mounts, Landlock, seccomp — interleaved with the baselines):")
+            L.append("")
+            L.append("| row | n | p50 ms | p99 ms | × bwrap `/bin/true` (p50 / p99) |")
+            L.append("| --- | ---: | ---: | ---: | ---: |")
+            for k, what in (("bare_true", "bare `/bin/true`"), ("bwrap_true", "bwrap `/bin/true`"),
+                            ("jail_true", "sandboxd jail `/bin/true`")):
+                L.append(f"| {what} | {j[k]['n']} | {fmt_ms(j[k]['p50'])} | {fmt_ms(j[k]['p99'])} | "
+                         f"{ratio_cells(j[k], j['bwrap_true'])} |")
+            L.append("")
 
     if any(k in out for k in ("ctx_warm", "ctx_new", "restore", "idle")):
         L.append("### 4. Sandboxes and code contexts (python)")
@@ -993,7 +1103,7 @@ def report(out, profile, argv_bin, elapsed):
 
 def profile_desc(p):
     return (f"{p['lat_n']} samples per row ({p['paced_n']} for the idle-daemon rows, {p['nopool_n']} for "
-            f"`pool.size=0`) in {p['lat_rounds']} interleaved rounds (the order of the rows rotates each round), "
+            f"no warm pool) in {p['lat_rounds']} interleaved rounds (the order of the rows rotates each round), "
             f"after {p['lat_warm']} warm-ups each; throughput {p['tp_rounds']} round(s) × {p['tp_secs']:.0f} s "
             f"per row, interleaved; /bin/true rows {p['min_n']} samples; warm context {p['ctx_n']} calls; "
             f"{p['new_n']} fresh sandboxes; restore: {p['restore_restarts']} restart(s) × {p['restore_reps']} "
@@ -1070,6 +1180,8 @@ def main():
     ap.add_argument("--no-write", action="store_true", help="do not rewrite docs/benchmarks.md")
     ap.add_argument("--doc", default=DOC, help="markdown file to update (default docs/benchmarks.md)")
     ap.add_argument("--json", metavar="FILE", help="also write the raw figures as JSON")
+    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                    help="passed to every daemon (repeatable); recorded in the report")
     ap.add_argument("--sections", default="1,2,3,4", help="comma-separated subset of 1,2,3,4 (partial runs never write the doc)")
     args = ap.parse_args()
 
@@ -1091,9 +1203,17 @@ def main():
     signal.alarm(p["total_budget_s"])
 
     t_start = time.monotonic()
+    work = Workdir(args.sets)
+    try:
+        run_bin, digest = snapshot_binary(binary, work)
+    except (OSError, BenchError) as e:
+        work.cleanup()
+        print(f"bench: cannot snapshot {binary}: {e}", file=sys.stderr)
+        return 2
     out = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-           "profile": profile, "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in p.items()}}
-    out["machine"] = machine(binary)
+           "profile": profile, "sets": args.sets, "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in p.items()}}
+    out["machine"] = machine(run_bin)
+    out["machine"]["sandboxd"] += f" (binary sha256 {digest}…)"
     out["busy"] = {"start": cpu_pressure()}
     print(f"sandboxd bench ({profile}): {out['machine']['sandboxd']}, {out['machine']['nproc']} CPUs, "
           f"{out['machine']['kernel']}, load {out['busy']['start']['loadavg']}, CPU pressure "
@@ -1102,7 +1222,6 @@ def main():
         print("bench: warning: the machine is busy (load above 0.5); figures will be inflated and noisy",
               file=sys.stderr, flush=True)
 
-    work = Workdir()
     failures = []
 
     def attempt(name, fn, *a):
@@ -1115,7 +1234,8 @@ def main():
             failures.append(f"{name}: {e.__class__.__name__}: {e}")
             print(f"  FAILED {name}: {e}", file=sys.stderr, flush=True)
             for dm in work.daemons:
-                state = "running" if dm.proc and dm.proc.poll() is None else f"exited {dm.proc.returncode if dm.proc else '?'}"
+                state = (f"running (threads: {thread_states(dm.proc.pid)})" if dm.proc and dm.proc.poll() is None
+                         else f"exited {dm.proc.returncode if dm.proc else '?'}")
                 tail = "\n    ".join(dm.read_log().splitlines()[-12:])
                 print(f"  daemon {' '.join(dm.sets) or '(defaults)'} on port {dm.port}: {state}\n    {tail}",
                       file=sys.stderr, flush=True)
@@ -1126,16 +1246,22 @@ def main():
         if sections & {"1", "2", "3", "4"}:
             daemons = {}
             try:
-                daemons["main"] = work.daemon(binary).start()
+                daemons["main"] = work.daemon(run_bin).start()
             except Exception as e:  # noqa: BLE001
                 failures.append(f"start: {e}")
             if "main" in daemons and sections & {"1", "3"}:
                 # A second daemon with the warm pool off: the cold jailed spawn, for the extra rows.
-                try:
-                    daemons["nopool"] = work.daemon(binary, sets=["pool.size=0"]).start()
-                except Exception as e:  # noqa: BLE001
-                    out["nopool_error"] = str(e).splitlines()[0]
-                    print(f"  (no pool.size=0 rows: {out['nopool_error']})", file=sys.stderr, flush=True)
+                # pool.zygote=0 too: python's fork-server template is also a warm start.
+                for cold in (["pool.size=0", "pool.zygote=0"], ["pool.size=0"]):
+                    try:
+                        daemons["nopool"] = work.daemon(run_bin, sets=cold).start()
+                        out["cold_sets"] = cold
+                        out.pop("nopool_error", None)
+                        break
+                    except Exception as e:  # noqa: BLE001
+                        out["nopool_error"] = str(e).splitlines()[0]
+                if "nopool_error" in out:
+                    print(f"  (no cold-daemon rows: {out['nopool_error']})", file=sys.stderr, flush=True)
             if "main" in daemons:
                 d = daemons["main"]
                 d.settle()  # let the warm pools fill before anything is timed
@@ -1152,17 +1278,18 @@ def main():
                     d.settle()
                     attempt("2 throughput", section_throughput, p, d, out)
                 d.stop()
-                if d.proc.returncode not in (0, None):
-                    failures.append(f"daemon exited {d.proc.returncode} on SIGTERM:\n{d.read_log()}")
             if "4" in sections:
-                attempt("4c restore", section_restore, p, work, binary, out)
-                attempt("4d idle", section_idle, p, work, binary, out)
+                attempt("4c restore", section_restore, p, work, run_bin, out)
+                attempt("4d idle", section_idle, p, work, run_bin, out)
     except BenchError as e:
         failures.append(str(e))
     finally:
         signal.alarm(0)
         work.cleanup()
 
+    out["notes"] = [n for dm in work.daemons for n in dm.notes]
+    for n in out["notes"]:
+        print(f"bench: note: {n}", file=sys.stderr)
     elapsed = time.monotonic() - t_start
     out["elapsed_s"] = elapsed
     out["busy"]["end"] = cpu_pressure()
