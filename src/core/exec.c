@@ -120,9 +120,8 @@ int engine_new(const struct config *cfg, struct engine **ret, const char **ret_e
                         struct zygote *z = &e->zygotes[e->nzygotes++];
                         z->rt = rt;
                         pthread_mutex_init(&z->lock, NULL);
-                } else {
-                        e->pools[e->npools++].rt = rt;
                 }
+                e->pools[e->npools++].rt = rt;
         }
         if ((cfg->pool_size > 0 && e->npools > 0) || e->nzygotes > 0)
                 e->filler_started = pthread_create(&e->filler, NULL, filler_main, e) == 0;
@@ -179,8 +178,7 @@ json_t *engine_pool_stats(struct engine *e)
         for (size_t i = 0; i < e->npools; i++) {
                 struct pool *p = &e->pools[i];
                 json_object_set_new(o, p->rt->id,
-                                    json_pack("{s:s, s:I, s:I, s:I, s:I}", "kind", "pool", "ready",
-                                              (json_int_t)p->n, "target",
+                                    json_pack("{s:I, s:I, s:I, s:I}", "ready", (json_int_t)p->n, "target",
                                               (json_int_t)e->cfg.pool_size, "hits", (json_int_t)p->hits,
                                               "misses", (json_int_t)p->misses));
         }
@@ -188,10 +186,12 @@ json_t *engine_pool_stats(struct engine *e)
         for (size_t i = 0; i < e->nzygotes; i++) {
                 struct zygote *z = &e->zygotes[i];
                 pthread_mutex_lock(&z->lock);
-                json_object_set_new(o, z->rt->id,
-                                    json_pack("{s:s, s:b, s:I, s:I}", "kind", "template", "alive",
-                                              kproc_alive(z->kp), "forks", (json_int_t)z->forks, "failures",
-                                              (json_int_t)z->failures));
+                json_t *entry = json_object_get(o, z->rt->id);
+                if (!entry)
+                        json_object_set_new(o, z->rt->id, entry = json_object());
+                json_object_set_new(entry, "template",
+                                    json_pack("{s:b, s:I, s:I}", "alive", kproc_alive(z->kp), "forks",
+                                              (json_int_t)z->forks, "failures", (json_int_t)z->failures));
                 pthread_mutex_unlock(&z->lock);
         }
         return o;
@@ -853,9 +853,12 @@ json_t *exec_stateless(struct engine *e, const struct runtime *rt, const char *c
         struct exec_limits lim;
         exec_limits_from_config(&e->cfg, &lim);
         uint64_t t0 = now_ns();
-        struct kproc *kp = zygote_fork(e, rt, &lim);
+        /* Cheapest first: a booted pool member answers fastest; when the
+         * pool is drained (sustained load) a template fork costs far less
+         * CPU than a cold interpreter start. */
+        struct kproc *kp = pool_take(e, rt);
         if (!kp)
-                kp = pool_take(e, rt);
+                kp = zygote_fork(e, rt, &lim);
         bool pooled = kp != NULL;
         int r = 0;
         if (!kp && (r = kproc_spawn(e, rt, "once", NULL, false, &lim, &kp, ret_err)) < 0) {

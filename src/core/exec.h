@@ -20,8 +20,8 @@ int engine_new(const struct config *cfg, struct engine **ret, const char **ret_e
 void engine_free(struct engine *e);
 const struct config *engine_config(const struct engine *e);
 enum cgroup_backend engine_cgroup_backend(const struct engine *e);
-/* Warm-start statistics per language (new ref): pools {kind:"pool", ready,
- * target, hits, misses}; templates {kind:"template", alive, forks, failures}. */
+/* Warm-start statistics per language (new ref): {ready, target, hits,
+ * misses[, template: {alive, forks, failures}]}. */
 json_t *engine_pool_stats(struct engine *e);
 /* SIGKILLs every live kernel process (shutdown). */
 void engine_kill_all(struct engine *e);

@@ -111,6 +111,5 @@ def test_ready_reports_pools(daemon):
     assert status == 200
     pools = body["pools"]
     assert set(pools) >= {"python", "javascript", "perl", "ruby"}
-    assert pools["python"]["kind"] == "template" and pools["python"]["alive"] is True
-    assert pools["python"]["forks"] > 0  # the suite's python executions went through it
-    assert all(p["target"] >= 0 for p in pools.values() if p["kind"] == "pool")
+    assert pools["python"]["template"]["alive"] is True
+    assert all(p["target"] >= 0 for p in pools.values())
