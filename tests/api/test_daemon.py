@@ -113,3 +113,41 @@ def test_ready_reports_pools(daemon):
     assert set(pools) >= {"python", "javascript", "perl", "ruby"}
     assert pools["python"]["template"]["alive"] is True
     assert all(p["target"] >= 0 for p in pools.values())
+
+
+def test_template_executions_are_jailed_and_isolated():
+    """pool.size=0: every python execution is forked from the template."""
+    d = Daemon(sets=["pool.size=0", "limits.wall_ms=4000", "limits.cpu_ms=2000", "limits.memory_bytes=128M"])
+    try:
+        probe = """
+import os, socket, signal
+st = dict(l.split(':\\t', 1) for l in open('/proc/self/status').read().splitlines() if ':\\t' in l)
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    inet = 'open'
+except OSError:
+    inet = 'refused'
+import ctypes
+userns = ctypes.CDLL(None, use_errno=True).unshare(0x10000000)
+[os.getuid(), int(st['CapEff'], 16), int(st['CapBnd'], 16), st['NoNewPrivs'].strip(), st['Seccomp'].strip(),
+ sorted(int(p) for p in os.listdir('/proc') if p.isdigit()), inet, userns, os.path.exists('/tmp/mark'),
+ os.getpgid(0) == os.getpid() or os.getsid(0) != 1]
+"""
+        for _ in range(3):
+            res = d.execute("python", probe)
+            uid, capeff, capbnd, nnp, seccomp, pids, inet, userns, mark, _own = res["results"][0]["json"]
+            assert uid == 65534 and capeff == 0 and capbnd == 0 and nnp == "1" and seccomp == "2"
+            assert max(pids) < 10 and inet == "refused" and userns == -1 and mark is False
+            d.execute("python", "open('/tmp/mark', 'w').write('x')\nimport json\njson.LEAK = 1")
+        # Limits hold on this path too.
+        assert d.execute("python", "while True: pass")["error"]["name"] == "ExecutionLimitError"
+        assert d.execute("python", "b = bytearray(1024**3)\nb[::4096] = b'x' * (len(b) // 4096)")["error"]["name"] in (
+            "ExecutionLimitError", "MemoryError")
+        # A guest killing its own process group cannot reach the template.
+        d.execute("python", "import os, signal\nos.kill(0, signal.SIGKILL)")
+        assert d.execute("python", "6 * 7")["results"] == [{"text": "42"}]
+        status, ready, _ = d.get("/ready")
+        tmpl = ready["pools"]["python"]["template"]
+        assert tmpl["alive"] is True and tmpl["forks"] >= 8
+    finally:
+        d.cleanup()
