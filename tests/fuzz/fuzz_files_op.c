@@ -23,9 +23,11 @@
  *    beneath /workspace and a timestamp, and serialises to JSON that parses
  *    back; a failure has a known status, a code, and a message/context
  *    that build a valid ErrorResponse (as the gateway does).
- * The workspace is rebuilt when it grows past 512 entries or 4 MiB (which
- * the limits should prevent anyway), or before every input when the
- * environment has FUZZ_FILES_RESET=1 (exact reproduction of a crash). */
+ * Every input starts from the same pristine workspace, so a finding
+ * reproduces from its saved input alone and coverage feedback is stable:
+ * the tree is rebuilt before an input whenever the previous one sent a
+ * mutating op (write, mkdir, delete, rename, move) (so it can never grow
+ * across inputs either). State within one input comes from sequences. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +49,7 @@
 static char g_tmp[PATH_MAX];
 static int g_tmp_fd = -1;
 static int g_ws_fd = -1;
-static bool g_reset_each;
+static bool g_dirty; /* the previous input may have changed the workspace */
 static struct stat g_sentinel_st, g_tmp_st, g_passwd_st;
 /* "sentinel <32 random hex digits>\n": a read that ever returns the secret
  * read outside the workspace. Compared only with blind_find(), which is
@@ -188,8 +190,6 @@ int LLVMFuzzerInitialize(int *argc UNUSED, char ***argv UNUSED)
         g_passwd = malloc((size_t)g_passwd_st.st_size + 1);
         CHECK(g_passwd);
         CHECK(read_file_small("/etc/passwd", g_passwd, (size_t)g_passwd_st.st_size + 1, &g_passwd_len) == 0);
-        const char *reset = getenv("FUZZ_FILES_RESET");
-        g_reset_each = reset && strcmp(reset, "1") == 0;
         return 0;
 }
 
@@ -276,6 +276,10 @@ static void check_failure(struct files_error *err)
 
 static void run_one(json_t *request)
 {
+        static const char *const mutating[] = { "write", "mkdir", "delete", "rename", "move" };
+        const char *op = json_string_value(json_object_get(request, "op"));
+        for (size_t i = 0; op && i < ARRAY_SIZE(mutating); i++)
+                g_dirty |= strcmp(op, mutating[i]) == 0;
         struct files_error err;
         json_t *res = files_op(g_ws_fd, request, &LIMITS, 1700000000000ULL, (unsigned)getuid(),
                                (unsigned)getgid(), &err);
@@ -292,8 +296,10 @@ static void run_one(json_t *request)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        if (g_reset_each)
+        if (g_dirty) {
                 build_workspace();
+                g_dirty = false;
+        }
         /* The gateway parses /files bodies with validate_json_object(). */
         json_t *root = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, NULL);
         if (!root)
@@ -310,10 +316,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 run_one(root);
         }
         json_decref(root);
-
-        uint64_t entries = 0, bytes = 0;
-        int r = files_usage(g_ws_fd, &entries, &bytes);
-        if (r < 0 || entries > 512 || bytes > 4 * MiB)
-                build_workspace();
         return 0;
 }
