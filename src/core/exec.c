@@ -29,6 +29,7 @@ struct kproc {
         int replay_fd;              /* daemon end of the replay socket, or -1 */
         bool once;
         bool alive;
+        bool counters_fresh;        /* cgroup counters already reset after boot */
         struct buf ctl_in;          /* partial control-channel input */
         struct kproc *prev, *next;  /* engine's live list */
         struct kproc *dead_next;    /* engine's reap queue */
@@ -704,7 +705,10 @@ int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
 
         struct cgroup_usage u0 = { 0 };
         if (kp->jp.cg) {
-                cgroup_reset(kp->jp.cg);
+                /* Warm kernels were reset off the request path, after boot. */
+                if (!kp->counters_fresh)
+                        cgroup_reset(kp->jp.cg);
+                kp->counters_fresh = false;
                 cgroup_read_usage(kp->jp.cg, &u0);
         }
         struct run_state s = {
@@ -887,13 +891,13 @@ json_t *exec_stateless(struct engine *e, const struct runtime *rt, const char *c
 
 /* ---- off-request-path teardown ---- */
 
-/* Kills a used kernel now and leaves reaping, cgroup recycling and fd
- * closing to the reaper thread. */
+/* Hands a used kernel to the reaper thread, which kills it, reaps it,
+ * recycles its cgroup and closes its fds — all off the request path (a
+ * once-mode kernel is already exiting by itself). */
 static void engine_bury(struct engine *e, struct kproc *k)
 {
         if (!k)
                 return;
-        kproc_kill(k);
         pthread_mutex_lock(&e->lock);
         k->dead_next = e->dead;
         e->dead = k;
@@ -1025,6 +1029,8 @@ static void *filler_main(void *arg)
                 int r = kproc_spawn(e, rt, "once", NULL, false, &lim, &k, &why);
                 if (r == 0 && (r = kproc_wait_ready(k, 10000)) < 0)
                         why = "boot";
+                if (r == 0 && k->jp.cg && cgroup_reset(k->jp.cg) == 0)
+                        k->counters_fresh = true; /* boot is not the request's usage */
                 if (r < 0) {
                         log_warn("msg=\"pool spawn failed\" lang=%s step=%s err=\"%s\"", rt->id, why ? why : "?",
                                  strerror(-r));
@@ -1237,8 +1243,10 @@ static struct kproc *zygote_fork(struct engine *e, const struct runtime *rt, con
                 goto fail;
         }
         struct jail_proc jp = k->jp;
+        /* A new or recycled (reset) cgroup: nothing to reset again. */
         *k = (struct kproc){ .engine = e, .rt = rt, .jp = jp, .out_fd = out[0], .err_fd = err[0],
-                             .ctl_fd = ctl[0], .replay_fd = -1, .once = true, .alive = true };
+                             .ctl_fd = ctl[0], .replay_fd = -1, .once = true, .alive = true,
+                             .counters_fresh = true };
         buf_init(&k->ctl_in, lim->result_bytes * 8 + 1 * MiB);
         set_nonblock(k->out_fd);
         set_nonblock(k->err_fd);
