@@ -472,13 +472,13 @@ struct run_state {
         size_t pending_len, pending_off;
         uint64_t start_ns, deadline_ns, cpu_base;
         uint64_t newlines;
+        uint64_t bytes;       /* stdout+stderr bytes seen, kept or not */
         bool out_eof, err_eof;
 };
 
 static bool output_over_limit(struct run_state *s)
 {
-        size_t bytes = s->o->out.len + s->o->err.len;
-        return bytes > s->lim->output_bytes || s->newlines > s->lim->output_entries;
+        return s->bytes > s->lim->output_bytes || s->newlines > s->lim->output_entries;
 }
 
 static void hit_limit(struct run_state *s, enum exec_limit l)
@@ -501,7 +501,14 @@ static bool read_guest_pipe(struct run_state *s, int fd, struct buf *b)
                         return false;
                 for (ssize_t i = 0; i < n; i++)
                         s->newlines += tmp[i] == '\n';
+                s->bytes += (uint64_t)n;
+                /* Keep at most output_bytes in all: what the caller gets back
+                 * after an output limit is exactly the allowance. */
+                size_t kept = s->o->out.len + s->o->err.len;
+                size_t left = s->lim->output_bytes > kept ? s->lim->output_bytes - kept : 0;
                 size_t room = b->max > b->len ? b->max - b->len : 0;
+                if (room > left)
+                        room = left;
                 buf_append(b, tmp, (size_t)n < room ? (size_t)n : room);
                 if (output_over_limit(s))
                         hit_limit(s, EXEC_LIMIT_OUTPUT);
@@ -685,8 +692,8 @@ int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
 {
         struct exec_outcome *o = ret;
         *o = (struct exec_outcome){ 0 };
-        buf_init(&o->out, lim->output_bytes + 1);
-        buf_init(&o->err, lim->output_bytes + 1);
+        buf_init(&o->out, lim->output_bytes);
+        buf_init(&o->err, lim->output_bytes);
         if (!kp->alive)
                 return -ESRCH;
 
