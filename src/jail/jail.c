@@ -1036,7 +1036,10 @@ int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels
                 return r;
         }
         char name[64];
-        snprintf(name, sizeof(name), "sandboxd-%d", (int)getpid());
+        /* pid plus start time: a daemon killed with -9 leaves its (empty)
+         * groups behind, and pids wrap around quickly on a busy host; a
+         * restart that inherited the old pid must not collide with them. */
+        snprintf(name, sizeof(name), "sandboxd-%d-%llx", (int)getpid(), (unsigned long long)wall_ms());
         if ((r = cgroup_root_open(name, cgroup_force, &ctx->cgroot)) < 0) {
                 *ret_err = "cannot open the cgroup root";
                 return r;

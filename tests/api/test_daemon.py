@@ -13,7 +13,7 @@ from conftest import BIN, Daemon, free_port
 
 def jail_processes(daemon_pid):
     """Host pids of processes still in a cgroup of that daemon's jails."""
-    marker = f"/sandboxd-{daemon_pid}/"
+    marker = f"/sandboxd-{daemon_pid}-"
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
