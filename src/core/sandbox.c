@@ -616,34 +616,30 @@ json_t *sbx_context_delete(struct sandbox_mgr *m, const char *id, const char *ci
 
 /* ---- execution in a context ---- */
 
-struct replay_cells {
-        struct cell_row *cells;
-        size_t n, cap;
+struct replay {
+        struct context *c;
+        struct exec_limits lim;
+        size_t cells, bad;
 };
 
-static void collect_cell(const struct cell_row *cell, void *userdata)
+/* Re-runs one journaled cell; store_cell_each calls this without holding
+ * the store lock, so a long replay blocks nobody else. */
+static void replay_cell(const struct cell_row *cell, void *userdata)
 {
-        struct replay_cells *rc = userdata;
-        if (rc->n == rc->cap) {
-                size_t cap = rc->cap ? rc->cap * 2 : 16;
-                struct cell_row *n = realloc(rc->cells, cap * sizeof(*n));
-                if (!n)
-                        return;
-                rc->cells = n;
-                rc->cap = cap;
+        struct replay *rp = userdata;
+        rp->cells++;
+        if (!kproc_alive(rp->c->kp)) {
+                rp->bad++;
+                return;
         }
-        rc->cells[rc->n++] = (struct cell_row){ cell->seq, strdup(cell->code), strdup(cell->env_json),
-                                                strdup(cell->cwd), cell->typescript };
-}
-
-static void replay_cells_done(struct replay_cells *rc)
-{
-        for (size_t i = 0; i < rc->n; i++) {
-                free((char *)rc->cells[i].code);
-                free((char *)rc->cells[i].env_json);
-                free((char *)rc->cells[i].cwd);
-        }
-        free(rc->cells);
+        json_t *env = parse_env(cell->env_json);
+        json_t *req = exec_build_request(cell->code, env, cell->cwd, cell->typescript, rp->lim.result_bytes, true);
+        struct exec_outcome o;
+        if (kproc_run(rp->c->kp, req, &rp->lim, &o) < 0 || o.died || o.limit != EXEC_LIMIT_NONE)
+                rp->bad++;
+        exec_outcome_done(&o);
+        json_decref(req);
+        json_decref(env);
 }
 
 /* Replays the journal into a fresh interpreter whose /workspace is a
@@ -651,27 +647,14 @@ static void replay_cells_done(struct replay_cells *rc)
  * Returns the number of cells that did not replay cleanly. */
 static size_t replay_journal(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim)
 {
-        struct replay_cells rc = { 0 };
-        store_cell_each(m->store, c->row.id, collect_cell, &rc);
-        struct exec_limits rlim = *lim;
-        rlim.output_bytes *= 4; /* output is discarded; never fail on it */
-        rlim.output_entries *= 4;
-        size_t bad = 0;
-        for (size_t i = 0; i < rc.n && kproc_alive(c->kp); i++) {
-                json_t *env = parse_env(rc.cells[i].env_json);
-                json_t *req = exec_build_request(rc.cells[i].code, env, rc.cells[i].cwd, rc.cells[i].typescript,
-                                                 lim->result_bytes, true);
-                struct exec_outcome o;
-                if (kproc_run(c->kp, req, &rlim, &o) < 0 || o.died || o.limit != EXEC_LIMIT_NONE)
-                        bad++;
-                exec_outcome_done(&o);
-                json_decref(req);
-                json_decref(env);
-        }
-        if (rc.n > 0 && kproc_alive(c->kp) && kproc_end_replay(c->kp) < 0)
-                bad++;
-        replay_cells_done(&rc);
-        return bad;
+        struct replay rp = { .c = c, .lim = *lim };
+        rp.lim.output_bytes *= 4; /* output is discarded; never fail on it */
+        rp.lim.output_entries *= 4;
+        if (store_cell_each(m->store, c->row.id, replay_cell, &rp) < 0)
+                rp.bad++; /* an unreadable journal cannot have rebuilt the state */
+        if (rp.cells > 0 && kproc_alive(c->kp) && kproc_end_replay(c->kp) < 0)
+                rp.bad++;
+        return rp.bad;
 }
 
 /* Makes the context's interpreter resident, restoring state if it has a
