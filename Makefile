@@ -27,7 +27,10 @@ endif
 
 DEPS_STAMP := build/.deps-$(shell cat scripts/install-deps.sh 2>/dev/null | md5sum | cut -c1-12)
 
-SRCS     := $(shell find src -name '*.c' ! -name main.c | sort)
+# The fork-server shim is loaded into interpreters, not linked into the daemon.
+SHIM_SRC := src/runtimes/forkserver.c
+SHIM     := $(BUILD)/libsandboxd-forkserver.so
+SRCS     := $(filter-out $(SHIM_SRC),$(shell find src -name '*.c' ! -name main.c | sort))
 OBJS     := $(SRCS:%.c=$(BUILD)/obj/%.o)
 MAIN_OBJ := $(BUILD)/obj/src/main.o
 UNIT_SRCS := $(shell find tests/unit -name 'test_*.c' | sort)
@@ -37,7 +40,7 @@ TAP_OBJ  := $(BUILD)/obj/tests/unit/tap_main.o
 .PHONY: all deps run test unit api attacks check bench fuzz clean
 .DEFAULT_GOAL := all
 
-all: $(BUILD)/sandboxd
+all: $(BUILD)/sandboxd $(SHIM)
 
 $(DEPS_STAMP):
 	@bash scripts/install-deps.sh
@@ -60,17 +63,23 @@ $(BUILD)/libsandboxd.a: $(OBJS)
 $(BUILD)/sandboxd: $(MAIN_OBJ) $(BUILD)/libsandboxd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
+# Never sanitized (it runs inside python/perl, which lack the runtimes);
+# landlock.c is plain system calls, shared with the jail.
+$(SHIM): $(SHIM_SRC) src/jail/landlock.c src/runtimes/forkserver.h src/jail/proc_masks.h $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) -fPIC -shared -o $@ $(SHIM_SRC) src/jail/landlock.c
+
 $(BUILD)/unit/%: tests/unit/%.c $(TAP_OBJ) $(BUILD)/libsandboxd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(TAP_OBJ) $(BUILD)/libsandboxd.a $(PKG_LIBS) $(LDLIBS)
 
-run: $(BUILD)/sandboxd
+run: $(BUILD)/sandboxd $(SHIM)
 	$(BUILD)/sandboxd --listen 127.0.0.1:8787 --data-dir ./data
 
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do echo "# $$t"; $$t || fail=1; done; exit $$fail
 
-api: $(BUILD)/sandboxd
+api: $(BUILD)/sandboxd $(SHIM)
 	SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/api tests/kernels tests/attacks $(PYTEST_ARGS)
 
 # Fuzzers carry their own ASan+UBSan build, so the short fuzz runs happen
@@ -83,7 +92,7 @@ $(BUILD)/bench/jail_true: bench/jail_true.c $(BUILD)/libsandboxd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandboxd.a $(PKG_LIBS) $(LDLIBS)
 
-bench: $(BUILD)/sandboxd $(BUILD)/bench/jail_true
+bench: $(BUILD)/sandboxd $(SHIM) $(BUILD)/bench/jail_true
 	/usr/bin/python3 bench/run.py --bin $(abspath $(BUILD)/sandboxd)
 
 clean:

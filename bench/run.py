@@ -831,8 +831,8 @@ def cpu_pressure():
 
 
 def snapshot_binary(binary, work):
-    """Copies the binary and its kernels (BIN/../src/runtimes/kernels, where the
-    daemon looks by default) to a private directory, so that a rebuild during
+    """Copies the binary, the fork-server shim next to it and its kernels
+    (BIN/../src/runtimes/kernels, where the daemon looks by default) to a private directory, so that a rebuild during
     the run cannot mix two builds (e.g. across the restore section's restarts).
     Returns (path to run, sha256 prefix)."""
     import hashlib
@@ -852,6 +852,9 @@ def snapshot_binary(binary, work):
     else:
         raise BenchError(f"{binary} --version keeps failing")
     shutil.copytree(kernels, os.path.join(base, "src", "runtimes", "kernels"))
+    shim = os.path.join(os.path.dirname(binary), "libsandboxd-forkserver.so")
+    if os.path.exists(shim):  # without it the daemon runs without templates
+        shutil.copy2(shim, os.path.dirname(dst))
     with open(dst, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:12]
     return dst, digest

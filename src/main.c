@@ -79,20 +79,26 @@ static int apply_set(struct config *cfg, const char *kv)
         return config_set(cfg, key, eq + 1);
 }
 
+/* The directory of our own binary, or "." if it cannot be told. */
+static void exe_dir(char *out, size_t len)
+{
+        ssize_t n = readlink("/proc/self/exe", out, len - 1);
+        if (n <= 0) {
+                snprintf(out, len, ".");
+                return;
+        }
+        out[n] = '\0';
+        char *slash = strrchr(out, '/');
+        if (slash)
+                *slash = '\0';
+}
+
 /* Default kernels directory: the source tree next to the binary
  * (build/sandboxd → src/runtimes/kernels). */
 static void default_kernels_dir(char *out, size_t len)
 {
         char exe[PATH_MAX - 64];
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-        if (n <= 0) {
-                snprintf(out, len, "src/runtimes/kernels");
-                return;
-        }
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash)
-                *slash = '\0';
+        exe_dir(exe, sizeof(exe));
         snprintf(out, len, "%s/../src/runtimes/kernels", exe);
 }
 
@@ -121,6 +127,8 @@ static int build_config(const struct cli *cli, struct config *cfg)
                 cfg->insecure = true;
         if (!cfg->kernels_dir[0])
                 default_kernels_dir(cfg->kernels_dir, sizeof(cfg->kernels_dir));
+        if (!cfg->forkserver_dir[0]) /* the build puts the shim next to the binary */
+                exe_dir(cfg->forkserver_dir, sizeof(cfg->forkserver_dir));
         return 0;
 }
 

@@ -11,6 +11,7 @@ struct config {
         char listen[256];
         char data_dir[4096];
         char kernels_dir[4096];
+        char forkserver_dir[4096];
         char api_key[256];
         char log_level[16];
         char cgroup[8];           /* auto | v1 | v2 | none */

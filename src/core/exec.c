@@ -6,15 +6,15 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include <openssl/evp.h>
-#include <sys/resource.h>
 
 #include "core/log.h"
 #include "jail/seccomp.h"
+#include "runtimes/forkserver.h"
 
 /* How often CPU usage is sampled while a request runs. */
 #define CPU_TICK_MS 20
@@ -84,6 +84,7 @@ static void engine_bury(struct engine *e, struct kproc *k);
 static struct kproc *pool_take(struct engine *e, const struct runtime *rt);
 static struct kproc *zygote_fork(struct engine *e, const struct runtime *rt, const struct exec_limits *lim);
 static void zygotes_start(struct engine *e);
+static struct zygote *zygote_for(struct engine *e, const struct runtime *rt);
 
 int engine_new(const struct config *cfg, struct engine **ret, const char **ret_err)
 {
@@ -108,6 +109,12 @@ int engine_new(const struct config *cfg, struct engine **ret, const char **ret_e
                 free(e);
                 return r;
         }
+        bool templates = cfg->zygote && !e->jail.userns;
+        if (templates && (r = jail_ctx_set_forkserver_dir(&e->jail, cfg->forkserver_dir)) < 0) {
+                log_warn("msg=\"no fork-server templates: %s/%s not usable\" err=\"%s\"", cfg->forkserver_dir,
+                         JAIL_FORKSERVER_LIB, strerror(-r));
+                templates = false;
+        }
         pthread_cond_init(&e->fill_cond, NULL);
         pthread_cond_init(&e->reap_cond, NULL);
         e->reaper_started = pthread_create(&e->reaper, NULL, reaper_main, e) == 0;
@@ -117,7 +124,7 @@ int engine_new(const struct config *cfg, struct engine **ret, const char **ret_e
                         continue;
                 /* A template serves its language better than a pool; it
                  * needs a second mapped uid, i.e. a privileged daemon. */
-                if (rt->zygote && cfg->zygote && !e->jail.userns) {
+                if (rt->zygote && templates) {
                         struct zygote *z = &e->zygotes[e->nzygotes++];
                         z->rt = rt;
                         pthread_mutex_init(&z->lock, NULL);
@@ -330,7 +337,15 @@ int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
                                sizeof(scratch));
         if (r < 0)
                 return r;
-        exec_base_env(rt, spec.envp, JAIL_MAX_ENV);
+        size_t nenv = exec_base_env(rt, spec.envp, JAIL_MAX_ENV);
+        if (strcmp(mode, "zygote") == 0 && nenv + 3 < JAIL_MAX_ENV) {
+                spec.envp[nenv++] = "LD_PRELOAD=" JAIL_KERNELS_DIR "/" JAIL_FORKSERVER_LIB;
+                spec.envp[nenv++] = "SANDBOXD_FORKSERVER=1";
+                /* Resolve every symbol in the template, once: lazy binding
+                 * would redo it (and copy the GOT pages) in every fork. */
+                spec.envp[nenv++] = "LD_BIND_NOW=1";
+                spec.envp[nenv] = NULL;
+        }
 
         next_cgroup_name(e, cgname, sizeof(cgname));
         spec.cgroup_name = cgname;
@@ -711,13 +726,15 @@ int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
         free(line);
 
         struct cgroup_usage u0 = { 0 };
-        if (kp->jp.cg) {
-                /* Warm kernels were reset off the request path, after boot. */
-                if (!kp->counters_fresh)
-                        cgroup_reset(kp->jp.cg);
-                kp->counters_fresh = false;
+        if (kp->jp.cg && !kp->counters_fresh) {
+                /* A resident kernel's group counts from its last request:
+                 * restart the counters. Warm pool members were reset off
+                 * the request path, after boot, and have used nothing since
+                 * (they wait for this request), so their baseline is 0. */
+                cgroup_reset(kp->jp.cg);
                 cgroup_read_usage(kp->jp.cg, &u0);
         }
+        kp->counters_fresh = false;
         struct run_state s = {
                 .kp = kp, .lim = lim, .o = o, .pending = pending, .pending_len = len + 1,
                 .start_ns = now_ns(), .cpu_base = u0.cpu_ns,
@@ -1013,8 +1030,25 @@ static struct pool *pool_to_fill(struct engine *e)
         return best;
 }
 
-/* Keeps every language's pool at pool.size: spawns one kernel at a time,
- * waits until it has booted (imports done), then publishes it. */
+/* A pool member forked from the language's template, or NULL when there
+ * is none. Its first request is a warm-up (docs/kernel-protocol.md): the
+ * copy-on-write faults of the request path land here, off that path. */
+static struct kproc *pool_fork(struct engine *e, const struct runtime *rt, const struct exec_limits *lim)
+{
+        if (!zygote_for(e, rt))
+                return NULL;
+        struct kproc *k = zygote_fork(e, rt, lim);
+        static const char warmup[] = "{\"warmup\":true}\n";
+        if (k && (write_all(k->ctl_fd, warmup, sizeof(warmup) - 1) < 0 || kproc_wait_ready(k, 10000) < 0)) {
+                engine_bury(e, k);
+                return NULL;
+        }
+        return k;
+}
+
+/* Keeps every language's pool at pool.size: forks from the language's
+ * template where there is one, else spawns one kernel at a time, waits until
+ * it has booted (imports done), then publishes it. */
 static void *filler_main(void *arg)
 {
         struct engine *e = arg;
@@ -1031,11 +1065,14 @@ static void *filler_main(void *arg)
                 }
                 const struct runtime *rt = p->rt;
                 pthread_mutex_unlock(&e->lock);
-                struct kproc *k = NULL;
                 const char *why = NULL;
-                int r = kproc_spawn(e, rt, "once", NULL, false, &lim, &k, &why);
-                if (r == 0 && (r = kproc_wait_ready(k, 10000)) < 0)
-                        why = "boot";
+                int r = 0;
+                struct kproc *k = pool_fork(e, rt, &lim);
+                if (!k) {
+                        r = kproc_spawn(e, rt, "once", NULL, false, &lim, &k, &why);
+                        if (r == 0 && (r = kproc_wait_ready(k, 10000)) < 0)
+                                why = "boot";
+                }
                 if (r == 0 && k->jp.cg && cgroup_reset(k->jp.cg) == 0)
                         k->counters_fresh = true; /* boot is not the request's usage */
                 if (r < 0) {
@@ -1062,34 +1099,34 @@ static void *filler_main(void *arg)
 
 /* ---- fork-server templates ---- */
 
-static char *base64_of(const void *data, size_t len)
-{
-        char *out = malloc(4 * ((len + 2) / 3) + 1);
-        if (out)
-                EVP_EncodeBlock((unsigned char *)out, data, (int)len);
-        return out;
-}
-
-/* The template's configuration: what every forked executor applies to
- * itself before running guest code (the same policy as any jail). */
-static json_t *zygote_config(struct engine *e, const struct exec_limits *lim)
+/* The template's configuration (runtimes/forkserver.h): what every forked
+ * executor applies to itself before running guest code, the same policy as
+ * any jail. Written once, right after the template has booted. */
+static int zygote_send_config(struct engine *e, struct kproc *k, const struct exec_limits *lim)
 {
         const struct config *cfg = &e->cfg;
         const struct seccomp_prog *sp = e->jail.seccomp;
-        char *bpf = base64_of(sp->fprog.filter, (size_t)sp->fprog.len * sizeof(struct sock_filter));
-        char tmp[128], ws[128];
-        snprintf(tmp, sizeof(tmp), "size=%llu,nr_inodes=%llu,mode=1777", (unsigned long long)cfg->tmp_bytes,
-                 (unsigned long long)cfg->tmp_inodes);
-        snprintf(ws, sizeof(ws), "size=%llu,nr_inodes=%llu,mode=0777", (unsigned long long)cfg->workspace_bytes,
-                 (unsigned long long)cfg->workspace_inodes);
-        json_int_t cpu = (json_int_t)(lim->cpu_ms / 1000 + 2);
-        json_t *c = json_pack("{s:{s:s, s:s, s:s, s:i, s:[[i,I,I],[i,I,I],[i,I,I],[i,i,i],[i,i,i]]}}", "zygote",
-                              "seccomp", bpf ? bpf : "", "tmpOpts", tmp, "wsOpts", ws, "uid", JAIL_UID, "rlimits",
-                              RLIMIT_CPU, cpu, cpu + 1, RLIMIT_FSIZE, (json_int_t)cfg->file_bytes,
-                              (json_int_t)cfg->file_bytes, RLIMIT_NOFILE, (json_int_t)cfg->nofile,
-                              (json_int_t)cfg->nofile, RLIMIT_CORE, 0, 0, RLIMIT_MSGQUEUE, 0, 0);
-        free(bpf);
-        return c;
+        uint32_t bpf_len = (uint32_t)(sp->fprog.len * sizeof(struct sock_filter));
+        struct forkserver_config c = {
+                .magic = FORKSERVER_MAGIC, .version = FORKSERVER_VERSION, .uid = JAIL_UID, .gid = JAIL_GID,
+                .bpf_len = bpf_len, .landlock = e->jail.landlock,
+        };
+        snprintf(c.tmp_opts, sizeof(c.tmp_opts), "size=%llu,nr_inodes=%llu,mode=1777",
+                 (unsigned long long)cfg->tmp_bytes, (unsigned long long)cfg->tmp_inodes);
+        snprintf(c.ws_opts, sizeof(c.ws_opts), "size=%llu,nr_inodes=%llu,mode=0777",
+                 (unsigned long long)cfg->workspace_bytes, (unsigned long long)cfg->workspace_inodes);
+        uint64_t cpu = lim->cpu_ms / 1000 + 2;
+        const struct forkserver_rlimit rl[] = {
+                { RLIMIT_CPU, 0, cpu, cpu + 1 },
+                { RLIMIT_FSIZE, 0, cfg->file_bytes, cfg->file_bytes },
+                { RLIMIT_NOFILE, 0, cfg->nofile, cfg->nofile },
+                { RLIMIT_CORE, 0, 0, 0 },
+                { RLIMIT_MSGQUEUE, 0, 0, 0 },
+        };
+        memcpy(c.rlimits, rl, sizeof(rl));
+        c.nrlimits = ARRAY_SIZE(rl);
+        int r = write_all(k->ctl_fd, &c, sizeof(c));
+        return r < 0 ? r : write_all(k->ctl_fd, sp->fprog.filter, bpf_len);
 }
 
 /* Starts (or restarts) a template; caller holds z->lock. */
@@ -1102,17 +1139,14 @@ static int zygote_start(struct engine *e, struct zygote *z)
         z->kp = NULL;
         struct kproc *k = NULL;
         int r = kproc_spawn(e, z->rt, "zygote", NULL, false, &lim, &k, &why);
-        if (r == 0) {
-                json_t *cfg = zygote_config(e, &lim);
-                char *line = json_dumps(cfg, JSON_COMPACT);
-                json_decref(cfg);
-                r = line ? write_all(k->ctl_fd, line, strlen(line)) : -ENOMEM;
-                if (r == 0)
-                        r = write_all(k->ctl_fd, "\n", 1);
-                free(line);
-                if (r == 0 && (r = kproc_wait_ready(k, 10000)) < 0)
-                        why = "boot";
-        }
+        /* Two "ready" lines: the kernel's once booted, then the shim's once
+         * it has the configuration and serves forks. */
+        if (r == 0 && (r = kproc_wait_ready(k, 10000)) < 0)
+                why = "boot";
+        if (r == 0 && (r = zygote_send_config(e, k, &lim)) < 0)
+                why = "config";
+        if (r == 0 && (r = kproc_wait_ready(k, 10000)) < 0)
+                why = "forkserver";
         if (r < 0) {
                 log_warn("msg=\"template start failed\" lang=%s step=%s err=\"%s\"", z->rt->id, why, strerror(-r));
                 engine_bury(e, k);

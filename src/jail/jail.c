@@ -21,6 +21,7 @@
 
 #include "core/util.h"
 #include "jail/landlock.h"
+#include "jail/proc_masks.h"
 #include "jail/seccomp.h"
 
 /* Steps reported by a failing child, so the daemon can say which one broke. */
@@ -55,11 +56,6 @@ static const char *const dev_binds[] = { "null", "zero", "full", "random", "uran
 
 /* procfs entries that leak host state even inside a pid namespace; masked
  * with /dev/null as OCI runtimes do. */
-static const char *const proc_masks[] = {
-        "kcore", "kallsyms", "keys", "timer_list", "sched_debug", "sysrq-trigger", "kmsg",
-        "latency_stats", "config.gz", "modules", "vmallocinfo", "slabinfo", "pagetypeinfo",
-        "buddyinfo", "zoneinfo", "iomem", "ioports", "kpagecount", "kpageflags", "kpagecgroup",
-};
 
 #define PATHLEN 4200
 
@@ -203,8 +199,8 @@ static void setup_proc(const struct child_args *a)
          * they mask their own copy. */
         if (a->spec->template)
                 return;
-        for (size_t i = 0; i < ARRAY_SIZE(proc_masks); i++) {
-                path_join(dst, proc, proc_masks[i]);
+        for (size_t i = 0; i < ARRAY_SIZE(jail_proc_masks); i++) {
+                path_join(dst, proc, jail_proc_masks[i]);
                 if (access(dst, F_OK) < 0)
                         continue;
                 CHECK(a, STEP_PROC, mount("/dev/null", dst, NULL, MS_BIND, NULL));
@@ -370,6 +366,8 @@ static void setup_kernels(const struct child_args *a, const char *dst)
         int ddir = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         CHECK(a, STEP_KERNELS, ddir);
         CHECK(a, STEP_KERNELS, copy_tree_at(sdir, ddir, KERNELS_MAX_DEPTH));
+        if (a->spec->template)
+                CHECK(a, STEP_KERNELS, copy_file_at(a->ctx->forkserver_dir_fd, ddir, JAIL_FORKSERVER_LIB));
         close(sdir);
         close(ddir);
         CHECK(a, STEP_KERNELS, mount(NULL, dst, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
@@ -538,10 +536,24 @@ static void setup_fds(struct child_args *a)
         CHECK(a, STEP_FDS, (int)syscall(SYS_close_range, 5U, ~0U, 0U));
 }
 
+/* The workload starts like a login would start it: nothing blocked and
+ * every disposition at its default. The daemon blocks SIGTERM/SIGINT (for
+ * its signal thread) and ignores SIGPIPE, and both survive execve. */
+static void reset_signals(void)
+{
+        struct sigaction dfl = { .sa_handler = SIG_DFL };
+        for (int sig = 1; sig < NSIG; sig++)
+                (void)sigaction(sig, &dfl, NULL); /* SIGKILL, SIGSTOP, glibc's own: EINVAL */
+        sigset_t none;
+        sigemptyset(&none);
+        (void)sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 static void exec_workload(struct child_args *a)
 {
         const struct jail_spec *s = a->spec;
         setup_fds(a);
+        reset_signals();
         CHECK(a, STEP_PRIVS, prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0));
         apply_rlimits(a);
         if (s->template) {
@@ -997,7 +1009,7 @@ int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels
                   int cgroup_force, const char **ret_err)
 {
         int r;
-        *ctx = (struct jail_ctx){ .netns_fd = -1, .kernels_fd = -1 };
+        *ctx = (struct jail_ctx){ .netns_fd = -1, .kernels_fd = -1, .forkserver_dir_fd = -1 };
         pthread_mutex_init(&ctx->cg_lock, NULL);
         ctx->userns = geteuid() != 0;
         ctx->outer_uid = geteuid();
@@ -1047,6 +1059,22 @@ int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels
         return 0;
 }
 
+int jail_ctx_set_forkserver_dir(struct jail_ctx *ctx, const char *dir)
+{
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (faccessat(fd, JAIL_FORKSERVER_LIB, R_OK, 0) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        if (ctx->forkserver_dir_fd >= 0)
+                close(ctx->forkserver_dir_fd);
+        ctx->forkserver_dir_fd = fd;
+        return 0;
+}
+
 void jail_ctx_done(struct jail_ctx *ctx)
 {
         while (ctx->cg_nfree > 0)
@@ -1061,6 +1089,9 @@ void jail_ctx_done(struct jail_ctx *ctx)
         if (ctx->kernels_fd >= 0)
                 close(ctx->kernels_fd);
         ctx->kernels_fd = -1;
+        if (ctx->forkserver_dir_fd >= 0)
+                close(ctx->forkserver_dir_fd);
+        ctx->forkserver_dir_fd = -1;
         /* Remove our (empty) mount point directories under /run. */
         if (strncmp(ctx->root_dir, "/run/sandboxd/", 14) == 0) {
                 char dir[4096];

@@ -18,6 +18,8 @@
 #define JAIL_UID 65534
 #define JAIL_GID 65534
 #define JAIL_KERNELS_DIR "/opt/sandboxd/kernels"
+/* The fork-server shim (src/runtimes/forkserver.c), next to the kernels in templates. */
+#define JAIL_FORKSERVER_LIB "libsandboxd-forkserver.so"
 #define JAIL_WORKSPACE "/workspace"
 #define JAIL_MAX_ARGS 16
 #define JAIL_MAX_ENV 64
@@ -45,6 +47,8 @@ struct jail_ctx {
         char kernels_dir[4096]; /* host dir bound read-only at JAIL_KERNELS_DIR */
         int kernels_fd;         /* that dir, opened by the daemon: template jails
                                  * (another uid) may not traverse its parents */
+        int forkserver_dir_fd;  /* dir holding JAIL_FORKSERVER_LIB, copied into
+                                 * template jails; -1: no templates */
 };
 
 /* Creates the context: checks privileges, makes the shared netns, compiles
@@ -53,6 +57,9 @@ struct jail_ctx {
 int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels_dir,
                   int cgroup_force, const char **ret_err);
 void jail_ctx_done(struct jail_ctx *ctx);
+/* Finds JAIL_FORKSERVER_LIB in dir, for template
+ * jails. Returns 0 or -errno (templates are then unavailable). */
+int jail_ctx_set_forkserver_dir(struct jail_ctx *ctx, const char *dir);
 
 struct jail_limits {
         uint64_t memory_bytes;  /* cgroup memory limit; 0 = none */
@@ -81,7 +88,8 @@ struct jail_spec {
          * init swaps the real workspace in, answers one byte, and only then
          * drops its own privileges. -1: no overlay. */
         int replay_fd;
-        /* Fork-server template: the workload runs as uid 0 of a fresh user
+        /* Fork-server template: JAIL_FORKSERVER_LIB is copied next to the kernels
+         * (the spec's environment preloads it). The workload runs as uid 0 of a fresh user
          * namespace (JAIL_TEMPLATE_UID outside) with its own empty network
          * namespace, keeps its namespaced capabilities and gets no seccomp
          * filter, so it can give every forked child its own namespaces.

@@ -35,6 +35,7 @@ static struct runtime table[] = {
                 .version_argv = { "/usr/bin/perl", "-e", "printf qq{%vd\\n}, $^V" },
                 .capabilities = { "stdout", "env-vars", "last-expression-result", "standard-library" },
                 .contexts = true,
+                .zygote = true,
         },
         {
                 .id = "ruby", .name = "Ruby", .package = "ruby", .engine_name = "CRuby",

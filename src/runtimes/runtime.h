@@ -17,7 +17,7 @@ struct runtime {
         const char *capabilities[8];
         const char *extra_env[4]; /* added to the kernel's start-up environment */
         bool contexts;            /* REPL contexts supported */
-        bool zygote;              /* kernel has a fork-server ("zygote") mode */
+        bool zygote;              /* single-threaded: can be a fork-server template */
         char version[32];         /* probed at start-up */
         char engine[64];          /* "<engine_name> <version>" */
 };

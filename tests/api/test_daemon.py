@@ -151,3 +151,53 @@ userns = ctypes.CDLL(None, use_errno=True).unshare(0x10000000)
         assert tmpl["alive"] is True and tmpl["forks"] >= 8
     finally:
         d.cleanup()
+
+
+def test_perl_template_executions_are_jailed_and_isolated():
+    """pool.size=0: every perl execution is forked from the perl template."""
+    d = Daemon(sets=["pool.size=0", "limits.wall_ms=4000", "limits.cpu_ms=2000"])
+    try:
+        probe = r"""
+open(my $fh, '<', '/proc/self/status'); my %st = map { /^(\w+):\s*(.*)$/ ? ($1, $2) : () } <$fh>;
+opendir(my $d, '/proc'); my @pids = grep { /^\d+$/ } readdir($d);
+my $mark = -e '/tmp/mark' ? 1 : 0;
+open(my $w, '>', '/tmp/mark'); print $w 'x'; close $w;
+join(',', $<, hex($st{CapEff}), $st{NoNewPrivs}, $st{Seccomp}, scalar(@pids) < 10 ? 'few' : 'many', $mark)
+"""
+        for _ in range(3):
+            res = d.execute("perl", probe)
+            assert res["results"] == [{"text": "65534,0,1,2,few,0"}], res
+        status, ready, _ = d.get("/ready")
+        assert ready["pools"]["perl"]["template"]["alive"] is True
+        assert ready["pools"]["perl"]["template"]["forks"] >= 3
+    finally:
+        d.cleanup()
+
+
+def test_template_children_get_fresh_randomness_and_real_signals():
+    """Executors are forked below the interpreter (the fork-server shim), so
+    the kernels must reseed, and the executor must not be its namespace's
+    pid 1 (which would ignore signals it sends itself)."""
+    d = Daemon(sets=["pool.size=0", "limits.wall_ms=4000"])
+    try:
+        py = {d.execute("python", "import random\nrandom.getrandbits(64)")["results"][0]["text"] for _ in range(4)}
+        pl = {d.execute("perl", "int(rand(2**31))")["results"][0]["text"] for _ in range(4)}
+        assert len(py) == 4 and len(pl) == 4
+        res = d.execute("python", "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n'survived'")
+        assert "error" in res and res.get("results") != [{"text": "'survived'"}], res
+        assert d.execute("python", "import os\nos.getpid() != 1")["results"] == [{"text": "True"}]
+    finally:
+        d.cleanup()
+
+
+def test_cold_jails_start_with_default_signals():
+    """The daemon blocks SIGTERM/SIGINT and ignores SIGPIPE for itself; a
+    jailed workload must not inherit either (both survive execve)."""
+    d = Daemon(sets=["pool.size=0", "pool.zygote=0", "limits.wall_ms=4000"])
+    try:
+        res = d.execute("perl", "my @m = ($SIG{PIPE} // 'DEFAULT'); kill 'TERM', $$; sleep 1; 'survived'")
+        assert "error" in res and res.get("results") != [{"text": "survived"}], res
+        res = d.execute("python", "import signal\n[int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])]")
+        assert res["results"] == [{"json": []}], res
+    finally:
+        d.cleanup()

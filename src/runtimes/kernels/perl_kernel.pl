@@ -37,6 +37,10 @@ BEGIN {
 sub hard_exit { require POSIX; POSIX::_exit($_[0]); }
 
 my $MODE = $ARGV[0] // 'once';
+# A template (docs/kernel-protocol.md) is a once-mode kernel whose first read
+# of fd 3 becomes the fork server (libsandboxd-forkserver is preloaded).
+$MODE = 'once' if $MODE eq 'zygote';
+my $BOOT_PID = $$;
 my $DEFAULT_RESULT_LIMIT = 65536;
 my $WORKSPACE_ROOT = (defined $ENV{SANDBOX_WORKSPACE_ROOT} && length $ENV{SANDBOX_WORKSPACE_ROOT})
     ? $ENV{SANDBOX_WORKSPACE_ROOT} : '/workspace';
@@ -236,6 +240,14 @@ sub handle {
     return encode_response($entry, undef, confined_cwd());
 }
 
+# A template's executor is a fork perl never saw (the shim forks below it):
+# reseed, so executions forked from one template never share rand().
+sub adopt_process {
+    return if $$ == $BOOT_PID;
+    $BOOT_PID = $$;
+    srand();
+}
+
 sub main {
     # Warm up the real path once so the first request pays no lazy loading.
     handle({ code => '1+1', env => { %ENV } });
@@ -251,6 +263,14 @@ sub main {
             send_line(encode_response('[]', { name => 'EngineError', message => "bad request: $msg",
                                               traceback => [] }, confined_cwd()));
             last if $MODE eq 'once';
+            next;
+        }
+        adopt_process();
+        if ($MODE eq 'once' && $req->{warmup}) {
+            # A template's pool member runs the request path once before it
+            # is published, so its copy-on-write faults happen off that path.
+            handle({ code => '1+1', env => {} });
+            send_line('{"ready":true}');
             next;
         }
         send_line(handle($req));

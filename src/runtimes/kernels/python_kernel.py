@@ -1,6 +1,6 @@
 """sandboxd Python kernel (see docs/kernel-protocol.md).
 
-Run as: /usr/bin/python3 -I python_kernel.py once|repl
+Run as: /usr/bin/python3 -I python_kernel.py once|repl|zygote
 fd 3 is the control socket (newline-delimited JSON); fd 1/2 carry guest output.
 Only the standard library; keep the imports before "ready" minimal.
 """
@@ -112,6 +112,19 @@ class Kernel:
         sys.path.insert(0, WORKSPACE_ROOT)
         self.pid = os.getpid()
 
+    def adopt_process(self):
+        """A template's executor is a fork the interpreter never saw (the
+        fork-server shim forks below Python): take the new pid as ours and
+        reseed what fork would have reseeded, so executions forked from one
+        template never share a random sequence."""
+        pid = os.getpid()
+        if pid == self.pid:
+            return
+        self.pid = pid
+        rnd = sys.modules.get("random")
+        if rnd is not None:
+            rnd.seed()
+
     def _register_source(self, code):
         try:
             import linecache
@@ -155,11 +168,12 @@ class Kernel:
             cwd = req.get("cwd")
             if cwd:
                 os.chdir(cwd)
-            try:
-                import importlib
-                importlib.invalidate_caches()
-            except Exception:
-                pass
+            if self.mode == "repl":  # files may have changed since the last cell
+                try:
+                    import importlib
+                    importlib.invalidate_caches()
+                except Exception:
+                    pass
             value = self._run_code(req.get("code") or "")
             entry, size = _map_result(value)
             if entry is not None:
@@ -185,184 +199,6 @@ class Kernel:
         return {"results": results, "error": error, "cwd": _confined_cwd()}
 
 
-# ---- zygote mode: a fork server that never runs guest code itself ----------
-#
-# The template process is uid 0 of its own user namespace (capabilities
-# there, none on the host), already booted and warmed up. For each request
-# the daemon sends one byte with three fds (stdout, stderr, control socket)
-# over fd 3. The template forks; the child unshares mount, pid, ipc and uts
-# namespaces, forks a pid-1 reaper that mounts a private /tmp, /workspace and
-# /proc, and forks the executor, which reports its pid to the daemon with
-# SCM_CREDENTIALS (the daemon moves it into a fresh cgroup), then drops to the
-# jail uid, applies rlimits, Landlock scoping and the daemon's seccomp filter,
-# and only then serves the request like a once-mode kernel.
-
-_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC, _CLONE_NEWPID = 0x20000, 0x4000000, 0x8000000, 0x20000000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_RDONLY = 2, 4, 8, 1
-_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
-_PROC_MASKS = ("kcore", "kallsyms", "keys", "timer_list", "sched_debug", "sysrq-trigger", "kmsg",
-               "latency_stats", "config.gz", "modules", "vmallocinfo", "slabinfo", "pagetypeinfo",
-               "buddyinfo", "zoneinfo", "iomem", "ioports", "kpagecount", "kpageflags", "kpagecgroup")
-
-
-class _Zygote:
-    def __init__(self, cfg):
-        import base64
-        import ctypes
-        import socket
-        import struct
-        self.ctypes, self.socket, self.struct = ctypes, socket, struct
-        self.libc = ctypes.CDLL(None, use_errno=True)
-        self.libc.syscall.restype = ctypes.c_long
-        self.bpf = base64.b64decode(cfg["seccomp"])
-        self.tmp_opts = cfg["tmpOpts"].encode()
-        self.ws_opts = cfg["wsOpts"].encode()
-        self.rlimits = cfg.get("rlimits") or []
-        self.uid = int(cfg.get("uid", 65534))
-
-    def _check(self, ret, what):
-        if ret < 0:
-            err = self.ctypes.get_errno()
-            raise OSError(err, "%s: %s" % (what, os.strerror(err)))
-
-    def _mount(self, src, target, fstype, flags, data=None):
-        self._check(self.libc.mount(src, target, fstype, self.ctypes.c_ulong(flags), data), "mount " + target.decode())
-
-    def _private_mounts(self):
-        self._mount(None, b"/", None, _MS_REC | _MS_PRIVATE)
-        self._mount(b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV, self.tmp_opts)
-        self._mount(b"tmpfs", b"/workspace", b"tmpfs", _MS_NOSUID | _MS_NODEV, self.ws_opts)
-        self._mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-        for name in _PROC_MASKS:
-            path = b"/proc/" + name.encode()
-            if os.path.exists(path):
-                self._mount(b"/dev/null", path, None, _MS_BIND)
-        self._mount(b"/proc/sys", b"/proc/sys", None, _MS_BIND | _MS_REC)
-        self._mount(None, b"/proc/sys", None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
-
-    def _report_pid_and_wait(self):
-        sock = self.socket.socket(self.socket.AF_UNIX, self.socket.SOCK_STREAM, fileno=os.dup(CTL_FD))
-        creds = self.struct.pack("iII", os.getpid(), os.getuid(), os.getgid())
-        sock.sendmsg([b"P"], [(self.socket.SOL_SOCKET, self.socket.SCM_CREDENTIALS, creds)])
-        go = sock.recv(1)
-        sock.close()
-        if go != b"G":
-            os._exit(1)
-
-    def _confine(self):
-        import resource
-        for res, soft, hard in self.rlimits:
-            resource.setrlimit(res, (soft, hard))
-        for cap in range(64):  # empty bounding set (needs CAP_SETPCAP, so before setuid)
-            if self.libc.prctl(24, cap, 0, 0, 0) < 0 and self.ctypes.get_errno() != 22:
-                self._check(-1, "capbset_drop")
-        self.libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT_CLEAR_ALL
-        os.setgroups([])
-        os.setresgid(self.uid, self.uid, self.uid)
-        os.setresuid(self.uid, self.uid, self.uid)  # leaves every capability behind
-        ct = self.ctypes
-        # Landlock: scope abstract unix sockets and signals to this execution.
-        attr = self.struct.pack("QQQ", 0, 0, 3)
-        buf = ct.create_string_buffer(attr, len(attr))
-        fd = self.libc.syscall(444, buf, ct.c_size_t(len(attr)), ct.c_uint(0))
-        if fd >= 0:
-            self._check(self.libc.syscall(446, ct.c_int(fd), ct.c_uint(0)), "landlock_restrict_self")
-            os.close(fd)
-        # seccomp: the daemon's compiled policy (struct sock_fprog).
-        filt = ct.create_string_buffer(self.bpf, len(self.bpf))
-        prog = self.struct.pack("HxxxxxxQ", len(self.bpf) // 8, ct.addressof(filt))
-        pbuf = ct.create_string_buffer(prog, len(prog))
-        self._check(self.libc.prctl(22, 2, pbuf, 0, 0), "seccomp")  # PR_SET_SECCOMP, MODE_FILTER
-
-    def _executor(self):
-        os.closerange(4, 65536)
-        self._private_mounts()  # still namespace root here, in pid 1's mount namespace
-        self._report_pid_and_wait()
-        self._confine()
-        rnd = sys.modules.get("random")
-        if rnd is not None:
-            rnd.seed()
-        _serve("once", Kernel("once"), announce=True)
-
-    def _child(self, fds):
-        """Runs as pid 1 of the execution's new namespaces: forks the
-        executor, then only reaps (touching as little memory as possible,
-        since every page it writes is a copy-on-write fault)."""
-        import signal
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        # Own session and process group: kill(0, …) from the guest must not
-        # reach the template or other executions.
-        os.setsid()
-        for i, fd in enumerate(fds):
-            os.dup2(fd, i + 1)
-            os.close(fd)
-        executor = os.fork()
-        if executor == 0:
-            self._executor()
-            os._exit(0)
-        os.closerange(0, 65536)
-        while True:
-            try:
-                done, status = os.wait()
-            except ChildProcessError:
-                os._exit(0)
-            if done == executor:
-                os._exit(0)  # tears the namespace down, escapees included
-
-    def serve(self):
-        import gc
-        import signal
-        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-        # Everything allocated so far is shared with every child; keep the
-        # collector from walking (and so copying) those pages.
-        gc.collect()
-        gc.freeze()
-        sock = self.socket.socket(self.socket.AF_UNIX, self.socket.SOCK_STREAM, fileno=os.dup(CTL_FD))
-        _send({"ready": True})
-        while True:
-            msg, fds, _flags, _addr = self.socket.recv_fds(sock, 1, 3)
-            if not msg:
-                os._exit(0)
-            if len(fds) != 3:
-                for fd in fds:
-                    os.close(fd)
-                continue
-            # One raw clone() creates the child directly in new mount, pid,
-            # ipc and uts namespaces (pid 1 there), instead of fork +
-            # unshare + fork. The template is single-threaded, so skipping
-            # os.fork()'s interpreter bookkeeping is safe.
-            pid = self.libc.syscall(56, self.ctypes.c_ulong(_CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWIPC |
-                                                            _CLONE_NEWUTS | 17), 0, 0, 0, 0)
-            if pid == 0:
-                sock.close()
-                try:
-                    self._child(fds)
-                finally:
-                    os._exit(1)
-            for fd in fds:
-                os.close(fd)
-
-
-def _zygote_main():
-    os.set_inheritable(CTL_FD, False)
-    try:
-        sys.stdout.reconfigure(line_buffering=True)
-    except Exception:
-        pass
-    kernel = Kernel("once")
-    kernel.handle({"code": "1+1", "env": dict(os.environ)})
-    ctl = open(CTL_FD, "rb", buffering=0, closefd=False)
-    line = ctl.readline()  # {"zygote": {...}} from the daemon
-    cfg = json.loads(line)["zygote"]
-    # Nobody drains the template's own stdout/stderr pipes (each executor
-    # gets fresh ones): a stray warning must not be able to block it.
-    devnull = os.open("/dev/null", os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-    os.close(devnull)
-    _Zygote(cfg).serve()
-
-
 def _serve(mode, kernel, announce):
     ctl = open(CTL_FD, "rb", buffering=65536, closefd=False)
     if announce:
@@ -384,6 +220,13 @@ def _serve(mode, kernel, announce):
             if mode == "once":
                 break
             continue
+        kernel.adopt_process()
+        if req.get("warmup") is True and mode == "once":
+            # A template's pool member runs the request path once before it
+            # is published, so its copy-on-write faults happen off that path.
+            kernel.handle({"code": "1+1", "env": {}})
+            _send({"ready": True})
+            continue
         resp = kernel.handle(req)
         _send(resp)
         if mode == "once":
@@ -394,9 +237,7 @@ def _serve(mode, kernel, announce):
 
 def _main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "once"
-    if mode == "zygote":
-        _zygote_main()
-    if mode not in ("once", "repl"):
+    if mode not in ("once", "repl", "zygote"):
         sys.stderr.write("usage: python_kernel.py once|repl|zygote\n")
         os._exit(2)
     os.set_inheritable(CTL_FD, False)
@@ -408,6 +249,15 @@ def _main():
     # Warm up: one trivial cell through the real path loads the lazily
     # imported machinery, so the first real request pays none of it.
     kernel.handle({"code": "1+1", "env": dict(os.environ)})
+    if mode == "zygote":
+        # A template (docs/kernel-protocol.md): a once-mode kernel whose
+        # first read of fd 3 becomes the fork server (libsandboxd-forkserver
+        # is preloaded). Everything allocated so far is shared with every
+        # executor: keep the collector from walking (and copying) it.
+        import gc
+        gc.collect()
+        gc.freeze()
+        mode = "once"
     _serve(mode, kernel, announce=True)
 
 
