@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 
 
 #include "core/log.h"
@@ -36,6 +37,10 @@ struct kproc {
 };
 
 #define POOL_MAX 64
+/* A cold refill waits for the request that drained the pool to finish, at
+ * most this long (back-to-back requests never leave the daemon idle). A
+ * refill forked from a template is cheap and does not wait. */
+#define REFILL_GRACE_MS 25
 
 /* Warm interpreters of one language: already jailed, booted and waiting
  * for their single request. */
@@ -70,6 +75,8 @@ struct engine {
         pthread_t filler;
         pthread_cond_t fill_cond;
         bool filler_started, stopping;
+        size_t inflight;      /* stateless executions being served right now */
+        uint64_t refill_at_ns; /* refill even with executions in flight from then */
 
         /* Used kernels waiting to be killed and reaped off the request path. */
         struct kproc *dead;
@@ -84,6 +91,7 @@ static void engine_bury(struct engine *e, struct kproc *k);
 static struct kproc *pool_take(struct engine *e, const struct runtime *rt);
 static struct kproc *zygote_fork(struct engine *e, const struct runtime *rt, const struct exec_limits *lim);
 static void zygotes_start(struct engine *e);
+static void engine_inflight(struct engine *e, int delta);
 static struct zygote *zygote_for(struct engine *e, const struct runtime *rt);
 
 int engine_new(const struct config *cfg, struct engine **ret, const char **ret_err)
@@ -115,7 +123,11 @@ int engine_new(const struct config *cfg, struct engine **ret, const char **ret_e
                          JAIL_FORKSERVER_LIB, strerror(-r));
                 templates = false;
         }
-        pthread_cond_init(&e->fill_cond, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* filler_main's timed waits */
+        pthread_cond_init(&e->fill_cond, &ca);
+        pthread_condattr_destroy(&ca);
         pthread_cond_init(&e->reap_cond, NULL);
         e->reaper_started = pthread_create(&e->reaper, NULL, reaper_main, e) == 0;
         for (size_t i = 0; i < runtime_count() && i < ARRAY_SIZE(e->pools); i++) {
@@ -880,6 +892,7 @@ json_t *exec_stateless(struct engine *e, const struct runtime *rt, const char *c
 {
         struct exec_limits lim;
         exec_limits_from_config(&e->cfg, &lim);
+        engine_inflight(e, +1);
         uint64_t t0 = now_ns();
         /* Cheapest first: a booted pool member answers fastest; when the
          * pool is drained (sustained load) a template fork costs far less
@@ -891,6 +904,7 @@ json_t *exec_stateless(struct engine *e, const struct runtime *rt, const char *c
         int r = 0;
         if (!kp && (r = kproc_spawn(e, rt, "once", NULL, false, &lim, &kp, ret_err)) < 0) {
                 log_error_errno(r, "msg=\"spawn failed\" lang=%s step=%s", rt->id, *ret_err);
+                engine_inflight(e, -1);
                 return NULL;
         }
         json_t *req = exec_build_request(code, env, JAIL_WORKSPACE, typescript, lim.result_bytes, false);
@@ -910,7 +924,21 @@ json_t *exec_stateless(struct engine *e, const struct runtime *rt, const char *c
         }
         exec_outcome_done(&o);
         engine_bury(e, kp);
+        engine_inflight(e, -1);
         return res;
+}
+
+/* Counts the stateless executions in progress. A refill waits until none
+ * is, or REFILL_GRACE_MS (see filler_main): started next to a request (a
+ * cold node start is ~100 ms of CPU) it competes with it for the cores and
+ * delays its answer; after the answer it competes with nothing. */
+static void engine_inflight(struct engine *e, int delta)
+{
+        pthread_mutex_lock(&e->lock);
+        e->inflight += (size_t)delta;
+        if (e->inflight == 0)
+                pthread_cond_signal(&e->fill_cond);
+        pthread_mutex_unlock(&e->lock);
 }
 
 /* ---- off-request-path teardown ---- */
@@ -1012,6 +1040,7 @@ static struct kproc *pool_take(struct engine *e, const struct runtime *rt)
                         p->hits++;
                 else
                         p->misses++;
+                e->refill_at_ns = now_ns() + REFILL_GRACE_MS * 1000000ULL;
                 pthread_cond_signal(&e->fill_cond);
         }
         pthread_mutex_unlock(&e->lock);
@@ -1059,6 +1088,18 @@ static void *filler_main(void *arg)
         pthread_mutex_lock(&e->lock);
         while (!e->stopping) {
                 struct pool *p = pool_to_fill(e);
+                uint64_t now = now_ns();
+                if (p && e->inflight && now < e->refill_at_ns && !zygote_for(e, p->rt)) {
+                        /* Wait for the request to finish, or for the grace
+                         * period to end under back-to-back requests. */
+                        struct timespec until;
+                        clock_gettime(CLOCK_MONOTONIC, &until);
+                        uint64_t ns = (uint64_t)until.tv_nsec + (e->refill_at_ns - now);
+                        until.tv_sec += (time_t)(ns / 1000000000ULL);
+                        until.tv_nsec = (long)(ns % 1000000000ULL);
+                        pthread_cond_timedwait(&e->fill_cond, &e->lock, &until);
+                        continue;
+                }
                 if (!p) {
                         pthread_cond_wait(&e->fill_cond, &e->lock);
                         continue;
