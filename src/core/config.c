@@ -41,7 +41,13 @@ static const struct cfg_opt opts[] = {
         U64("http.timeout_s", http_timeout_s, 30, 1, 3600, "idle/read timeout per connection"),
         U64("http.header_bytes", http_header_bytes, 32 * KiB, 4 * KiB, 1 * MiB, "per-connection header memory"),
         BOOL("pool.zygote", zygote, 1, "fork executions from a warm, jailed template (python, perl)"),
-        U64("pool.size", pool_size, 2, 0, 64, "warm jailed interpreters kept per language (0 disables)"),
+        U64("pool.size", pool_size, 2, 0, 64, "warm jailed interpreters per language (0 disables); sets every pool.<lang>"),
+        U64("pool.python", pool_python, 2, 0, 64, "warm pool size for python (overrides pool.size when set after it)"),
+        U64("pool.javascript", pool_javascript, 2, 0, 64, "warm pool size for javascript"),
+        U64("pool.perl", pool_perl, 2, 0, 64, "warm pool size for perl"),
+        U64("pool.ruby", pool_ruby, 2, 0, 64, "warm pool size for ruby"),
+        U64("pool.refill_per_s", pool_refill_per_s, 50, 0, 100000, "pool members started per second at most (0: no cap)"),
+        U64("pool.memory_budget", pool_memory_budget, 1 * GiB, 0, UINT64_MAX / 2, "memory all warm pool members may hold (0: no cap)"),
         U64("exec.workers", exec_workers, 8, 1, 1024, "executions running at once"),
         U64("exec.queue", exec_queue, 64, 0, 100000, "executions waiting before 503 + Retry-After"),
         U64("exec.drain_timeout_ms", drain_timeout_ms, 30000, 0, 3600000, "SIGTERM waits this long for in-flight work"),
@@ -152,9 +158,24 @@ int config_set(struct config *c, const char *key, const char *value)
                 if (v < o->min || v > o->max)
                         return -ERANGE;
                 *(uint64_t *)field(c, o) = v;
+                if (strcmp(key, "pool.size") == 0) /* the shorthand: later pool.<lang> keys still win */
+                        c->pool_python = c->pool_javascript = c->pool_perl = c->pool_ruby = v;
                 return 0;
         }
         return -ENOENT;
+}
+
+uint64_t config_pool_size(const struct config *c, const char *lang)
+{
+        if (strcmp(lang, "python") == 0)
+                return c->pool_python;
+        if (strcmp(lang, "javascript") == 0)
+                return c->pool_javascript;
+        if (strcmp(lang, "perl") == 0)
+                return c->pool_perl;
+        if (strcmp(lang, "ruby") == 0)
+                return c->pool_ruby;
+        return c->pool_size;
 }
 
 static char *trim(char *s)

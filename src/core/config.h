@@ -23,6 +23,9 @@ struct config {
         uint64_t http_header_bytes;
 
         uint64_t pool_size;       /* pre-started jailed interpreters per language */
+        uint64_t pool_python, pool_javascript, pool_perl, pool_ruby; /* per-language override */
+        uint64_t pool_refill_per_s; /* pool members started per second at most (0: no cap) */
+        uint64_t pool_memory_budget; /* bytes all warm members may hold (0: no cap) */
         bool zygote;              /* fork-server templates where the kernel has one */
         uint64_t exec_workers;    /* concurrent executions */
         uint64_t exec_queue;      /* waiting executions before 503 */
@@ -55,6 +58,8 @@ void config_defaults(struct config *c);
 /* Sets one key from its textual value, checking type and bounds.
  * Returns 0, -ENOENT for an unknown key, -EINVAL/-ERANGE for a bad value. */
 int config_set(struct config *c, const char *key, const char *value);
+/* The warm pool target for a language id (pool.<id>, else pool.size). */
+uint64_t config_pool_size(const struct config *c, const char *lang);
 /* Parses "key = value" lines ('#' comments). ret_line gets the failing line. */
 int config_load_file(struct config *c, const char *path, int *ret_line);
 /* Writes the table as markdown rows (used to keep docs/limits.md honest). */

@@ -31,6 +31,7 @@ struct kproc {
         bool once;
         bool alive;
         bool counters_fresh;        /* cgroup counters already reset after boot */
+        uint64_t pool_bytes;        /* memory counted against pool.memory_budget */
         struct buf ctl_in;          /* partial control-channel input */
         struct kproc *prev, *next;  /* engine's live list */
         struct kproc *dead_next;    /* engine's reap queue */
@@ -48,6 +49,8 @@ struct pool {
         const struct runtime *rt;
         struct kproc *ready[POOL_MAX];
         size_t n;
+        uint64_t target;       /* pool.<lang> */
+        uint64_t member_bytes; /* memory of the last member started (its cgroup's peak) */
         uint64_t hits, misses;
 };
 
@@ -77,6 +80,8 @@ struct engine {
         bool filler_started, stopping;
         size_t inflight;      /* stateless executions being served right now */
         uint64_t refill_at_ns; /* refill even with executions in flight from then */
+        uint64_t next_spawn_ns; /* pool.refill_per_s: earliest next pool start */
+        uint64_t pool_bytes;    /* memory held by warm members (pool.memory_budget) */
 
         /* Used kernels waiting to be killed and reaped off the request path. */
         struct kproc *dead;
@@ -129,6 +134,7 @@ int engine_new(const struct config *cfg, struct engine **ret, const char **ret_e
         pthread_cond_init(&e->fill_cond, &ca);
         pthread_condattr_destroy(&ca);
         pthread_cond_init(&e->reap_cond, NULL);
+        bool wants_pool = false;
         e->reaper_started = pthread_create(&e->reaper, NULL, reaper_main, e) == 0;
         for (size_t i = 0; i < runtime_count() && i < ARRAY_SIZE(e->pools); i++) {
                 const struct runtime *rt = runtime_at(i);
@@ -141,9 +147,12 @@ int engine_new(const struct config *cfg, struct engine **ret, const char **ret_e
                         z->rt = rt;
                         pthread_mutex_init(&z->lock, NULL);
                 }
-                e->pools[e->npools++].rt = rt;
+                struct pool *p = &e->pools[e->npools++];
+                p->rt = rt;
+                p->target = config_pool_size(cfg, rt->id);
+                wants_pool |= p->target > 0;
         }
-        if ((cfg->pool_size > 0 && e->npools > 0) || e->nzygotes > 0)
+        if (wants_pool || e->nzygotes > 0)
                 e->filler_started = pthread_create(&e->filler, NULL, filler_main, e) == 0;
         *ret = e;
         return 0;
@@ -198,9 +207,9 @@ json_t *engine_pool_stats(struct engine *e)
         for (size_t i = 0; i < e->npools; i++) {
                 struct pool *p = &e->pools[i];
                 json_object_set_new(o, p->rt->id,
-                                    json_pack("{s:I, s:I, s:I, s:I}", "ready", (json_int_t)p->n, "target",
-                                              (json_int_t)e->cfg.pool_size, "hits", (json_int_t)p->hits,
-                                              "misses", (json_int_t)p->misses));
+                                    json_pack("{s:I, s:I, s:I, s:I, s:I}", "ready", (json_int_t)p->n, "target",
+                                              (json_int_t)p->target, "hits", (json_int_t)p->hits, "misses",
+                                              (json_int_t)p->misses, "memberBytes", (json_int_t)p->member_bytes));
         }
         pthread_mutex_unlock(&e->lock);
         for (size_t i = 0; i < e->nzygotes; i++) {
@@ -1028,6 +1037,7 @@ static struct kproc *pool_take(struct engine *e, const struct runtime *rt)
                         continue;
                 while (p->n > 0 && !k) {
                         k = p->ready[--p->n];
+                        e->pool_bytes -= k->pool_bytes;
                         if (pidfd_exited(k->jp.pidfd)) {
                                 /* Died while waiting (e.g. killed at shutdown). */
                                 k->dead_next = e->dead;
@@ -1053,7 +1063,9 @@ static struct pool *pool_to_fill(struct engine *e)
         struct pool *best = NULL;
         for (size_t i = 0; i < e->npools; i++) {
                 struct pool *p = &e->pools[i];
-                if (p->n < e->cfg.pool_size && p->n < POOL_MAX && (!best || p->n < best->n))
+                bool over_budget = e->cfg.pool_memory_budget &&
+                                   e->pool_bytes + p->member_bytes > e->cfg.pool_memory_budget;
+                if (p->n < p->target && p->n < POOL_MAX && !over_budget && (!best || p->n < best->n))
                         best = p;
         }
         return best;
@@ -1075,7 +1087,19 @@ static struct kproc *pool_fork(struct engine *e, const struct runtime *rt, const
         return k;
 }
 
-/* Keeps every language's pool at pool.size: forks from the language's
+/* Sleeps on fill_cond until the monotonic time `until` (engine lock held). */
+static void filler_wait_until(struct engine *e, uint64_t until_ns)
+{
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        uint64_t now = now_ns(), ns = (uint64_t)until.tv_nsec + (until_ns > now ? until_ns - now : 0);
+        until.tv_sec += (time_t)(ns / 1000000000ULL);
+        until.tv_nsec = (long)(ns % 1000000000ULL);
+        pthread_cond_timedwait(&e->fill_cond, &e->lock, &until);
+}
+
+/* Keeps every language's pool at its pool.<lang> target, within
+ * pool.refill_per_s and pool.memory_budget: forks from the language's
  * template where there is one, else spawns one kernel at a time, waits until
  * it has booted (imports done), then publishes it. */
 static void *filler_main(void *arg)
@@ -1089,21 +1113,22 @@ static void *filler_main(void *arg)
         while (!e->stopping) {
                 struct pool *p = pool_to_fill(e);
                 uint64_t now = now_ns();
+                if (p && now < e->next_spawn_ns) { /* pool.refill_per_s */
+                        filler_wait_until(e, e->next_spawn_ns);
+                        continue;
+                }
                 if (p && e->inflight && now < e->refill_at_ns && !zygote_for(e, p->rt)) {
                         /* Wait for the request to finish, or for the grace
                          * period to end under back-to-back requests. */
-                        struct timespec until;
-                        clock_gettime(CLOCK_MONOTONIC, &until);
-                        uint64_t ns = (uint64_t)until.tv_nsec + (e->refill_at_ns - now);
-                        until.tv_sec += (time_t)(ns / 1000000000ULL);
-                        until.tv_nsec = (long)(ns % 1000000000ULL);
-                        pthread_cond_timedwait(&e->fill_cond, &e->lock, &until);
+                        filler_wait_until(e, e->refill_at_ns);
                         continue;
                 }
                 if (!p) {
                         pthread_cond_wait(&e->fill_cond, &e->lock);
                         continue;
                 }
+                if (e->cfg.pool_refill_per_s)
+                        e->next_spawn_ns = now + 1000000000ULL / e->cfg.pool_refill_per_s;
                 const struct runtime *rt = p->rt;
                 pthread_mutex_unlock(&e->lock);
                 const char *why = NULL;
@@ -1114,6 +1139,9 @@ static void *filler_main(void *arg)
                         if (r == 0 && (r = kproc_wait_ready(k, 10000)) < 0)
                                 why = "boot";
                 }
+                struct cgroup_usage u = { 0 };
+                if (r == 0 && k->jp.cg && cgroup_read_usage(k->jp.cg, &u) == 0)
+                        k->pool_bytes = u.memory_peak; /* what it costs to keep it */
                 if (r == 0 && k->jp.cg && cgroup_reset(k->jp.cg) == 0)
                         k->counters_fresh = true; /* boot is not the request's usage */
                 if (r < 0) {
@@ -1126,8 +1154,11 @@ static void *filler_main(void *arg)
                         failures = 0;
                 }
                 pthread_mutex_lock(&e->lock);
+                if (r == 0)
+                        p->member_bytes = k->pool_bytes;
                 if (r == 0 && !e->stopping && p->n < POOL_MAX) {
                         p->ready[p->n++] = k;
+                        e->pool_bytes += k->pool_bytes;
                 } else if (r == 0) {
                         k->dead_next = e->dead;
                         e->dead = k;

@@ -115,6 +115,41 @@ def test_ready_reports_pools(daemon):
     assert all(p["target"] >= 0 for p in pools.values())
 
 
+def _pools_when_settled(d, want, timeout=30.0):
+    """GET /ready until want(pools) holds; returns the last pools seen."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status, body, _ = d.get("/ready")
+        pools = body["pools"]
+        if want(pools) or time.monotonic() > deadline:
+            return pools
+        time.sleep(0.2)
+
+
+def test_pool_sizes_per_language_and_memory_budget():
+    """pool.size sets every language; pool.<lang> after it overrides one;
+    pool.memory_budget stops refills (executions then spawn or fork)."""
+    d = Daemon(sets=["pool.size=0", "pool.perl=3"])
+    try:
+        pools = _pools_when_settled(d, lambda p: p["perl"]["ready"] == 3)
+        assert pools["perl"]["target"] == 3 and pools["perl"]["ready"] == 3, pools
+        assert all(pools[l]["target"] == 0 and pools[l]["ready"] == 0 for l in ("python", "javascript", "ruby"))
+        assert pools["perl"]["memberBytes"] > 0
+    finally:
+        d.cleanup()
+    d = Daemon(sets=["pool.size=2", "pool.memory_budget=1"])
+    try:
+        # Members start until the first measured one tips the budget: never two per language.
+        pools = _pools_when_settled(d, lambda p: all(p[l]["ready"] >= 1 for l in p), timeout=20)
+        time.sleep(1.0)
+        status, body, _ = d.get("/ready")
+        assert sum(p["ready"] for p in body["pools"].values()) <= len(body["pools"]), body["pools"]
+        for lang in ("python", "javascript", "perl", "ruby"):
+            assert d.execute(lang, "1+1")["results"] == [{"text": "2"}]
+    finally:
+        d.cleanup()
+
+
 def test_template_executions_are_jailed_and_isolated():
     """pool.size=0: every python execution is forked from the template."""
     d = Daemon(sets=["pool.size=0", "limits.wall_ms=4000", "limits.cpu_ms=2000", "limits.memory_bytes=128M"])
