@@ -359,12 +359,15 @@ int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
         if (r < 0)
                 return r;
         size_t nenv = exec_base_env(rt, spec.envp, JAIL_MAX_ENV);
-        if (strcmp(mode, "zygote") == 0 && nenv + 3 < JAIL_MAX_ENV) {
+        if (strcmp(mode, "zygote") == 0 && nenv + 4 < JAIL_MAX_ENV) {
                 spec.envp[nenv++] = "LD_PRELOAD=" JAIL_KERNELS_DIR "/" JAIL_FORKSERVER_LIB;
                 spec.envp[nenv++] = "SANDBOXD_FORKSERVER=1";
                 /* Resolve every symbol in the template, once: lazy binding
                  * would redo it (and copy the GOT pages) in every fork. */
                 spec.envp[nenv++] = "LD_BIND_NOW=1";
+                /* Executors live for one request: returning freed heap to
+                 * the kernel only makes the next allocation fault again. */
+                spec.envp[nenv++] = "GLIBC_TUNABLES=glibc.malloc.trim_threshold=268435456";
                 spec.envp[nenv] = NULL;
         }
 
@@ -992,7 +995,16 @@ static void *reaper_main(void *arg)
 /* ---- warm pools ---- */
 
 /* Waits for the kernel's {"ready":true} line (start-up done). */
+static int kproc_wait_line(struct kproc *kp, int timeout_ms, const char *flag);
+
 static int kproc_wait_ready(struct kproc *kp, int timeout_ms)
+{
+        return kproc_wait_line(kp, timeout_ms, "ready");
+}
+
+/* Waits for the next control line: a JSON object, with `flag` true unless
+ * flag is NULL. */
+static int kproc_wait_line(struct kproc *kp, int timeout_ms, const char *flag)
 {
         uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ULL;
         for (;;) {
@@ -1000,7 +1012,7 @@ static int kproc_wait_ready(struct kproc *kp, int timeout_ms)
                 if (nl) {
                         size_t len = (size_t)(nl - kp->ctl_in.data);
                         json_t *msg = json_loadb(kp->ctl_in.data, len, 0, NULL);
-                        bool ready = json_is_true(json_object_get(msg, "ready"));
+                        bool ready = flag ? json_is_true(json_object_get(msg, flag)) : json_is_object(msg);
                         json_decref(msg);
                         memmove(kp->ctl_in.data, nl + 1, kp->ctl_in.len - len - 1);
                         kp->ctl_in.len -= len + 1;
@@ -1079,8 +1091,17 @@ static struct kproc *pool_fork(struct engine *e, const struct runtime *rt, const
         if (!zygote_for(e, rt))
                 return NULL;
         struct kproc *k = zygote_fork(e, rt, lim);
-        static const char warmup[] = "{\"warmup\":true}\n";
-        if (k && (write_all(k->ctl_fd, warmup, sizeof(warmup) - 1) < 0 || kproc_wait_ready(k, 10000) < 0)) {
+        if (!k)
+                return NULL;
+        /* A request like any other (same fields, same answer), so the
+         * warm-up walks the real request path. */
+        json_t *req = exec_build_request("1+1", NULL, JAIL_WORKSPACE, false, lim->result_bytes, false);
+        json_object_set_new(req, "warmup", json_true());
+        char *line = json_dumps(req, JSON_COMPACT);
+        json_decref(req);
+        int r = line ? write_all(k->ctl_fd, line, strlen(line)) : -ENOMEM;
+        free(line);
+        if (r < 0 || write_all(k->ctl_fd, "\n", 1) < 0 || kproc_wait_line(k, 10000, NULL) < 0) {
                 engine_bury(e, k);
                 return NULL;
         }

@@ -221,14 +221,13 @@ def _serve(mode, kernel, announce):
                 break
             continue
         kernel.adopt_process()
-        if req.get("warmup") is True and mode == "once":
-            # A template's pool member runs the request path once before it
-            # is published, so its copy-on-write faults happen off that path.
-            kernel.handle({"code": "1+1", "env": {}})
-            _send({"ready": True})
-            continue
         resp = kernel.handle(req)
         _send(resp)
+        if req.get("warmup") is True and mode == "once":
+            # A template's pool member serves one request of the daemon's
+            # before it is published, so the copy-on-write faults of the
+            # request path happen off that path. It does not count.
+            continue
         if mode == "once":
             break
     _flush_guest_streams()
