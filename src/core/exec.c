@@ -1272,21 +1272,8 @@ static struct zygote *zygote_for(struct engine *e, const struct runtime *rt)
  * socket. One byte of data carries them (SCM_RIGHTS). */
 static int send_fds(int sock, const int fds[3])
 {
-        char byte = 'F';
-        struct iovec iov = { &byte, 1 };
-        union {
-                char buf[CMSG_SPACE(3 * sizeof(int))];
-                struct cmsghdr align;
-        } u;
-        memset(&u, 0, sizeof(u));
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
-        memcpy(CMSG_DATA(cm), fds, 3 * sizeof(int));
         for (int tries = 0; tries < 100; tries++) {
-                if (sendmsg(sock, &msg, MSG_NOSIGNAL) == 1)
+                if (forkserver_send_byte(sock, 'F', SCM_RIGHTS, fds, 3 * sizeof(int)) == 1)
                         return 0;
                 if (errno != EAGAIN && errno != EINTR)
                         return -errno;

@@ -119,21 +119,9 @@ static void private_mounts(const struct forkserver_config *c)
  * grandchild of a process in another pid namespace. Then waits for "G". */
 static void report_pid_and_wait(void)
 {
-        char byte = 'P';
-        struct iovec iov = { &byte, 1 };
-        union {
-                char buf[CMSG_SPACE(sizeof(struct ucred))];
-                struct cmsghdr align;
-        } u;
-        memset(&u, 0, sizeof(u));
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_CREDENTIALS;
-        cm->cmsg_len = CMSG_LEN(sizeof(struct ucred));
         struct ucred uc = { getpid(), getuid(), getgid() };
-        memcpy(CMSG_DATA(cm), &uc, sizeof(uc));
-        if (sendmsg(CTL_FD, &msg, MSG_NOSIGNAL) != 1)
+        char byte;
+        if (forkserver_send_byte(CTL_FD, 'P', SCM_CREDENTIALS, &uc, sizeof(uc)) != 1)
                 _exit(124);
         if (read_exact(CTL_FD, &byte, 1) < 0 || byte != 'G')
                 _exit(125);
