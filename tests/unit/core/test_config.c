@@ -152,6 +152,31 @@ TEST(config_set_bounds)
         ASSERT_EQ(c.pids, 64);
 }
 
+TEST(config_pool_sizes)
+{
+        struct config c;
+        config_defaults(&c);
+        ASSERT_EQ(config_pool_size(&c, "python"), 2);
+        ASSERT_EQ(c.pool_refill_per_s, 50);
+        ASSERT_EQ(c.pool_memory_budget, 1 * GiB);
+        /* pool.size is the shorthand for every language... */
+        ASSERT_OK(config_set(&c, "pool.size", "0"));
+        ASSERT_EQ(config_pool_size(&c, "python"), 0);
+        ASSERT_EQ(config_pool_size(&c, "javascript"), 0);
+        ASSERT_EQ(config_pool_size(&c, "perl"), 0);
+        ASSERT_EQ(config_pool_size(&c, "ruby"), 0);
+        /* ...and a later pool.<lang> overrides one of them. */
+        ASSERT_OK(config_set(&c, "pool.perl", "5"));
+        ASSERT_EQ(config_pool_size(&c, "perl"), 5);
+        ASSERT_EQ(config_pool_size(&c, "ruby"), 0);
+        ASSERT_EQ(config_set(&c, "pool.perl", "65"), -ERANGE);
+        ASSERT_EQ(config_pool_size(&c, "perl"), 5);
+        /* An unknown language falls back to pool.size. */
+        ASSERT_OK(config_set(&c, "pool.size", "3"));
+        ASSERT_EQ(config_pool_size(&c, "cobol"), 3);
+        ASSERT_EQ(config_pool_size(&c, "perl"), 3);
+}
+
 TEST(config_set_unknown_key)
 {
         struct config c, before;
