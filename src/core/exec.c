@@ -376,11 +376,12 @@ int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
         spec.limits = jail_limits_for(e, lim);
         spec.template = strcmp(mode, "zygote") == 0;
         if (spec.template) {
-                /* A template lives long and keeps two small helper processes
-                 * per in-flight execution (the executors themselves move to
-                 * their own cgroups): no CPU rlimit, room for helpers. */
+                /* A template lives long and keeps one small pid 1 per
+                 * execution it forked that is still running or waiting in
+                 * the pool (the executors themselves move to their own
+                 * cgroups): no CPU rlimit, room for those. */
                 spec.limits.cpu_seconds = 0;
-                spec.limits.pids = lim->pids + 4 * cfg->exec_workers + 16;
+                spec.limits.pids = lim->pids + 4 * cfg->exec_workers + config_pool_size(cfg, rt->id) + 16;
         }
 
         *ret_err = "pipes";

@@ -268,6 +268,12 @@ static void serve(void)
         static struct forkserver_config cfg;
         static struct sock_filter *bpf;
         read_config(&cfg, &bpf);
+        /* Nobody drains the template's own stdout/stderr pipes (every
+         * execution gets fresh ones): a stray write must not block it. */
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+                _exit(114);
+        close(null);
         /* Pid 1 of each execution is our child; let the kernel reap them. */
         struct sigaction ign = { .sa_handler = SIG_IGN };
         sigaction(SIGCHLD, &ign, NULL);
