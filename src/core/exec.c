@@ -1252,12 +1252,17 @@ static int zygote_start(struct engine *e, struct zygote *z)
         return 0;
 }
 
+/* Starts the templates not running yet. A request may have started one
+ * already (it got there before this thread): restarting that one would kill
+ * the executions forked from it, which live in its pid namespace. */
 static void zygotes_start(struct engine *e)
 {
         for (size_t i = 0; i < e->nzygotes; i++) {
-                pthread_mutex_lock(&e->zygotes[i].lock);
-                zygote_start(e, &e->zygotes[i]);
-                pthread_mutex_unlock(&e->zygotes[i].lock);
+                struct zygote *z = &e->zygotes[i];
+                pthread_mutex_lock(&z->lock);
+                if (!kproc_alive(z->kp))
+                        zygote_start(e, z);
+                pthread_mutex_unlock(&z->lock);
         }
 }
 
