@@ -32,6 +32,7 @@ struct kproc {
         bool alive;
         bool counters_fresh;        /* cgroup counters already reset after boot */
         uint64_t pool_bytes;        /* memory counted against pool.memory_budget */
+        bool forked;                /* forked from a template: its random state is the template's */
         struct buf ctl_in;          /* partial control-channel input */
         struct kproc *prev, *next;  /* engine's live list */
         struct kproc *dead_next;    /* engine's reap queue */
@@ -921,6 +922,10 @@ json_t *exec_stateless(struct engine *e, const struct runtime *rt, const char *c
                 return NULL;
         }
         json_t *req = exec_build_request(code, env, JAIL_WORKSPACE, typescript, lim.result_bytes, false);
+        /* A fork below the interpreter (the shim) shares the template's
+         * random state with every sibling until the kernel reseeds. */
+        if (kp->forked)
+                json_object_set_new(req, "reseed", json_true());
         struct exec_outcome o;
         uint64_t t1 = now_ns();
         r = kproc_run(kp, req, &lim, &o);
@@ -1373,7 +1378,7 @@ static struct kproc *zygote_fork(struct engine *e, const struct runtime *rt, con
         /* A new or recycled (reset) cgroup: nothing to reset again. */
         *k = (struct kproc){ .engine = e, .rt = rt, .jp = jp, .out_fd = out[0], .err_fd = err[0],
                              .ctl_fd = ctl[0], .replay_fd = -1, .once = true, .alive = true,
-                             .counters_fresh = true };
+                             .counters_fresh = true, .forked = true };
         buf_init(&k->ctl_in, lim->result_bytes * 8 + 1 * MiB);
         set_nonblock(k->out_fd);
         set_nonblock(k->err_fd);

@@ -38,9 +38,12 @@ sub hard_exit { require POSIX; POSIX::_exit($_[0]); }
 
 my $MODE = $ARGV[0] // 'once';
 # A template (docs/kernel-protocol.md) is a once-mode kernel whose first read
-# of fd 3 becomes the fork server (libsandboxd-forkserver is preloaded).
+# of fd 3 becomes the fork server (libsandboxd-forkserver is preloaded). Its
+# executors are forks perl never saw: perl caches $$ and only its own fork()
+# updates it, so the daemon asks them to reseed ("reseed") instead. ($$ stays
+# right anyway: the template is pid 2 of its jail, each executor pid 2 of its
+# namespace.)
 $MODE = 'once' if $MODE eq 'zygote';
-my $BOOT_PID = $$;
 my $DEFAULT_RESULT_LIMIT = 65536;
 my $WORKSPACE_ROOT = (defined $ENV{SANDBOX_WORKSPACE_ROOT} && length $ENV{SANDBOX_WORKSPACE_ROOT})
     ? $ENV{SANDBOX_WORKSPACE_ROOT} : '/workspace';
@@ -240,14 +243,6 @@ sub handle {
     return encode_response($entry, undef, confined_cwd());
 }
 
-# A template's executor is a fork perl never saw (the shim forks below it):
-# reseed, so executions forked from one template never share rand().
-sub adopt_process {
-    return if $$ == $BOOT_PID;
-    $BOOT_PID = $$;
-    srand();
-}
-
 sub main {
     # Warm up the real path once so the first request pays no lazy loading.
     handle({ code => '1+1', env => { %ENV } });
@@ -265,7 +260,6 @@ sub main {
             last if $MODE eq 'once';
             next;
         }
-        adopt_process();
         send_line(handle($req));
         # A template's pool member serves one request of the daemon's before
         # it is published, so the copy-on-write faults of the request path
