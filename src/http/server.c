@@ -548,6 +548,10 @@ int http_server_start(const struct http_options *opt, const struct route *routes
         for (unsigned i = 0; srv->workers && i < opt->workers; i++)
                 pthread_create(&srv->workers[i], NULL, worker_main, srv);
 
+        /* Published before MHD's threads exist (their creation orders this
+         * write before any handler runs): a request that arrives as soon as
+         * the socket listens may read *ret through the app, e.g. /ready. */
+        *ret = srv;
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                          MHD_USE_ERROR_LOG | MHD_USE_ITC | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
         srv->mhd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, srv,
@@ -561,12 +565,12 @@ int http_server_start(const struct http_options *opt, const struct route *routes
                                     MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
                                     MHD_OPTION_END);
         if (!srv->mhd) {
+                *ret = NULL;
                 http_server_stop(srv);
                 return -EADDRNOTAVAIL;
         }
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
         srv->port = info ? info->port : port;
-        *ret = srv;
         return 0;
 }
 

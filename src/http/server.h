@@ -66,7 +66,9 @@ struct http_options {
         const char *api_key;        /* empty: no auth */
 };
 
-/* Starts listening. routes must outlive the server. Returns 0 or -errno. */
+/* Starts listening. routes must outlive the server. *ret is set before the
+ * socket listens (a handler may reach it through app at once); it is NULL
+ * again on failure. Returns 0 or -errno. */
 int http_server_start(const struct http_options *opt, const struct route *routes, size_t nroutes,
                       void *app, struct http_server **ret);
 /* The port actually bound (useful with port 0). */
