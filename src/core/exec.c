@@ -1001,13 +1001,6 @@ static void *reaper_main(void *arg)
 /* ---- warm pools ---- */
 
 /* Waits for the kernel's {"ready":true} line (start-up done). */
-static int kproc_wait_line(struct kproc *kp, int timeout_ms, const char *flag);
-
-static int kproc_wait_ready(struct kproc *kp, int timeout_ms)
-{
-        return kproc_wait_line(kp, timeout_ms, "ready");
-}
-
 /* Waits for the next control line: a JSON object, with `flag` true unless
  * flag is NULL. */
 static int kproc_wait_line(struct kproc *kp, int timeout_ms, const char *flag)
@@ -1037,6 +1030,11 @@ static int kproc_wait_line(struct kproc *kp, int timeout_ms, const char *flag)
                 if (n > 0 && buf_append(&kp->ctl_in, tmp, (size_t)n) < 0)
                         return -EMSGSIZE;
         }
+}
+
+static int kproc_wait_ready(struct kproc *kp, int timeout_ms)
+{
+        return kproc_wait_line(kp, timeout_ms, "ready");
 }
 
 static bool pidfd_exited(int pidfd)

@@ -114,16 +114,10 @@ class Kernel:
 
     def adopt_process(self):
         """A template's executor is a fork the interpreter never saw (the
-        fork-server shim forks below Python): take the new pid as ours and
-        reseed what fork would have reseeded, so executions forked from one
-        template never share a random sequence."""
-        pid = os.getpid()
-        if pid == self.pid:
-            return
-        self.pid = pid
-        rnd = sys.modules.get("random")
-        if rnd is not None:
-            rnd.seed()
+        fork-server shim forks below Python): take the new pid as ours, for
+        the "a guest's forked child never answers" check. (The daemon asks
+        such executors to reseed with "reseed".)"""
+        self.pid = os.getpid()
 
     def _register_source(self, code):
         try:
