@@ -15,7 +15,7 @@ WARN   := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
           -Wmissing-prototypes -Wno-missing-field-initializers -Wvla
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) -pthread -fno-strict-aliasing
-LDLIBS += -pthread -lcrypto
+LDLIBS += -pthread -lcrypto -lwslay  # wslay ships no .pc file
 
 ifeq ($(SANITIZER),address)
 CFLAGS  += -fsanitize=address -fno-omit-frame-pointer
@@ -28,9 +28,10 @@ endif
 DEPS_STAMP := build/.deps-$(shell cat scripts/install-deps.sh 2>/dev/null | md5sum | cut -c1-12)
 
 # The fork-server shim is loaded into interpreters, not linked into the daemon.
-SHIM_SRC := src/runtimes/forkserver.c
-SHIM     := $(BUILD)/libsandboxd-forkserver.so
-SRCS     := $(filter-out $(SHIM_SRC),$(shell find src -name '*.c' ! -name main.c | sort))
+# It links only fork-safe code below it (base/, jail/ helpers without malloc).
+SHIM_SRCS := src/shim/forkserver.c src/jail/landlock.c
+SHIM      := $(BUILD)/libsandboxd-forkserver.so
+SRCS      := $(shell find src -name '*.c' ! -name main.c ! -path 'src/shim/*' | sort)
 OBJS     := $(SRCS:%.c=$(BUILD)/obj/%.o)
 MAIN_OBJ := $(BUILD)/obj/src/main.o
 UNIT_SRCS := $(shell find tests/unit -name 'test_*.c' | sort)
@@ -65,9 +66,9 @@ $(BUILD)/sandboxd: $(MAIN_OBJ) $(BUILD)/libsandboxd.a
 
 # Never sanitized (it runs inside python/perl, which lack the runtimes);
 # landlock.c is plain system calls, shared with the jail.
-$(SHIM): $(SHIM_SRC) src/jail/landlock.c src/runtimes/forkserver.h src/jail/proc_masks.h $(DEPS_STAMP)
+$(SHIM): $(SHIM_SRCS) $(wildcard src/shim/*.h src/jail/*.h src/base/*.h) $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) -O2 -g -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) -fPIC -shared -o $@ $(SHIM_SRC) src/jail/landlock.c
+	$(CC) -O2 -g -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) -fPIC -shared -o $@ $(SHIM_SRCS)
 
 $(BUILD)/unit/%: tests/unit/%.c $(TAP_OBJ) $(BUILD)/libsandboxd.a
 	@mkdir -p $(dir $@)

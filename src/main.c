@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "api/app.h"
-#include "core/log.h"
-#include "core/util.h"
+#include "base/log.h"
+#include "base/util.h"
 #include "runtimes/runtime.h"
 
 #define SANDBOXD_VERSION "0.1.0"

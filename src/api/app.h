@@ -1,9 +1,9 @@
 /* The application context every facade handler receives (req->app). */
 #pragma once
 
-#include "core/config.h"
-#include "core/exec.h"
-#include "core/sandbox.h"
+#include "config/config.h"
+#include "engine/exec.h"
+#include "sandbox/sandbox.h"
 #include "store/store.h"
 #include "http/server.h"
 

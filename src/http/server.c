@@ -10,8 +10,8 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-#include "core/log.h"
-#include "core/util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 /* One queued blocking job. */
 struct job {

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "core/util.h"
+#include "base/util.h"
 
 /* Controllers we use. On v1 the CPU one is "cpuacct" (accounting only; it is
  * often a separate hierarchy from "cpu"), on v2 it is "cpu". */

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "jail/landlock.h"
 #include "jail/proc_masks.h"
 #include "jail/seccomp.h"

@@ -18,7 +18,7 @@
 #define JAIL_UID 65534
 #define JAIL_GID 65534
 #define JAIL_KERNELS_DIR "/opt/sandboxd/kernels"
-/* The fork-server shim (src/runtimes/forkserver.c), next to the kernels in templates. */
+/* The fork-server shim (src/shim/forkserver.c), next to the kernels in templates. */
 #define JAIL_FORKSERVER_LIB "libsandboxd-forkserver.so"
 #define JAIL_WORKSPACE "/workspace"
 #define JAIL_MAX_ARGS 16

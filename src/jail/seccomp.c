@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "core/util.h"
+#include "base/util.h"
 
 /* Default-allow deny-list. The jail already drops every capability, so most
  * of these would fail anyway; the filter exists so that a kernel bug reachable

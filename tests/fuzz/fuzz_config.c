@@ -1,4 +1,4 @@
-/* Fuzzes the configuration reader (src/core/config.c). The config file is
+/* Fuzzes the configuration reader (src/config/config.c). The config file is
  * operator input, not guest input, but it is cheap to cover.
  *
  * The input is written to a temp file and loaded with config_load_file over
@@ -16,8 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/config.h"
-#include "core/util.h"
+#include "config/config.h"
+#include "base/util.h"
 #include <sanitizer/common_interface_defs.h>
 
 #include "fuzz.h"

@@ -1,4 +1,4 @@
-/* Fuzzes the files API (files_op in src/core/files.c) on a real directory:
+/* Fuzzes the files API (files_op in src/sandbox/files.c) on a real directory:
  * the input is a /files request body (JSON). A JSON array is taken as a
  * sequence of requests run in order, so the fuzzer can build state (mkdir,
  * then write into it, then rename, ...).
@@ -39,8 +39,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/files.h"
-#include "core/util.h"
+#include "sandbox/files.h"
+#include "base/util.h"
 #include <sanitizer/common_interface_defs.h>
 
 #include "fuzz.h"

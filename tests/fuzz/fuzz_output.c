@@ -1,6 +1,6 @@
 /* Fuzzes the encoding of arbitrary guest output into an ExecutionResult
- * (exec_result_json in src/core/exec.c) and the UTF-8 helpers in
- * src/core/util.c.
+ * (exec_result_json in src/engine/exec.c) and the UTF-8 helpers in
+ * src/base/util.c.
  *
  * Input layout: 4 control bytes, then a payload. If the payload contains
  * the separator "\xff\xfe\xfd" (invalid UTF-8, so it cannot occur inside a
@@ -30,8 +30,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "core/exec.h"
-#include "core/util.h"
+#include "engine/exec.h"
+#include "base/util.h"
 #include "fuzz.h"
 #include "http/server.h"
 #include "runtimes/runtime.h"

@@ -1,5 +1,5 @@
 /* Fuzzes path normalisation and confinement (files_normalize in
- * src/core/files.c): the input, NUL-terminated, is a user path of the files
+ * src/sandbox/files.c): the input, NUL-terminated, is a user path of the files
  * API or a context cwd.
  *
  * Invariants on success: the output starts with "/workspace" (followed by
@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/files.h"
-#include "core/util.h"
+#include "sandbox/files.h"
+#include "base/util.h"
 #include "fuzz.h"
 
 /* The contract, written as plainly as possible: split on '/', skip "" and

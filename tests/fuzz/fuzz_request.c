@@ -1,4 +1,4 @@
-/* Fuzzes request decoding and validation (src/api/validate.c): the input is
+/* Fuzzes request decoding and validation (src/api/common/validate.c): the input is
  * the body of a POST /execute/<lang> (or a sandbox /env call).
  *
  * Invariants:
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/validate.h"
+#include "api/common/validate.h"
 #include "fuzz.h"
 #include "http/server.h"
 

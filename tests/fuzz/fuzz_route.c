@@ -1,6 +1,6 @@
 /* Fuzzes route matching (http_match in src/http/server.c): the input,
  * NUL-terminated, is a decoded request path, matched against every route
- * pattern the daemon registers (src/api/runtime.c, src/api/gateway.c).
+ * pattern the daemon registers (src/api/workers/runtime.c, src/api/workers/gateway.c).
  *
  * Invariants when a pattern matches: substituting the captures back into
  * the pattern gives the path exactly; a ":name" capture is non-empty and

@@ -2,7 +2,7 @@
  * matching, listen-address parsing and the loopback check. */
 #include <errno.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "http/server.h"
 #include "tap.h"
 

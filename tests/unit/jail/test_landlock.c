@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "jail/landlock.h"
 #include "tap.h"
 

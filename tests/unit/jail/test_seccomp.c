@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "jail/seccomp.h"
 #include "tap.h"
 

@@ -4,7 +4,7 @@
 #include <limits.h>
 #include <unistd.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "jail/jail.h"
 #include "runtimes/runtime.h"
 #include "tap.h"

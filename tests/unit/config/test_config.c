@@ -1,12 +1,12 @@
-/* Unit tests for the tunables table (src/core/config.c), through its public
+/* Unit tests for the tunables table (src/config/config.c), through its public
  * functions only: defaults, bounds, size suffixes, bools and the file
  * parser. Config files are written to mkstemp() temp files. */
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "core/config.h"
-#include "core/util.h"
+#include "config/config.h"
+#include "base/util.h"
 #include "tap.h"
 
 /* Writes text to a new temp file; the path is returned in a static buffer.

@@ -20,7 +20,7 @@
  * clobber root-owned objects that happen to sit in the workspace.
  *
  * Limits of 0 (or a NULL limits pointer) mean "no limit". */
-#include "core/files.h"
+#include "sandbox/files.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -36,7 +36,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "core/util.h"
+#include "base/util.h"
 
 #define RESOLVE_FLAGS (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS)
 #define ROOT_LEN (sizeof(FILES_ROOT) - 1)

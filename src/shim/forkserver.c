@@ -44,7 +44,7 @@
 
 #include "jail/landlock.h"
 #include "jail/proc_masks.h"
-#include "runtimes/forkserver.h"
+#include "shim/forkserver.h"
 
 #define CTL_FD 3
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

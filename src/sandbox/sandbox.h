@@ -7,8 +7,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "core/config.h"
-#include "core/exec.h"
+#include "config/config.h"
+#include "engine/exec.h"
 #include "runtimes/runtime.h"
 #include "store/store.h"
 

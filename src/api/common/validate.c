@@ -1,4 +1,4 @@
-#include "api/validate.h"
+#include "api/common/validate.h"
 
 #include <ctype.h>
 #include <string.h>

@@ -1,11 +1,11 @@
-/* Unit tests for the pure half of src/core/exec.c: turning a synthetic
+/* Unit tests for the pure half of src/engine/exec.c: turning a synthetic
  * struct exec_outcome into the ExecutionResult object, and building the
  * kernel wire request. No kernel process is spawned. */
 #include <errno.h>
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "core/exec.h"
+#include "engine/exec.h"
 #include "tap.h"
 
 static const struct exec_limits LIM = {

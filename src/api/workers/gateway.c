@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "api/app.h"
-#include "api/validate.h"
-#include "core/sandbox.h"
+#include "api/common/validate.h"
+#include "sandbox/sandbox.h"
 #include "runtimes/runtime.h"
 
 struct gw {

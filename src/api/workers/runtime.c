@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "api/app.h"
-#include "api/validate.h"
-#include "core/log.h"
+#include "api/common/validate.h"
+#include "base/log.h"
 #include "runtimes/runtime.h"
 
 #define KERNEL_PROTOCOL 1

@@ -1,4 +1,4 @@
-#include "core/config.h"
+#include "config/config.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/util.h"
+#include "base/util.h"
 
 enum cfg_type { CFG_U64, CFG_STR, CFG_BOOL };
 

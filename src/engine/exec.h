@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/config.h"
-#include "core/util.h"
+#include "config/config.h"
+#include "base/util.h"
 #include "jail/jail.h"
 #include "runtimes/runtime.h"
 

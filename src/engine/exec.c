@@ -1,4 +1,4 @@
-#include "core/exec.h"
+#include "engine/exec.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -13,9 +13,9 @@
 #include <time.h>
 
 
-#include "core/log.h"
+#include "base/log.h"
 #include "jail/seccomp.h"
-#include "runtimes/forkserver.h"
+#include "shim/forkserver.h"
 
 /* How often CPU usage is sampled while a request runs. */
 #define CPU_TICK_MS 20

@@ -1,4 +1,4 @@
-#include "core/workspace.h"
+#include "sandbox/workspace.h"
 
 #include <fcntl.h>
 #include <linux/loop.h>
@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "jail/jail.h"
 
 /* ext4 metadata (journal, bitmaps) takes part of a tiny image; size the

@@ -1,4 +1,4 @@
-#include "core/util.h"
+#include "base/util.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,10 +1,10 @@
-#include "core/log.h"
+#include "base/log.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "core/util.h"
+#include "base/util.h"
 
 static enum log_level min_level = LOG_INFO;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;

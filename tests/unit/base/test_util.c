@@ -1,4 +1,4 @@
-/* Unit tests for the shared helpers (src/core/util.c) through their public
+/* Unit tests for the shared helpers (src/base/util.c) through their public
  * functions: UTF-8 validation and sanitising, the capped buffer, time
  * formatting, and the file-system helpers on a mkdtemp() tree. */
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/util.h"
+#include "base/util.h"
 #include "tap.h"
 
 /* ---- UTF-8 ---- */

@@ -1,4 +1,4 @@
-#include "core/sandbox.h"
+#include "sandbox/sandbox.h"
 
 #include <ctype.h>
 #include <fcntl.h>
@@ -9,10 +9,10 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "core/files.h"
-#include "core/log.h"
-#include "core/util.h"
-#include "core/workspace.h"
+#include "sandbox/files.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "sandbox/workspace.h"
 
 #define HASH_BUCKETS 4096
 

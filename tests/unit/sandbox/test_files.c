@@ -1,4 +1,4 @@
-/* Unit tests for the files API (src/core/files.c). Each TEST runs in its own
+/* Unit tests for the files API (src/sandbox/files.c). Each TEST runs in its own
  * fork with a fresh temp tree:
  *
  *   /tmp/sbx-files-XXXXXX/            (0777: writable for the jail user, so
@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/files.h"
-#include "core/util.h"
+#include "sandbox/files.h"
+#include "base/util.h"
 #include "tap.h"
 
 #ifdef FILES_TEST_OPENAT2_SHIM
