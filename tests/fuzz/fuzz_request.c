@@ -1,4 +1,4 @@
-/* Fuzzes request decoding and validation (src/api/common/validate.c): the input is
+/* Fuzzes request decoding and validation (src/api/workers/validate.c): the input is
  * the body of a POST /execute/<lang> (or a sandbox /env call).
  *
  * Invariants:
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/common/validate.h"
+#include "api/workers/validate.h"
 #include "fuzz.h"
 #include "http/server.h"
 
@@ -140,9 +140,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
          * need not be UTF-8, keys can be long): the ErrorResponse must
          * still be built, whatever the bytes and wherever they get cut. */
         struct http_response res = { 0 };
-        http_errorf(&res, 400, "VALIDATION_FAILED", "Unsupported language: %s", body);
+        workers_errorf(&res, 400, "VALIDATION_FAILED", "Unsupported language: %s", body);
         check_error_response(&res);
-        http_error(&res, 404, "VALIDATION_FAILED", body, NULL);
+        workers_error(&res, 404, "VALIDATION_FAILED", body, NULL);
         res.status = 400; /* check_error_response wants 400/413 */
         json_object_set_new(res.json, "httpStatus", json_integer(400));
         check_error_response(&res);

@@ -5,8 +5,9 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "api/workers/envelope.h"
 #include "api/app.h"
-#include "api/common/validate.h"
+#include "api/workers/validate.h"
 #include "sandbox/sandbox.h"
 #include "runtimes/runtime.h"
 
@@ -24,7 +25,7 @@ static bool gw_begin(struct http_request *req, struct http_response *res, struct
         g->rt = runtime_resolve(req->captures[0], NULL);
         g->id = req->captures[1];
         if (!g->rt) {
-                http_errorf(res, 400, "VALIDATION_FAILED", "Unsupported language: %s", req->captures[0]);
+                workers_errorf(res, 400, "VALIDATION_FAILED", "Unsupported language: %s", req->captures[0]);
                 return false;
         }
         size_t i = 0;
@@ -47,7 +48,7 @@ static void gw_reply(struct http_response *res, int status, json_t *body, struct
                 http_json(res, status, body);
                 return;
         }
-        http_error(res, err->status ? err->status : 500, err->code ? err->code : "INTERNAL_ERROR", err->message,
+        workers_error(res, err->status ? err->status : 500, err->code ? err->code : "INTERNAL_ERROR", err->message,
                    err->context);
         err->context = NULL;
         if (err->operation && res->json)
@@ -80,17 +81,17 @@ static void h_execute(struct http_request *req, struct http_response *res)
         json_t *cid = json_object_get(root, "contextId");
         json_t *env = NULL;
         if (json_object_get(root, "input")) {
-                http_error(res, 400, "VALIDATION_FAILED", "input is no longer supported; pass data with envVars", NULL);
+                workers_error(res, 400, "VALIDATION_FAILED", "input is no longer supported; pass data with envVars", NULL);
         } else if (json_object_get(root, "cwd")) {
-                http_error(res, 400, "VALIDATION_FAILED", "cwd is a context property; pass it to createCodeContext",
+                workers_error(res, 400, "VALIDATION_FAILED", "cwd is a context property; pass it to createCodeContext",
                            NULL);
         } else if (!json_is_string(code) || !code_non_empty(json_string_value(code))) {
-                http_error(res, 400, "VALIDATION_FAILED", "Non-empty code is required", NULL);
+                workers_error(res, 400, "VALIDATION_FAILED", "Non-empty code is required", NULL);
         } else if (json_string_length(code) > g.app->cfg->code_bytes) {
-                http_errorf(res, 413, "VALIDATION_FAILED", "Code exceeds %llu KiB",
+                workers_errorf(res, 413, "VALIDATION_FAILED", "Code exceeds %llu KiB",
                             (unsigned long long)(g.app->cfg->code_bytes / 1024));
         } else if (cid && !json_is_null(cid) && !json_is_string(cid)) {
-                http_error(res, 400, "VALIDATION_FAILED", "contextId must be a string", NULL);
+                workers_error(res, 400, "VALIDATION_FAILED", "contextId must be a string", NULL);
         } else if ((env = validate_env(json_object_get(root, "envVars"), ENV_REJECT_BAD_KEYS, true, res))) {
                 struct sbx_error err = { 0 };
                 const char *context_id = json_is_string(cid) ? json_string_value(cid) : NULL;
@@ -112,7 +113,7 @@ static void h_context_create(struct http_request *req, struct http_response *res
         json_t *cwd = json_object_get(root, "cwd");
         json_t *env = NULL;
         if (cwd && !json_is_null(cwd) && !json_is_string(cwd)) {
-                http_error(res, 400, "VALIDATION_FAILED", "cwd must be a string", NULL);
+                workers_error(res, 400, "VALIDATION_FAILED", "cwd must be a string", NULL);
         } else if ((env = validate_env(json_object_get(root, "envVars"), ENV_REJECT_BAD_KEYS, false, res))) {
                 struct sbx_error err = { 0 };
                 gw_reply(res, 201,
@@ -149,7 +150,7 @@ static void h_env(struct http_request *req, struct http_response *res)
         json_t *vars = json_object_get(root, "envVars");
         json_t *env = NULL;
         if (!json_is_object(vars)) {
-                http_error(res, 400, "VALIDATION_FAILED", "envVars must be an object", NULL);
+                workers_error(res, 400, "VALIDATION_FAILED", "envVars must be an object", NULL);
         } else if ((env = validate_env(vars, ENV_REJECT_BAD_KEYS, true, res))) {
                 struct sbx_error err = { 0 };
                 gw_reply(res, 200, sbx_set_env(g.app->sandboxes, g.id, env, &err), &err);
@@ -181,16 +182,16 @@ static void h_other(struct http_request *req, struct http_response *res)
         const char *sub = req->captures[2];
         for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
                 if (strcmp(sub, known[i].sub) == 0) {
-                        http_errorf(res, 405, "VALIDATION_FAILED", "Method %s not allowed", req->method);
+                        workers_errorf(res, 405, "VALIDATION_FAILED", "Method %s not allowed", req->method);
                         snprintf(res->allow, sizeof(res->allow), "%s", known[i].allow);
                         return;
                 }
         if (strncmp(sub, "contexts/", 9) == 0 && !strchr(sub + 9, '/')) {
-                http_errorf(res, 405, "VALIDATION_FAILED", "Method %s not allowed", req->method);
+                workers_errorf(res, 405, "VALIDATION_FAILED", "Method %s not allowed", req->method);
                 snprintf(res->allow, sizeof(res->allow), "DELETE");
                 return;
         }
-        http_error(res, 404, "VALIDATION_FAILED", "Not found", NULL);
+        workers_error(res, 404, "VALIDATION_FAILED", "Not found", NULL);
 }
 
 #define SBX "/languages/:lang/sandboxes/:id"

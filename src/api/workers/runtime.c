@@ -3,8 +3,9 @@
  * /health and /ready. */
 #include <string.h>
 
+#include "api/workers/envelope.h"
 #include "api/app.h"
-#include "api/common/validate.h"
+#include "api/workers/validate.h"
 #include "base/log.h"
 #include "runtimes/runtime.h"
 
@@ -21,7 +22,7 @@ static void run_stateless(struct http_request *req, struct http_response *res, c
         bool typescript = false;
         const struct runtime *rt = runtime_resolve(lang, &typescript);
         if (!rt) {
-                http_errorf(res, 400, "VALIDATION_FAILED", "Unsupported language: %s", lang);
+                workers_errorf(res, 400, "VALIDATION_FAILED", "Unsupported language: %s", lang);
                 return;
         }
         struct exec_body body;
@@ -34,7 +35,7 @@ static void run_stateless(struct http_request *req, struct http_response *res, c
         json_t *result = exec_stateless(app->engine, rt, body.code, body.env, typescript, &err);
         exec_body_done(&body);
         if (!result) {
-                http_errorf(res, 502, "INTERNAL_ERROR", "Engine execution failed (%s)", err ? err : "unknown");
+                workers_errorf(res, 502, "INTERNAL_ERROR", "Engine execution failed (%s)", err ? err : "unknown");
                 return;
         }
         http_json(res, 200, result);
@@ -81,7 +82,7 @@ static const struct runtime *runtime_from_path(struct http_request *req, struct 
 {
         const struct runtime *rt = runtime_find(req->captures[0]);
         if (!rt)
-                http_errorf(res, 404, "VALIDATION_FAILED", "Unknown runtime: %s", req->captures[0]);
+                workers_errorf(res, 404, "VALIDATION_FAILED", "Unknown runtime: %s", req->captures[0]);
         return rt;
 }
 
@@ -109,7 +110,7 @@ static void h_ready(struct http_request *req, struct http_response *res)
 {
         struct app *app = app_of(req);
         if (http_server_draining(app->srv)) {
-                http_error(res, 503, "NOT_READY", "Server is shutting down", NULL);
+                workers_error(res, 503, "NOT_READY", "Server is shutting down", NULL);
                 res->retry_after = 1;
                 return;
         }

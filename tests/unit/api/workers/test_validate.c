@@ -1,10 +1,10 @@
-/* Unit tests for request validation (src/api/common/validate.c) through its public
+/* Unit tests for request validation (src/api/workers/validate.c) through its public
  * functions, with fake struct http_request values (body + body_len) and
- * zero-initialised responses. http_error()/http_json() come from the
+ * zero-initialised responses. workers_error()/http_json() come from the
  * library's src/http/server.c. */
 #include <errno.h>
 
-#include "api/common/validate.h"
+#include "api/workers/validate.h"
 #include "base/util.h"
 #include "tap.h"
 

@@ -1,4 +1,5 @@
-#include "api/common/validate.h"
+#include "api/workers/envelope.h"
+#include "api/workers/validate.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -30,12 +31,12 @@ json_t *validate_json_object(struct http_request *req, struct http_response *res
          * two parsers. jansson caps nesting depth itself. */
         json_t *root = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
         if (!root) {
-                http_error(res, 400, "VALIDATION_FAILED", "Invalid JSON", json_pack("{s:s}", "detail", err.text));
+                workers_error(res, 400, "VALIDATION_FAILED", "Invalid JSON", json_pack("{s:s}", "detail", err.text));
                 return NULL;
         }
         if (!json_is_object(root)) {
                 json_decref(root);
-                http_error(res, 400, "VALIDATION_FAILED", "Expected an object", NULL);
+                workers_error(res, 400, "VALIDATION_FAILED", "Expected an object", NULL);
                 return NULL;
         }
         return root;
@@ -51,7 +52,7 @@ bool validate_language(json_t *root, const char *runtime_id, struct http_respons
         bool ok = norm && (strcmp(norm, runtime_id) == 0 ||
                            (strcmp(norm, "typescript") == 0 && strcmp(runtime_id, "javascript") == 0));
         if (!ok)
-                http_errorf(res, 400, "VALIDATION_FAILED", "Unsupported language '%s' on this runtime (%s)",
+                workers_errorf(res, 400, "VALIDATION_FAILED", "Unsupported language '%s' on this runtime (%s)",
                             given ? given : "(not a string)", runtime_id);
         return ok;
 }
@@ -61,7 +62,7 @@ json_t *validate_env(json_t *env, enum env_mode mode, bool keep_null, struct htt
         if (!env || json_is_null(env))
                 return json_object();
         if (!json_is_object(env)) {
-                http_error(res, 400, "VALIDATION_FAILED", "envVars must be an object of strings", NULL);
+                workers_error(res, 400, "VALIDATION_FAILED", "envVars must be an object of strings", NULL);
                 return NULL;
         }
         json_t *out = json_object();
@@ -72,7 +73,7 @@ json_t *validate_env(json_t *env, enum env_mode mode, bool keep_null, struct htt
                         if (mode == ENV_DROP_BAD_KEYS)
                                 continue;
                         json_decref(out);
-                        http_errorf(res, 400, "VALIDATION_FAILED", "Invalid envVars key: %s", key);
+                        workers_errorf(res, 400, "VALIDATION_FAILED", "Invalid envVars key: %s", key);
                         return NULL;
                 }
                 if (json_is_null(val)) {
@@ -82,7 +83,7 @@ json_t *validate_env(json_t *env, enum env_mode mode, bool keep_null, struct htt
                 }
                 if (!json_is_string(val) || memchr(json_string_value(val), '\0', json_string_length(val))) {
                         json_decref(out);
-                        http_errorf(res, 400, "VALIDATION_FAILED", "envVars values must be strings (key: %s)", key);
+                        workers_errorf(res, 400, "VALIDATION_FAILED", "envVars values must be strings (key: %s)", key);
                         return NULL;
                 }
                 json_object_set(out, key, val);
@@ -99,7 +100,7 @@ bool validate_exec_body(struct http_request *req, const char *runtime_id, size_t
                 return false;
         ret->root = root;
         if (json_object_get(root, "input")) {
-                http_error(res, 400, "VALIDATION_FAILED", "input is no longer supported; pass data with envVars", NULL);
+                workers_error(res, 400, "VALIDATION_FAILED", "input is no longer supported; pass data with envVars", NULL);
                 goto fail;
         }
         if (!validate_language(root, runtime_id, res))
@@ -107,11 +108,11 @@ bool validate_exec_body(struct http_request *req, const char *runtime_id, size_t
         json_t *code = json_object_get(root, "code");
         if (!json_is_string(code) || !code_non_empty(json_string_value(code)) ||
             memchr(json_string_value(code), '\0', json_string_length(code))) {
-                http_error(res, 400, "VALIDATION_FAILED", "Non-empty code is required", NULL);
+                workers_error(res, 400, "VALIDATION_FAILED", "Non-empty code is required", NULL);
                 goto fail;
         }
         if (json_string_length(code) > code_limit) {
-                http_errorf(res, 413, "VALIDATION_FAILED", "Code exceeds %zu KiB", code_limit / 1024);
+                workers_errorf(res, 413, "VALIDATION_FAILED", "Code exceeds %zu KiB", code_limit / 1024);
                 goto fail;
         }
         ret->code = json_string_value(code);
