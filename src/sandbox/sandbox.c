@@ -876,6 +876,53 @@ json_t *sbx_files(struct sandbox_mgr *m, const char *id, json_t *request, struct
         return res;
 }
 
+int sbx_workspace_acquire(struct sandbox_mgr *m, const char *id, struct sbx_workspace *ret, struct err *err)
+{
+        struct sbx_error legacy = { 0 };
+        memset(ret, 0, sizeof(*ret));
+        ret->root_fd = -1;
+        struct sandbox *s = sandbox_get(m, id, &legacy);
+        if (!s) {
+                int r = err_set(err, legacy.status == 400 ? ERR_INVALID : ERR_INTERNAL, 0, "%s", legacy.message);
+                if (legacy.status == 400)
+                        err_detail(err, "id", id, (size_t)-1);
+                sbx_error_done(&legacy);
+                return r;
+        }
+        pthread_mutex_lock(&s->lock);
+        sandbox_touch(m, s);
+        int r = workspace_open(&s->ws, m->cfg->workspace_bytes, m->cfg->workspace_inodes);
+        int fd = r == 0 ? open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (fd < 0) {
+                int e = r < 0 ? -r : errno;
+                pthread_mutex_unlock(&s->lock);
+                sandbox_put(m, s);
+                return err_set(err, ERR_INTERNAL, e, "Cannot open the workspace: %s", strerror(e));
+        }
+        *ret = (struct sbx_workspace){
+                .root_fd = fd,
+                .limits = { m->cfg->file_bytes, m->cfg->workspace_bytes, m->cfg->workspace_inodes },
+                .created_at = s->row.created_at,
+                .uid = JAIL_UID,
+                .gid = JAIL_GID,
+                .sbx = s,
+        };
+        return 0;
+}
+
+void sbx_workspace_release(struct sandbox_mgr *m, struct sbx_workspace *ws)
+{
+        struct sandbox *s = ws->sbx;
+        if (!s)
+                return;
+        if (ws->root_fd >= 0)
+                close(ws->root_fd);
+        ws->root_fd = -1;
+        ws->sbx = NULL;
+        pthread_mutex_unlock(&s->lock);
+        sandbox_put(m, s);
+}
+
 size_t sbx_resident_count(struct sandbox_mgr *m)
 {
         pthread_mutex_lock(&m->lock);

@@ -9,7 +9,9 @@
 
 #include "config/config.h"
 #include "engine/exec.h"
+#include "base/err.h"
 #include "runtimes/runtime.h"
+#include "sandbox/files.h"
 #include "store/store.h"
 
 #define SBX_DEFAULT_ORG "default"
@@ -50,6 +52,20 @@ json_t *sbx_context_delete(struct sandbox_mgr *m, const char *id, const char *co
 json_t *sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt, const char *binding,
                     const char *code, const char *context_id, json_t *call_env, struct sbx_error *err);
 json_t *sbx_files(struct sandbox_mgr *m, const char *id, json_t *request, struct sbx_error *err);
+
+/* A sandbox's workspace held open (and its sandbox locked) for file
+ * operations: created and mounted on first use, like every call here. */
+struct sbx_workspace {
+        int root_fd;                 /* O_PATH|O_DIRECTORY fd of /workspace */
+        struct files_limits limits;
+        uint64_t created_at;         /* the sandbox's createdAt, epoch ms */
+        unsigned uid, gid;           /* file system identity of the guest */
+        void *sbx;                   /* private */
+};
+/* Returns 0 or a negative errno with err filled. */
+int sbx_workspace_acquire(struct sandbox_mgr *m, const char *id, struct sbx_workspace *ret, struct err *err);
+/* Closes the fd and unlocks. NULL-safe on a failed acquire (sbx NULL). */
+void sbx_workspace_release(struct sandbox_mgr *m, struct sbx_workspace *ws);
 
 /* Number of resident (live) context interpreters. */
 size_t sbx_resident_count(struct sandbox_mgr *m);
