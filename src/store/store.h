@@ -64,6 +64,7 @@ struct context_row {
         uint64_t snap_cells;      /* cells in the journal */
         uint64_t snap_bytes;      /* bytes of code in the journal */
         bool snap_stale;          /* journal cannot reproduce the live state */
+        char build[128];          /* kernel + interpreter build that wrote the journal */
 };
 void context_row_done(struct context_row *r);
 int store_context_insert(struct store *s, const struct context_row *row);
