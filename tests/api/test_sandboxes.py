@@ -204,6 +204,16 @@ def test_snapshot_info(daemon):
     assert snap["cells"] == 1 and snap["stale"] is False and isinstance(snap["takenAt"], int)
     assert info["contexts"][0]["executions"] == 1
     assert info["contexts"][0]["engine"].startswith("CPython")
+    # The seed's SnapshotInfo fields: 64 KiB pages of the journal, and the
+    # build (language, interpreter, kernel) that wrote it.
+    assert snap["pages"] == 1 and snap["bytes"] == len("z = 3")
+    assert snap["build"].startswith("python:" + info["contexts"][0]["engine"] + ":kernel-")
+    big = "w = '" + "x" * 60000 + "'"
+    run(daemon, "python", s, big, contextId=ctx["id"])
+    status, info, _ = daemon.get(base("python", s))
+    snap = info["contexts"][0]["snapshot"]
+    assert snap["bytes"] == len("z = 3") + len(big)
+    assert snap["pages"] == 2
 
 
 def test_destroy_wipes_everything(daemon):
