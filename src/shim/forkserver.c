@@ -26,7 +26,6 @@
  * loaded into the interpreters, not the daemon. */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -36,18 +35,17 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "jail/landlock.h"
-#include "jail/proc_masks.h"
+#include "jail/privs.h"
+#include "jail/procfs.h"
 #include "shim/forkserver.h"
 
 #define CTL_FD 3
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static bool armed;
 
@@ -100,15 +98,8 @@ static void private_mounts(const struct forkserver_config *c)
             mount("tmpfs", "/workspace", "tmpfs", MS_NOSUID | MS_NODEV, c->ws_opts) < 0 ||
             mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 _exit(120);
-        for (size_t i = 0; i < ARRAY_SIZE(jail_proc_masks); i++) {
-                char path[64] = "/proc/";
-                strncat(path, jail_proc_masks[i], sizeof(path) - 7);
-                if (access(path, F_OK) == 0 && mount("/dev/null", path, NULL, MS_BIND, NULL) < 0)
-                        _exit(121);
-        }
-        if (mount("/proc/sys", "/proc/sys", NULL, MS_BIND | MS_REC, NULL) < 0 ||
-            mount(NULL, "/proc/sys", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
-                _exit(122);
+        if (jail_mask_proc("/proc") < 0)
+                _exit(121);
         /* The template's cwd is the /workspace under the new mount. */
         if (chdir("/workspace") < 0)
                 _exit(123);
@@ -129,23 +120,11 @@ static void report_pid_and_wait(void)
 
 static void drop_privileges(const struct forkserver_config *c)
 {
-        for (uint32_t i = 0; i < c->nrlimits && i < FORKSERVER_MAX_RLIMITS; i++) {
-                struct rlimit rl = { c->rlimits[i].soft, c->rlimits[i].hard };
-                if (setrlimit(c->rlimits[i].resource, &rl) < 0)
+        for (uint32_t i = 0; i < c->nrlimits && i < FORKSERVER_MAX_RLIMITS; i++)
+                if (privs_setrlimit(c->rlimits[i].resource, c->rlimits[i].soft, c->rlimits[i].hard) < 0)
                         _exit(126);
-        }
-        /* The bounding set needs CAP_SETPCAP, so it goes before the uid. */
-        for (int cap = 0; cap <= 63; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-                        _exit(127);
-        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 ||
-            syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, c->gid, c->gid, c->gid) < 0 ||
-            syscall(SYS_setresuid, c->uid, c->uid, c->uid) < 0)
+        if (privs_drop(c->uid, c->gid, PRIVS_SETID | PRIVS_SETGROUPS) < 0)
                 _exit(128);
-        struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-        struct __user_cap_data_struct d[2] = { { 0 } };
-        if (syscall(SYS_capset, &h, d) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                _exit(129);
 }
 
 static void confine(const struct forkserver_config *c, const struct sock_filter *bpf)
