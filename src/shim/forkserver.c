@@ -40,6 +40,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/io.h"
 #include "jail/landlock.h"
 #include "jail/privs.h"
 #include "jail/procfs.h"
@@ -61,32 +62,6 @@ __attribute__((constructor)) static void forkserver_init(void)
 static ssize_t sys_read(int fd, void *buf, size_t n)
 {
         return syscall(SYS_read, fd, buf, n);
-}
-
-static int read_exact(int fd, void *buf, size_t n)
-{
-        for (size_t got = 0; got < n;) {
-                ssize_t r = sys_read(fd, (char *)buf + got, n - got);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r <= 0)
-                        return -1;
-                got += (size_t)r;
-        }
-        return 0;
-}
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-        for (size_t done = 0; done < n;) {
-                ssize_t r = write(fd, (const char *)buf + done, n - done);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r <= 0)
-                        return -1;
-                done += (size_t)r;
-        }
-        return 0;
 }
 
 /* ---- in the executor ---- */
@@ -114,7 +89,7 @@ static void report_pid_and_wait(void)
         char byte;
         if (forkserver_send_byte(CTL_FD, 'P', SCM_CREDENTIALS, &uc, sizeof(uc)) != 1)
                 _exit(124);
-        if (read_exact(CTL_FD, &byte, 1) < 0 || byte != 'G')
+        if (read_all(CTL_FD, &byte, 1) < 0 || byte != 'G')
                 _exit(125);
 }
 
@@ -230,14 +205,14 @@ static int recv_fds(int sock, int fds[3])
 
 static void read_config(struct forkserver_config *c, struct sock_filter **bpf)
 {
-        if (read_exact(CTL_FD, c, sizeof(*c)) < 0 || c->magic != FORKSERVER_MAGIC ||
+        if (read_all(CTL_FD, c, sizeof(*c)) < 0 || c->magic != FORKSERVER_MAGIC ||
             c->version != FORKSERVER_VERSION || c->bpf_len == 0 || c->bpf_len > FORKSERVER_MAX_BPF ||
             c->bpf_len % sizeof(struct sock_filter) != 0)
                 _exit(115);
         c->tmp_opts[sizeof(c->tmp_opts) - 1] = '\0';
         c->ws_opts[sizeof(c->ws_opts) - 1] = '\0';
         *bpf = malloc(c->bpf_len);
-        if (!*bpf || read_exact(CTL_FD, *bpf, c->bpf_len) < 0)
+        if (!*bpf || read_all(CTL_FD, *bpf, c->bpf_len) < 0)
                 _exit(116);
 }
 
@@ -277,7 +252,8 @@ static void serve(void)
         }
 }
 
-ssize_t read(int fd, void *buf, size_t n)
+/* The one symbol the shim exports (it is built with hidden visibility). */
+__attribute__((visibility("default"))) ssize_t read(int fd, void *buf, size_t n)
 {
         if (armed && fd == CTL_FD) {
                 armed = false;
