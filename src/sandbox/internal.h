@@ -9,6 +9,8 @@
 
 #include <pthread.h>
 
+#include "base/thread.h"
+
 #include "sandbox/sandbox.h"
 #include "sandbox/workspace.h"
 
@@ -48,9 +50,7 @@ struct sandbox_mgr {
         struct sandbox *buckets[SBX_HASH_BUCKETS];
         struct context *lru_head, *lru_tail;
         size_t resident;
-        pthread_t reaper;
-        pthread_cond_t reaper_cond;
-        bool stopping, reaper_started;
+        struct bg_thread reaper;     /* idle expiry, every TTL/10 */
 };
 
 /* registry.c */

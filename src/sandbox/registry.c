@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/thread.h"
 #include "base/util.h"
 #include "jail/jail.h"
 
@@ -458,30 +459,21 @@ void sbx_reap_expired(struct sandbox_mgr *m)
         free(e.ids);
 }
 
-static void *reaper_main(void *arg)
+static void reaper_loop(void *arg)
 {
         struct sandbox_mgr *m = arg;
-        uint64_t period = m->opt.idle_ttl_ms / 10;
-        if (period < 100)
-                period = 100;
-        if (period > 60000)
-                period = 60000;
-        pthread_mutex_lock(&m->lock);
-        while (!m->stopping) {
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                uint64_t ns = (uint64_t)ts.tv_nsec + period * 1000000ULL;
-                ts.tv_sec += (time_t)(ns / 1000000000ULL);
-                ts.tv_nsec = (long)(ns % 1000000000ULL);
-                pthread_cond_timedwait(&m->reaper_cond, &m->lock, &ts);
-                if (m->stopping)
-                        break;
-                pthread_mutex_unlock(&m->lock);
+        uint64_t period_ms = m->opt.idle_ttl_ms / 10;
+        if (period_ms < 100)
+                period_ms = 100;
+        if (period_ms > 60000)
+                period_ms = 60000;
+        bg_thread_lock(&m->reaper);
+        while (bg_thread_wait(&m->reaper, now_ns() + period_ms * 1000000ULL)) {
+                bg_thread_unlock(&m->reaper);
                 sbx_reap_expired(m);
-                pthread_mutex_lock(&m->lock);
+                bg_thread_lock(&m->reaper);
         }
-        pthread_mutex_unlock(&m->lock);
-        return NULL;
+        bg_thread_unlock(&m->reaper);
 }
 
 /* ---- the manager ---- */
@@ -496,14 +488,15 @@ int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct
         m->engine = engine;
         m->store = store;
         pthread_mutex_init(&m->lock, NULL);
-        pthread_cond_init(&m->reaper_cond, NULL);
-        int r = store_org_ensure(store, SBX_DEFAULT_ORG, "Default organisation");
+        int r = bg_thread_init(&m->reaper, NULL);
+        if (r == 0)
+                r = store_org_ensure(store, SBX_DEFAULT_ORG, "Default organisation");
+        if (r == 0 && opt->idle_ttl_ms)
+                r = bg_thread_start(&m->reaper, "sbx-reaper", 1, reaper_loop, m);
         if (r < 0) {
                 sbx_mgr_free(m);
                 return r;
         }
-        if (opt->idle_ttl_ms && pthread_create(&m->reaper, NULL, reaper_main, m) == 0)
-                m->reaper_started = true;
         *ret = m;
         return 0;
 }
@@ -512,12 +505,7 @@ void sbx_mgr_free(struct sandbox_mgr *m)
 {
         if (!m)
                 return;
-        pthread_mutex_lock(&m->lock);
-        m->stopping = true;
-        pthread_cond_broadcast(&m->reaper_cond);
-        pthread_mutex_unlock(&m->lock);
-        if (m->reaper_started)
-                pthread_join(m->reaper, NULL);
+        bg_thread_done(&m->reaper);
         for (size_t i = 0; i < SBX_HASH_BUCKETS; i++) {
                 while (m->buckets[i]) {
                         struct sandbox *s = m->buckets[i];
@@ -526,7 +514,6 @@ void sbx_mgr_free(struct sandbox_mgr *m)
                 }
         }
         workspace_unmount_all(m->opt.data_dir);
-        pthread_cond_destroy(&m->reaper_cond);
         pthread_mutex_destroy(&m->lock);
         free(m);
 }
