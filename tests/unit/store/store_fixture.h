@@ -63,12 +63,13 @@ UNUSED static const char *store_url(void)
         return url;
 }
 
-/* "<namespace>-name", from a small ring of buffers so several may be live
- * in one expression. */
+/* "<namespace>-name", from a small per-thread ring of buffers so several
+ * may be live in one expression. Call once before starting threads (the
+ * namespace is set on first use). */
 UNUSED static const char *id(const char *name)
 {
-        static char ring[16][STORE_ID_MAX];
-        static unsigned next;
+        static __thread char ring[16][STORE_ID_MAX];
+        static __thread unsigned next;
         char *buf = ring[next++ % ARRAY_SIZE(ring)];
 
         if (!g_ns[0]) {

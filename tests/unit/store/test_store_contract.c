@@ -596,6 +596,7 @@ static void run_threads(struct worker *w, void *(*fn)(void *), struct store *s)
 {
         pthread_t th[THREADS];
 
+        id("");   /* sets the namespace before the threads read it */
         for (int i = 0; i < THREADS; i++) {
                 w[i] = (struct worker){ .s = s, .idx = i };
                 ASSERT_EQ(pthread_create(&th[i], NULL, fn, &w[i]), 0);
