@@ -11,27 +11,6 @@ static int cell_max_seq(sqlite3 *db, const char *context_id, uint64_t *ret)
         return sq_query_u64(db, "SELECT COALESCE(MAX(seq), 0) FROM cells WHERE context_id = ?", context_id, ret);
 }
 
-static int cell_insert(sqlite3 *db, const char *context_id, const struct cell_row *cell)
-{
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r;
-
-        r = sq_prepare(db,
-                       "INSERT INTO cells(context_id, seq, code, env_json, cwd, typescript) "
-                       "VALUES(?, ?, ?, ?, ?, ?)",
-                       &st);
-        if (r < 0)
-                return r;
-        if ((r = sq_bind_text(st, 1, context_id)) < 0 ||
-            (r = sq_bind_u64(st, 2, cell->seq)) < 0 ||
-            (r = sq_bind_text(st, 3, cell->code)) < 0 ||
-            (r = sq_bind_text(st, 4, sq_env_or_default(cell->env_json))) < 0 ||
-            (r = sq_bind_text(st, 5, cell->cwd)) < 0 ||
-            (r = sq_bind_bool(st, 6, cell->typescript)) < 0)
-                return r;
-        return sq_step_done(st);
-}
-
 /* The journal must replay exactly, so a gap or a repeat is refused rather
  * than stored; reading MAX(seq) and inserting share one transaction. */
 int sq_cell_append(struct store *s, const char *context_id, const struct cell_row *cell)
@@ -52,7 +31,11 @@ int sq_cell_append(struct store *s, const char *context_id, const struct cell_ro
                 return r;
         if (cell->seq != max + 1)
                 return -EINVAL;
-        r = cell_insert(db, context_id, cell);
+        r = sq_run(db,
+                   "INSERT INTO cells(context_id, seq, code, env_json, cwd, typescript) "
+                   "VALUES(?, ?, ?, ?, ?, ?)",
+                   "tutttb", context_id, cell->seq, cell->code, sq_env_or_default(cell->env_json),
+                   cell->cwd, (int)cell->typescript);
         if (r < 0)
                 return r;
         return sq_tx_commit(&tx);
@@ -91,37 +74,23 @@ static int decode_cell(sqlite3_stmt *st, void *item)
 
 int sq_cell_list(struct store *s, const char *context_id, struct store_rows *out)
 {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r;
-
-        r = sq_prepare_with(sq_db(s),
-                            "SELECT seq, code, env_json, cwd, typescript FROM cells "
-                            "WHERE context_id = ? ORDER BY seq",
-                            context_id, &st);
-        if (r < 0)
-                return r;
-        return sq_collect(st, out, decode_cell);
+        return sq_list(sq_db(s),
+                       "SELECT seq, code, env_json, cwd, typescript FROM cells WHERE context_id = ? ORDER BY seq",
+                       out, decode_cell, "t", context_id);
 }
 
 /* -ENOENT names a missing context; an empty journal is not an error. */
 int sq_cells_delete(struct store *s, const char *context_id)
 {
         _cleanup_tx_ sqlite3 *tx = NULL;
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
         sqlite3 *db = sq_db(s);
         int r;
 
         r = sq_tx_begin(db, &tx);
         if (r < 0)
                 return r;
-        r = sq_context_exists(db, context_id);
-        if (r < 0)
-                return r;
-        r = sq_prepare_with(db, "DELETE FROM cells WHERE context_id = ?", context_id, &st);
-        if (r < 0)
-                return r;
-        r = sq_step_done(st);
-        if (r < 0)
+        if ((r = sq_context_exists(db, context_id)) < 0 ||
+            (r = sq_run(db, "DELETE FROM cells WHERE context_id = ?", "t", context_id)) < 0)
                 return r;
         return sq_tx_commit(&tx);
 }
@@ -133,17 +102,12 @@ int sq_cell_stats(struct store *s, const char *context_id, uint64_t *ret_count, 
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r;
 
-        r = sq_prepare_with(sq_db(s),
-                            "SELECT COALESCE(MAX(seq), 0), COALESCE(SUM(length(CAST(code AS BLOB))), 0) "
-                            "FROM cells WHERE context_id = ?",
-                            context_id, &st);
+        r = sq_query_row(sq_db(s),
+                         "SELECT COALESCE(MAX(seq), 0), COALESCE(SUM(length(CAST(code AS BLOB))), 0) "
+                         "FROM cells WHERE context_id = ?",
+                         &st, "t", context_id);
         if (r < 0)
-                return r;
-        r = sq_step(st);
-        if (r < 0)
-                return r;
-        if (r == 0)
-                return -EIO;
+                return r == -ENOENT ? -EIO : r;   /* an aggregate always has a row */
         *ret_count = sq_column_u64(st, 0);
         *ret_bytes = sq_column_u64(st, 1);
         return 0;

@@ -33,63 +33,32 @@ static int decode_context(sqlite3_stmt *st, void *item)
         return 0;
 }
 
-/* Binds cwd, env_json, last_used, executions, the snap_* columns and build,
- * the part of a row that both insert and update write, from idx on. */
-#define CONTEXT_STATE_COLUMNS 9
-static int bind_context_state(sqlite3_stmt *st, int idx, const struct context_row *row)
-{
-        int r;
-
-        if ((r = sq_bind_text(st, idx, row->cwd)) < 0 ||
-            (r = sq_bind_text(st, idx + 1, sq_env_or_default(row->env_json))) < 0 ||
-            (r = sq_bind_u64(st, idx + 2, row->last_used)) < 0 ||
-            (r = sq_bind_u64(st, idx + 3, row->executions)) < 0 ||
-            (r = sq_bind_u64(st, idx + 4, row->snap_taken_at)) < 0 ||
-            (r = sq_bind_u64(st, idx + 5, row->snap_cells)) < 0 ||
-            (r = sq_bind_u64(st, idx + 6, row->snap_bytes)) < 0 ||
-            (r = sq_bind_bool(st, idx + 7, row->snap_stale)) < 0)
-                return r;
-        return sq_bind_text(st, idx + 8, row->build);
-}
+/* cwd, env_json, last_used, executions, the snap_* columns and build: the
+ * part of a row that both insert and update write. */
+#define STATE_TYPES "ttuuuuubt"
+#define STATE_ARGS(row)                                                               \
+        (row)->cwd, sq_env_or_default((row)->env_json), (row)->last_used, (row)->executions, \
+                (row)->snap_taken_at, (row)->snap_cells, (row)->snap_bytes, (int)(row)->snap_stale, \
+                (row)->build
 
 int sq_context_insert(struct store *s, const struct context_row *row)
 {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r;
-
-        r = sq_prepare(sq_db(s),
-                       "INSERT INTO contexts(id, sandbox_id, binding, language, created_at, "
-                       "cwd, env_json, last_used, executions, snap_taken_at, snap_cells, "
-                       "snap_bytes, snap_stale, build) "
-                       "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       &st);
-        if (r < 0)
-                return r;
-        if ((r = sq_bind_text(st, 1, row->id)) < 0 ||
-            (r = sq_bind_text(st, 2, row->sandbox_id)) < 0 ||
-            (r = sq_bind_text(st, 3, row->binding)) < 0 ||
-            (r = sq_bind_text(st, 4, row->language)) < 0 ||
-            (r = sq_bind_u64(st, 5, row->created_at)) < 0 ||
-            (r = bind_context_state(st, 6, row)) < 0)
-                return r;
-        return sq_step_done(st);
+        return sq_run(sq_db(s),
+                      "INSERT INTO contexts(id, sandbox_id, binding, language, created_at, "
+                      "cwd, env_json, last_used, executions, snap_taken_at, snap_cells, "
+                      "snap_bytes, snap_stale, build) "
+                      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      "ttttu" STATE_TYPES, row->id, row->sandbox_id, row->binding, row->language,
+                      row->created_at, STATE_ARGS(row));
 }
 
 int sq_context_update(struct store *s, const struct context_row *row)
 {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r;
-
-        r = sq_prepare(sq_db(s),
-                       "UPDATE contexts SET cwd = ?, env_json = ?, last_used = ?, executions = ?, "
-                       "snap_taken_at = ?, snap_cells = ?, snap_bytes = ?, snap_stale = ?, build = ? "
-                       "WHERE id = ?",
-                       &st);
-        if (r < 0)
-                return r;
-        if ((r = bind_context_state(st, 1, row)) < 0)
-                return r;
-        return sq_exec_by_id(st, 1 + CONTEXT_STATE_COLUMNS, row->id);
+        return sq_run_changed(sq_db(s),
+                              "UPDATE contexts SET cwd = ?, env_json = ?, last_used = ?, executions = ?, "
+                              "snap_taken_at = ?, snap_cells = ?, snap_bytes = ?, snap_stale = ?, build = ? "
+                              "WHERE id = ?",
+                              STATE_TYPES "t", STATE_ARGS(row), row->id);
 }
 
 int sq_context_get(struct store *s, const char *id, struct context_row *ret)
@@ -98,14 +67,9 @@ int sq_context_get(struct store *s, const char *id, struct context_row *ret)
         _cleanup_(context_row_done) struct context_row row = {};
         int r;
 
-        r = sq_prepare_with(sq_db(s), "SELECT " CONTEXT_COLUMNS " FROM contexts WHERE id = ?", id, &st);
+        r = sq_query_row(sq_db(s), "SELECT " CONTEXT_COLUMNS " FROM contexts WHERE id = ?", &st, "t", id);
         if (r < 0)
                 return r;
-        r = sq_step(st);
-        if (r < 0)
-                return r;
-        if (r == 0)
-                return -ENOENT;
         r = decode_context(st, &row);
         if (r < 0)
                 return r;
@@ -117,21 +81,14 @@ int sq_context_get(struct store *s, const char *id, struct context_row *ret)
 /* Cells go with it (ON DELETE CASCADE). */
 int sq_context_delete(struct store *s, const char *id)
 {
-        return sq_delete_by_id(sq_db(s), "DELETE FROM contexts WHERE id = ?", id);
+        return sq_run_changed(sq_db(s), "DELETE FROM contexts WHERE id = ?", "t", id);
 }
 
 int sq_context_list(struct store *s, const char *sandbox_id, struct store_rows *out)
 {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r;
-
-        r = sq_prepare_with(sq_db(s),
-                            "SELECT " CONTEXT_COLUMNS " FROM contexts WHERE sandbox_id = ? "
-                            "ORDER BY created_at, id",
-                            sandbox_id, &st);
-        if (r < 0)
-                return r;
-        return sq_collect(st, out, decode_context);
+        return sq_list(sq_db(s),
+                       "SELECT " CONTEXT_COLUMNS " FROM contexts WHERE sandbox_id = ? ORDER BY created_at, id",
+                       out, decode_context, "t", sandbox_id);
 }
 
 int sq_context_count(struct store *s, const char *sandbox_id, uint64_t *ret)
@@ -142,13 +99,5 @@ int sq_context_count(struct store *s, const char *sandbox_id, uint64_t *ret)
 int sq_context_exists(sqlite3 *db, const char *id)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r;
-
-        r = sq_prepare_with(db, "SELECT 1 FROM contexts WHERE id = ?", id, &st);
-        if (r < 0)
-                return r;
-        r = sq_step(st);
-        if (r < 0)
-                return r;
-        return r > 0 ? 0 : -ENOENT;
+        return sq_query_row(db, "SELECT 1 FROM contexts WHERE id = ?", &st, "t", id);
 }

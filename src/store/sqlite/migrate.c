@@ -73,30 +73,19 @@ int sq_schema_version(struct store *s)
         return schema_version(sq_db(s));
 }
 
+/* 1 when applied, 0 when not, -errno. */
 static int migration_applied(sqlite3 *db, int version)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r;
+        int r = sq_query_row(db, "SELECT 1 FROM schema_migrations WHERE version = ?", &st, "u", (uint64_t)version);
 
-        r = sq_prepare(db, "SELECT 1 FROM schema_migrations WHERE version = ?", &st);
-        if (r < 0)
-                return r;
-        if ((r = sq_bind_u64(st, 1, (uint64_t)version)) < 0)
-                return r;
-        return sq_step(st);
+        return r == -ENOENT ? 0 : r < 0 ? r : 1;
 }
 
 static int migration_record(sqlite3 *db, int version)
 {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r;
-
-        r = sq_prepare(db, "INSERT INTO schema_migrations(version, applied_at) VALUES(?, ?)", &st);
-        if (r < 0)
-                return r;
-        if ((r = sq_bind_u64(st, 1, (uint64_t)version)) < 0 || (r = sq_bind_u64(st, 2, wall_ms())) < 0)
-                return r;
-        return sq_step_done(st);
+        return sq_run(db, "INSERT INTO schema_migrations(version, applied_at) VALUES(?, ?)", "uu",
+                      (uint64_t)version, wall_ms());
 }
 
 /* The applied check runs inside the migration's own transaction so two

@@ -5,21 +5,10 @@
 
 int sq_org_ensure(struct store *s, const char *id, const char *name)
 {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r;
-
         /* DO NOTHING keeps the first name and created_at. */
-        r = sq_prepare(sq_db(s),
-                       "INSERT INTO orgs(id, name, created_at) VALUES(?, ?, ?) "
-                       "ON CONFLICT(id) DO NOTHING",
-                       &st);
-        if (r < 0)
-                return r;
-        if ((r = sq_bind_text(st, 1, id)) < 0 ||
-            (r = sq_bind_text(st, 2, name)) < 0 ||
-            (r = sq_bind_u64(st, 3, wall_ms())) < 0)
-                return r;
-        return sq_step_done(st);
+        return sq_run(sq_db(s),
+                      "INSERT INTO orgs(id, name, created_at) VALUES(?, ?, ?) ON CONFLICT(id) DO NOTHING",
+                      "ttu", id, name, wall_ms());
 }
 
 int sq_org_get(struct store *s, const char *id, struct org_row *ret)
@@ -28,14 +17,9 @@ int sq_org_get(struct store *s, const char *id, struct org_row *ret)
         struct org_row row = {};
         int r;
 
-        r = sq_prepare_with(sq_db(s), "SELECT id, name, created_at FROM orgs WHERE id = ?", id, &st);
+        r = sq_query_row(sq_db(s), "SELECT id, name, created_at FROM orgs WHERE id = ?", &st, "t", id);
         if (r < 0)
                 return r;
-        r = sq_step(st);
-        if (r < 0)
-                return r;
-        if (r == 0)
-                return -ENOENT;
         if ((r = sq_column_copy(st, 0, row.id, sizeof(row.id))) < 0 ||
             (r = sq_column_copy(st, 1, row.name, sizeof(row.name))) < 0)
                 return r;

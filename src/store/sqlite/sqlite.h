@@ -49,23 +49,30 @@ int sq_tx_commit(sqlite3 **tx);
 
 int sq_exec(sqlite3 *db, const char *sql, char *err, size_t errlen);
 int sq_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **ret);
-/* Prepares sql and binds text arg (if not NULL) as parameter 1. */
-int sq_prepare_with(sqlite3 *db, const char *sql, const char *arg, sqlite3_stmt **ret);
 int sq_bind_text(sqlite3_stmt *st, int idx, const char *v);
 int sq_bind_u64(sqlite3_stmt *st, int idx, uint64_t v);   /* -ERANGE above INT64_MAX */
 int sq_bind_bool(sqlite3_stmt *st, int idx, bool v);
 int sq_step(sqlite3_stmt *st);           /* 1 row, 0 done, -errno */
 int sq_step_done(sqlite3_stmt *st);      /* a statement that returns no rows */
-/* UPDATE/DELETE keyed by one id bound at idx: no row touched is -ENOENT. */
-int sq_exec_by_id(sqlite3_stmt *st, int idx, const char *id);
-/* Runs a one-row, one-integer query with an optional text parameter. */
+
+/* The helpers below prepare sql and bind the arguments that follow types
+ * to its parameters 1, 2, ...: types has one letter per argument, 't' for
+ * a const char *, 'u' for a uint64_t (exactly: cast literals), 'b' for a
+ * bool. */
+int sq_prepare_bound(sqlite3 *db, const char *sql, sqlite3_stmt **ret, const char *types, ...);
+/* Runs a statement that returns no rows (INSERT, a DELETE of many). */
+int sq_run(sqlite3 *db, const char *sql, const char *types, ...);
+/* UPDATE/DELETE by key: -ENOENT when no row changed. */
+int sq_run_changed(sqlite3 *db, const char *sql, const char *types, ...);
+/* Steps to the first row and hands the statement over; -ENOENT: no row. */
+int sq_query_row(sqlite3 *db, const char *sql, sqlite3_stmt **ret, const char *types, ...);
+/* Fills one item of a store_rows from the current row; may leave it half
+ * filled on failure (out->done frees it). */
+typedef int (*sq_decode_fn)(sqlite3_stmt *st, void *item);
+/* The backend's one collect loop: pushes an item per row into out. */
+int sq_list(sqlite3 *db, const char *sql, struct store_rows *out, sq_decode_fn decode, const char *types, ...);
+/* A one-row, one-integer query with an optional text parameter. */
 int sq_query_u64(sqlite3 *db, const char *sql, const char *arg, uint64_t *ret);
-/* Runs a one-statement UPDATE/DELETE WHERE id = ? (-ENOENT: no such row). */
-int sq_delete_by_id(sqlite3 *db, const char *sql, const char *id);
-/* Steps st to its end, pushing one item per row into out, filled by
- * decode (which may leave a half-filled item on failure: out->done frees
- * it). The one collect loop of the backend. */
-int sq_collect(sqlite3_stmt *st, struct store_rows *out, int (*decode)(sqlite3_stmt *st, void *item));
 
 uint64_t sq_column_u64(sqlite3_stmt *st, int col);
 /* Copies a text column into a char[size] field; never truncates

@@ -1,5 +1,6 @@
 /* Statement, transaction and error helpers of the SQLite backend. */
 #include <errno.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "store/sqlite/sqlite.h"
@@ -91,20 +92,6 @@ int sq_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **ret)
         return 0;
 }
 
-int sq_prepare_with(sqlite3 *db, const char *sql, const char *arg, sqlite3_stmt **ret)
-{
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r;
-
-        r = sq_prepare(db, sql, &st);
-        if (r < 0)
-                return r;
-        if (arg && (r = sq_bind_text(st, 1, arg)) < 0)
-                return r;
-        *ret = TAKE_PTR(st);
-        return 0;
-}
-
 int sq_bind_text(sqlite3_stmt *st, int idx, const char *v)
 {
         return sq_errno(sqlite3_bind_text(st, idx, v, -1, SQLITE_TRANSIENT));
@@ -140,37 +127,29 @@ int sq_step_done(sqlite3_stmt *st)
         return r > 0 ? -EIO : r;
 }
 
-int sq_exec_by_id(sqlite3_stmt *st, int idx, const char *id)
+static int bind_va(sqlite3_stmt *st, int idx, const char *types, va_list ap)
 {
-        int r = sq_bind_text(st, idx, id);
-        if (r < 0)
-                return r;
-        r = sq_step_done(st);
-        if (r < 0)
-                return r;
-        return sqlite3_changes(sqlite3_db_handle(st)) > 0 ? 0 : -ENOENT;
+        int r = 0;
+
+        for (const char *t = types; *t && r >= 0; t++, idx++) {
+                switch (*t) {
+                case 't':
+                        r = sq_bind_text(st, idx, va_arg(ap, const char *));
+                        break;
+                case 'u':
+                        r = sq_bind_u64(st, idx, va_arg(ap, uint64_t));
+                        break;
+                case 'b':
+                        r = sq_bind_bool(st, idx, va_arg(ap, int) != 0);
+                        break;
+                default:
+                        return -EINVAL;   /* a typo in this backend */
+                }
+        }
+        return r;
 }
 
-int sq_query_u64(sqlite3 *db, const char *sql, const char *arg, uint64_t *ret)
-{
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r;
-
-        r = sq_prepare_with(db, sql, arg, &st);
-        if (r < 0)
-                return r;
-        r = sq_step(st);
-        if (r < 0)
-                return r;
-        if (r == 0)
-                return -EIO;
-        *ret = sq_column_u64(st, 0);
-        return 0;
-}
-
-/* One statement, so a cascade to child rows is atomic without an explicit
- * transaction. */
-int sq_delete_by_id(sqlite3 *db, const char *sql, const char *id)
+static int prepare_va(sqlite3 *db, const char *sql, sqlite3_stmt **ret, const char *types, va_list ap)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r;
@@ -178,14 +157,68 @@ int sq_delete_by_id(sqlite3 *db, const char *sql, const char *id)
         r = sq_prepare(db, sql, &st);
         if (r < 0)
                 return r;
-        return sq_exec_by_id(st, 1, id);
+        r = bind_va(st, 1, types, ap);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(st);
+        return 0;
 }
 
-int sq_collect(sqlite3_stmt *st, struct store_rows *out, int (*decode)(sqlite3_stmt *st, void *item))
-{
-        void *item;
-        int r;
+/* The functions below share one shape: prepare sql, bind the arguments
+ * after types, step. They differ in what the step must find. */
+#define WITH_ARGS(call)                                                      \
+        ({                                                                   \
+                va_list ap_;                                                 \
+                va_start(ap_, types);                                        \
+                int r_ = (call);                                             \
+                va_end(ap_);                                                 \
+                r_;                                                          \
+        })
 
+int sq_prepare_bound(sqlite3 *db, const char *sql, sqlite3_stmt **ret, const char *types, ...)
+{
+        return WITH_ARGS(prepare_va(db, sql, ret, types, ap_));
+}
+
+int sq_run(sqlite3 *db, const char *sql, const char *types, ...)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = WITH_ARGS(prepare_va(db, sql, &st, types, ap_));
+
+        return r < 0 ? r : sq_step_done(st);
+}
+
+int sq_run_changed(sqlite3 *db, const char *sql, const char *types, ...)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = WITH_ARGS(prepare_va(db, sql, &st, types, ap_));
+
+        if (r < 0 || (r = sq_step_done(st)) < 0)
+                return r;
+        return sqlite3_changes(db) > 0 ? 0 : -ENOENT;
+}
+
+int sq_query_row(sqlite3 *db, const char *sql, sqlite3_stmt **ret, const char *types, ...)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = WITH_ARGS(prepare_va(db, sql, &st, types, ap_));
+
+        if (r < 0 || (r = sq_step(st)) < 0)
+                return r;
+        if (r == 0)
+                return -ENOENT;
+        *ret = TAKE_PTR(st);
+        return 0;
+}
+
+int sq_list(sqlite3 *db, const char *sql, struct store_rows *out, sq_decode_fn decode, const char *types, ...)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = WITH_ARGS(prepare_va(db, sql, &st, types, ap_));
+        void *item;
+
+        if (r < 0)
+                return r;
         while ((r = sq_step(st)) > 0) {
                 item = store_rows_push(out);
                 if (!item)
@@ -195,6 +228,17 @@ int sq_collect(sqlite3_stmt *st, struct store_rows *out, int (*decode)(sqlite3_s
                         return r;
         }
         return r;
+}
+
+int sq_query_u64(sqlite3 *db, const char *sql, const char *arg, uint64_t *ret)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = sq_query_row(db, sql, &st, arg ? "t" : "", arg);
+
+        if (r < 0)
+                return r == -ENOENT ? -EIO : r;
+        *ret = sq_column_u64(st, 0);
+        return 0;
 }
 
 uint64_t sq_column_u64(sqlite3_stmt *st, int col)
