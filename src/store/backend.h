@@ -8,7 +8,12 @@
  * already validated by store.c: ids are non-empty and shorter than
  * STORE_ID_MAX, the fixed-size text fields fit their row fields, and
  * row/out pointers are non-NULL. Ops return 0 or -errno with the meanings
- * documented in store.h. */
+ * documented in store.h.
+ *
+ * Adding a backend (the PostgreSQL one): implement every op in
+ * src/store/<name>/ (SQL stays there), export a const struct store_ops
+ * below, add its scheme row to backends[] in store.c, and make
+ * STORE_URL=<url> build/unit/store/test_store_contract pass. */
 #pragma once
 
 #include <pthread.h>
