@@ -278,6 +278,8 @@ def test_kill_dash_nine_then_state_restored():
             assert value(run(d2, "python", s, "open('/workspace/kept.txt').read()")) == "'durable'"
             status, info, _ = d2.get(base("python", s))
             assert all(c["snapshot"]["stale"] is False for c in info["contexts"])
+            # The journal's build is stored with it and survives the restart.
+            assert all(c["snapshot"]["build"].startswith(c["language"] + ":") for c in info["contexts"])
         finally:
             d2.stop()
     finally:
