@@ -851,29 +851,12 @@ json_t *sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime 
         return res;
 }
 
-json_t *sbx_files(struct sandbox_mgr *m, const char *id, json_t *request, struct sbx_error *err)
+json_t *sbx_files(struct sandbox_mgr *m UNUSED, const char *id UNUSED, json_t *request UNUSED,
+                  struct sbx_error *err)
 {
-        WITH_SANDBOX(m, id, err, s);
-        json_t *res = NULL;
-        int r = workspace_open(&s->ws, m->cfg->workspace_bytes, m->cfg->workspace_inodes);
-        int fd = r == 0 ? open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-        if (fd < 0) {
-                fail(err, 500, "INTERNAL_ERROR", NULL, "Cannot open the workspace: %s",
-                     strerror(r < 0 ? -r : errno));
-        } else {
-                struct files_limits lim = { m->cfg->file_bytes, m->cfg->workspace_bytes, m->cfg->workspace_inodes };
-                struct files_error ferr = { 0 };
-                res = files_op(fd, request, &lim, s->row.created_at, JAIL_UID, JAIL_GID, &ferr);
-                if (!res) {
-                        fail(err, ferr.http_status, ferr.code, ferr.context, "%s", ferr.message);
-                        err->operation = ferr.operation;
-                        ferr.context = NULL;
-                }
-                files_error_done(&ferr);
-                close(fd);
-        }
-        END_SANDBOX(m, s);
-        return res;
+        /* Unused: /files is served by api/workers/files.c on the typed
+         * operations of sandbox/files.h (to be deleted with sbx_error). */
+        return fail(err, 500, "INTERNAL_ERROR", NULL, "Not implemented here");
 }
 
 int sbx_workspace_acquire(struct sandbox_mgr *m, const char *id, struct sbx_workspace *ret, struct err *err)

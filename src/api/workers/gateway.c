@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/workers/envelope.h"
+#include "api/workers/files.h"
 #include "api/app.h"
 #include "api/workers/validate.h"
 #include "sandbox/sandbox.h"
@@ -165,8 +166,7 @@ static void h_files(struct http_request *req, struct http_response *res)
         json_t *root = gw_begin_json(req, res, &g);
         if (!root)
                 return;
-        struct sbx_error err = { 0 };
-        gw_reply(res, 200, sbx_files(g.app->sandboxes, g.id, root, &err), &err);
+        workers_files(g.app->sandboxes, g.id, root, res);
         json_decref(root);
 }
 
