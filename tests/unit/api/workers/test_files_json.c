@@ -6,6 +6,7 @@
  * test_files_attacks.c, the typed operations in tests/unit/sandbox/. */
 #include <openssl/evp.h>
 
+#include "api/workers/errors.h"
 #include "api/workers/files_json.h"
 
 /* ---- request validation ------------------------------------------------- */
@@ -614,5 +615,107 @@ TEST(exists_ops)
                         TAP_FAIL("exists(%s) != %d", cases[i].path, cases[i].exists);
                 ASSERT_EQ(json_object_size(res), 4);
                 json_decref(res);
+        }
+}
+
+/* ---- error mapping --------------------------------------------------------- */
+
+/* Every status and code the files API answers, reached through the request
+ * function, with the envelope's operation and the context in the order the
+ * reference sends it. */
+TEST(error_mapping_every_code)
+{
+        struct ws w;
+        ws_init(&w);
+        w.lim.max_file_bytes = 4;
+        put_dir(&w, "d");
+        put_file(&w, "f", "x", 1);
+        static const struct {
+                const char *req;
+                int status;
+                const char *code, *operation, *context;
+        } cases[] = {
+                { "{\"op\":\"chmod\",\"path\":\"f\"}", 400, "VALIDATION_FAILED", NULL, "{}" },
+                { "{\"op\":\"read\",\"path\":\"../x\"}", 403, "PERMISSION_DENIED", "file.read",
+                  "{\"path\":\"../x\",\"operation\":\"file.read\",\"errno\":\"EACCES\"}" },
+                { "{\"op\":\"read\",\"path\":\"nope\"}", 404, "FILE_NOT_FOUND", "file.read",
+                  "{\"path\":\"/workspace/nope\",\"operation\":\"file.read\",\"errno\":\"ENOENT\"}" },
+                { "{\"op\":\"write\",\"path\":\"big\",\"content\":\"12345\"}", 413, "FILE_TOO_LARGE", "file.write",
+                  "{\"path\":\"/workspace/big\",\"operation\":\"file.write\",\"maxSize\":4,\"actualSize\":5,"
+                  "\"errno\":\"EFBIG\"}" },
+                { "{\"op\":\"read\",\"path\":\"d\"}", 400, "IS_DIRECTORY", "file.read",
+                  "{\"path\":\"/workspace/d\",\"operation\":\"file.read\",\"errno\":\"EISDIR\"}" },
+                { "{\"op\":\"list\",\"path\":\"f\"}", 400, "NOT_DIRECTORY", "directory.list",
+                  "{\"path\":\"/workspace/f\",\"operation\":\"directory.list\",\"errno\":\"ENOTDIR\"}" },
+                { "{\"op\":\"move\",\"path\":\"f\",\"newPath\":\"d\"}", 400, "IS_DIRECTORY", "file.move",
+                  "{\"path\":\"/workspace/f\",\"operation\":\"file.move\",\"newPath\":\"/workspace/d\","
+                  "\"errno\":\"EISDIR\"}" },
+                { "{\"op\":\"mkdir\",\"path\":\"d\"}", 500, "FILESYSTEM_ERROR", "directory.create",
+                  "{\"path\":\"/workspace/d\",\"operation\":\"directory.create\",\"errno\":\"EEXIST\"}" },
+                { "{\"op\":\"write\",\"path\":\"b\",\"content\":\"!\",\"encoding\":\"base64\"}", 500,
+                  "FILESYSTEM_ERROR", "file.write",
+                  "{\"path\":\"/workspace/b\",\"operation\":\"file.write\",\"errno\":\"EINVAL\"}" },
+                { "{\"op\":\"write\",\"path\":\"/workspace\",\"content\":\"!\",\"encoding\":\"base64\"}", 400,
+                  "IS_DIRECTORY", "file.write",
+                  "{\"path\":\"/workspace\",\"operation\":\"file.write\",\"errno\":\"EISDIR\"}" },
+                { "{\"op\":\"write\",\"path\":\"../e\",\"content\":\"!\",\"encoding\":\"base64\"}", 403,
+                  "PERMISSION_DENIED", "file.write",
+                  "{\"path\":\"../e\",\"operation\":\"file.write\",\"errno\":\"EACCES\"}" },
+                { "{\"op\":\"rename\",\"path\":\"a\",\"newPath\":\"\\u0000\"}", 400, "VALIDATION_FAILED", NULL,
+                  "{}" },
+                /* The source's escape is reported before newPath is looked at. */
+                { "{\"op\":\"rename\",\"path\":\"../a\",\"newPath\":\"b\\u0000\"}", 403, "PERMISSION_DENIED",
+                  "file.rename", "{\"path\":\"../a\",\"operation\":\"file.rename\",\"errno\":\"EACCES\"}" },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                json_t *req = json_loads(cases[i].req, JSON_ALLOW_NUL, NULL);
+                struct api_error err;
+                json_t *res = run(&w, req, &err);
+                if (res)
+                        TAP_FAIL("%s: success", cases[i].req);
+                if (err.http_status != cases[i].status || strcmp(err.code, cases[i].code) != 0)
+                        TAP_FAIL("%s: %d %s, want %d %s (%s)", cases[i].req, err.http_status, err.code,
+                                 cases[i].status, cases[i].code, err.message);
+                if ((err.operation == NULL) != (cases[i].operation == NULL) ||
+                    (err.operation && strcmp(err.operation, cases[i].operation) != 0))
+                        TAP_FAIL("%s: operation %s", cases[i].req, err.operation ? err.operation : "(none)");
+                char *ctx = json_dumps(err.context, JSON_COMPACT);
+                if (strcmp(ctx, cases[i].context) != 0)
+                        TAP_FAIL("%s: context %s, want %s", cases[i].req, ctx, cases[i].context);
+                free(ctx);
+                api_error_done(&err);
+        }
+        ASSERT_EQ(access(host(&w, "big"), F_OK), -1);
+}
+
+/* The codes no request above can reach in a healthy workspace, mapped
+ * from the domain error the typed operations would report. */
+TEST(error_mapping_domain_reasons)
+{
+        static const struct {
+                int errnum;
+                const char *op;
+                int status;
+                const char *code;
+        } cases[] = {
+                { EEXIST, FILES_OP_WRITE, 409, "FILE_EXISTS" },   { ENOSPC, FILES_OP_WRITE, 500, "NO_SPACE" },
+                { EDQUOT, FILES_OP_MKDIR, 500, "NO_SPACE" },      { EPERM, FILES_OP_DELETE, 403, "PERMISSION_DENIED" },
+                { ELOOP, FILES_OP_READ, 403, "PERMISSION_DENIED" }, { EIO, FILES_OP_LIST, 500, "FILESYSTEM_ERROR" },
+                { ENOMEM, FILES_OP_READ, 500, "FILESYSTEM_ERROR" }, { E2BIG, FILES_OP_LIST, 500, "FILESYSTEM_ERROR" },
+                { ENOTDIR, FILES_OP_MKDIR, 500, "FILESYSTEM_ERROR" }, { ENOENT, FILES_OP_MKDIR, 500, "FILESYSTEM_ERROR" },
+                { EACCES, FILES_OP_MKDIR, 403, "PERMISSION_DENIED" }, { ENOENT, FILES_OP_STAT, 404, "FILE_NOT_FOUND" },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                struct err e = { 0 };
+                files_fail(&e, cases[i].op, "/workspace/x", cases[i].errnum, NULL);
+                struct http_response res = { 0 };
+                workers_error_from(&res, &e);
+                if (res.status != cases[i].status)
+                        TAP_FAIL("%s %s: status %d, want %d", cases[i].op, strerrorname_np(cases[i].errnum),
+                                 res.status, cases[i].status);
+                ASSERT_STREQ(json_string_value(json_object_get(res.json, "code")), cases[i].code);
+                ASSERT_STREQ(json_string_value(json_object_get(res.json, "operation")), cases[i].op);
+                json_decref(res.json);
+                err_done(&e);
         }
 }
