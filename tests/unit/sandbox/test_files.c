@@ -284,6 +284,17 @@ TEST(typed_confinement)
                 ASSERT_EQ(err.reason, ERR_PERMISSION);
                 err_done(&err);
         }
+        /* Not even a link that stays inside the workspace is followed. */
+        put_file(&w, "inner/f", "inside", 6);
+        ASSERT_OK(symlink("inner/f", host(&w, "in_link")));
+        ASSERT_OK(symlink("inner", host(&w, "in_dir")));
+        ASSERT_EQ(files_read(&root, "in_link", &blob, &err), -EACCES);
+        ASSERT_EQ(err.reason, ERR_PERMISSION);
+        err_done(&err);
+        ASSERT_EQ(files_read(&root, "in_dir/f", &blob, &err), -EACCES);
+        err_done(&err);
+        ASSERT_OK(files_read(&root, "inner/f", &blob, &err));
+        files_blob_done(&blob);
         assert_sentinel_intact(&w);
 }
 
