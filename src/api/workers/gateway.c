@@ -8,6 +8,7 @@
 
 #include "api/workers/envelope.h"
 #include "api/workers/errors.h"
+#include "api/workers/files.h"
 #include "api/workers/views.h"
 #include "api/app.h"
 #include "api/workers/validate.h"
@@ -207,33 +208,13 @@ static void h_env(struct http_request *req, struct http_response *res)
         json_decref(root);
 }
 
-/* Until the files operations are typed (their own change), the JSON files
- * service runs on the workspace the sandbox layer hands out. */
 static void h_files(struct http_request *req, struct http_response *res)
 {
         struct gw g;
         json_t *root = gw_begin_json(req, res, &g);
         if (!root)
                 return;
-        struct err err = { 0 };
-        struct sbx_workspace ws;
-        if (sbx_workspace_acquire(g.app->sandboxes, g.id, &ws, &err) < 0) {
-                workers_error_from(res, &err);
-        } else {
-                struct files_error ferr = { 0 };
-                json_t *body = files_op(ws.root_fd, root, &ws.limits, ws.created_at, ws.uid, ws.gid, &ferr);
-                sbx_workspace_release(g.app->sandboxes, &ws);
-                if (body) {
-                        http_json(res, 200, body);
-                } else {
-                        workers_error(res, ferr.http_status, ferr.code, ferr.message, ferr.context);
-                        ferr.context = NULL;
-                        if (ferr.operation && res->json)
-                                json_object_set_new(res->json, "operation", json_string(ferr.operation));
-                }
-                files_error_done(&ferr);
-        }
-        err_done(&err);
+        workers_files(g.app->sandboxes, g.id, root, res);
         json_decref(root);
 }
 
