@@ -113,6 +113,21 @@ static void unlockp(pthread_mutex_t **m)
 
 /* ---- argument checks -------------------------------------------------- */
 
+static int check_id(const char *id);
+
+/* The frame of most public functions: the arguments checked once for every
+ * backend, then the backend's op run under the guard. */
+#define STORE_CALL(s, args_ok, id, call)        \
+        do {                                    \
+                if (!(s) || !(args_ok))         \
+                        return -EINVAL;         \
+                int r_ = check_id(id);          \
+                if (r_ < 0)                     \
+                        return r_;              \
+                STORE_GUARD(s);                 \
+                return (call);                  \
+        } while (0)
+
 /* A value that will be read back into a char[size] field must fit with its
  * NUL; strnlen keeps this safe for unterminated fixed-size inputs. */
 static int check_str(const char *v, size_t size)
@@ -251,28 +266,14 @@ int store_org_ensure(struct store *s, const char *id, const char *name)
 
 int store_org_get(struct store *s, const char *id, struct org_row *ret)
 {
-        int r;
-
-        if (!s || !ret)
-                return -EINVAL;
-        if ((r = check_id(id)) < 0)
-                return r;
-        STORE_GUARD(s);
-        return s->ops->org_get(s, id, ret);
+        STORE_CALL(s, ret, id, s->ops->org_get(s, id, ret));
 }
 
 /* ---- sandboxes -------------------------------------------------------- */
 
 int store_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret)
 {
-        int r;
-
-        if (!s || !ret)
-                return -EINVAL;
-        if ((r = check_id(id)) < 0)
-                return r;
-        STORE_GUARD(s);
-        return s->ops->sandbox_get(s, id, ret);
+        STORE_CALL(s, ret, id, s->ops->sandbox_get(s, id, ret));
 }
 
 int store_sandbox_put(struct store *s, const struct sandbox_row *row)
@@ -289,38 +290,17 @@ int store_sandbox_put(struct store *s, const struct sandbox_row *row)
 
 int store_sandbox_touch(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at)
 {
-        int r;
-
-        if (!s)
-                return -EINVAL;
-        if ((r = check_id(id)) < 0)
-                return r;
-        STORE_GUARD(s);
-        return s->ops->sandbox_touch(s, id, last_used, expires_at);
+        STORE_CALL(s, true, id, s->ops->sandbox_touch(s, id, last_used, expires_at));
 }
 
 int store_sandbox_set_env(struct store *s, const char *id, const char *env_json)
 {
-        int r;
-
-        if (!s)
-                return -EINVAL;
-        if ((r = check_id(id)) < 0)
-                return r;
-        STORE_GUARD(s);
-        return s->ops->sandbox_set_env(s, id, env_json ? env_json : "{}");
+        STORE_CALL(s, true, id, s->ops->sandbox_set_env(s, id, env_json ? env_json : "{}"));
 }
 
 int store_sandbox_delete(struct store *s, const char *id)
 {
-        int r;
-
-        if (!s)
-                return -EINVAL;
-        if ((r = check_id(id)) < 0)
-                return r;
-        STORE_GUARD(s);
-        return s->ops->sandbox_delete(s, id);
+        STORE_CALL(s, true, id, s->ops->sandbox_delete(s, id));
 }
 
 /* Each *_each reads its rows into a store_rows under the lock (the
@@ -383,26 +363,20 @@ int store_context_update(struct store *s, const struct context_row *row)
 
 int store_context_get(struct store *s, const char *id, struct context_row *ret)
 {
-        int r;
-
-        if (!s || !ret)
-                return -EINVAL;
-        if ((r = check_id(id)) < 0)
-                return r;
-        STORE_GUARD(s);
-        return s->ops->context_get(s, id, ret);
+        STORE_CALL(s, ret, id, s->ops->context_get(s, id, ret));
 }
 
 int store_context_delete(struct store *s, const char *id)
 {
-        int r;
+        STORE_CALL(s, true, id, s->ops->context_delete(s, id));
+}
 
-        if (!s)
-                return -EINVAL;
-        if ((r = check_id(id)) < 0)
-                return r;
-        STORE_GUARD(s);
-        return s->ops->context_delete(s, id);
+/* Reads the rows listed under an id while holding the guard; the caller
+ * walks them after it is released. */
+static int list_by_id(struct store *s, const char *id,
+                      int (*list)(struct store *s, const char *id, struct store_rows *out), struct store_rows *l)
+{
+        STORE_CALL(s, true, id, list(s, id, l));
 }
 
 int store_context_each(struct store *s, const char *sandbox_id,
@@ -410,33 +384,17 @@ int store_context_each(struct store *s, const char *sandbox_id,
 {
         _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct context_row),
                                                            .done = context_item_done };
-        int r;
-
         if (!s || !fn)
                 return -EINVAL;
-        if ((r = check_id(sandbox_id)) < 0)
-                return r;
-        {
-                STORE_GUARD(s);
-                r = s->ops->context_list(s, sandbox_id, &l);
-        }
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < l.n; i++)
+        int r = list_by_id(s, sandbox_id, s->ops->context_list, &l);
+        for (size_t i = 0; r == 0 && i < l.n; i++)
                 fn(rows_at(&l, i), userdata);
-        return 0;
+        return r;
 }
 
 int store_context_count(struct store *s, const char *sandbox_id, uint64_t *ret)
 {
-        int r;
-
-        if (!s || !ret)
-                return -EINVAL;
-        if ((r = check_id(sandbox_id)) < 0)
-                return r;
-        STORE_GUARD(s);
-        return s->ops->context_count(s, sandbox_id, ret);
+        STORE_CALL(s, ret, sandbox_id, s->ops->context_count(s, sandbox_id, ret));
 }
 
 /* ---- cells ------------------------------------------------------------ */
@@ -460,43 +418,20 @@ int store_cell_each(struct store *s, const char *context_id,
 {
         _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct store_cell),
                                                            .done = store_cell_done };
-        int r;
-
         if (!s || !fn)
                 return -EINVAL;
-        if ((r = check_id(context_id)) < 0)
-                return r;
-        {
-                STORE_GUARD(s);
-                r = s->ops->cell_list(s, context_id, &l);
-        }
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < l.n; i++)
+        int r = list_by_id(s, context_id, s->ops->cell_list, &l);
+        for (size_t i = 0; r == 0 && i < l.n; i++)
                 fn(&((struct store_cell *)rows_at(&l, i))->row, userdata);
-        return 0;
+        return r;
 }
 
 int store_cells_delete(struct store *s, const char *context_id)
 {
-        int r;
-
-        if (!s)
-                return -EINVAL;
-        if ((r = check_id(context_id)) < 0)
-                return r;
-        STORE_GUARD(s);
-        return s->ops->cells_delete(s, context_id);
+        STORE_CALL(s, true, context_id, s->ops->cells_delete(s, context_id));
 }
 
 int store_cell_stats(struct store *s, const char *context_id, uint64_t *ret_count, uint64_t *ret_bytes)
 {
-        int r;
-
-        if (!s || !ret_count || !ret_bytes)
-                return -EINVAL;
-        if ((r = check_id(context_id)) < 0)
-                return r;
-        STORE_GUARD(s);
-        return s->ops->cell_stats(s, context_id, ret_count, ret_bytes);
+        STORE_CALL(s, ret_count && ret_bytes, context_id, s->ops->cell_stats(s, context_id, ret_count, ret_bytes));
 }
