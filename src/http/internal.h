@@ -46,6 +46,7 @@ struct http_server {
 
         size_t nstreams;            /* streams + WebSockets holding a slot */
         struct http_ws *ws_list;    /* open WebSockets, closed first on stop */
+        struct http_stream *stream_list; /* streams whose request is not over */
         /* Held around MHD_resume_connection by stream producers; once
          * resume_closed is set (before MHD_stop_daemon) they stop resuming. */
         pthread_mutex_t resume_lock;
@@ -93,6 +94,7 @@ void stream_start(struct conn_state *st);
 void stream_completed(struct http_stream *s, enum MHD_RequestTerminationCode toe);
 void stream_unref(struct http_stream *s);
 void stream_abandon(struct http_stream *s);
+void stream_abort_all(struct http_server *srv);
 
 /* ws.c */
 /* Checks the handshake and builds the 101 response; NULL with st->res

@@ -31,7 +31,10 @@ struct http_stream {
         bool suspended;             /* the reader suspended on an empty ring */
         bool done;                  /* run returned: end of stream once drained */
         bool closed;                /* the request is over */
+        bool aborting;              /* the server stops: end with an error */
+        bool listed;                /* on srv->stream_list */
         int refs;
+        struct http_stream *next;   /* srv->stream_list, under srv->lock */
 };
 
 int http_stream(struct http_response *res, int status, const char *content_type,
@@ -99,7 +102,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         (void)pos;
         struct http_stream *s = cls;
         pthread_mutex_lock(&s->lock);
-        if (s->closed) {
+        if (s->closed || s->aborting) {
                 pthread_mutex_unlock(&s->lock);
                 return MHD_CONTENT_READER_END_WITH_ERROR;
         }
@@ -153,7 +156,48 @@ struct MHD_Response *stream_response(struct conn_state *st)
                 return NULL;
         }
         s->refs++; /* the response's */
+        pthread_mutex_lock(&st->srv->lock);
+        s->next = st->srv->stream_list;
+        st->srv->stream_list = s;
+        s->listed = true;
+        pthread_mutex_unlock(&st->srv->lock);
         return r;
+}
+
+static void unlist(struct http_stream *s)
+{
+        struct http_server *srv = s->srv;
+        pthread_mutex_lock(&srv->lock);
+        for (struct http_stream **p = &srv->stream_list; s->listed && *p; p = &(*p)->next)
+                if (*p == s) {
+                        *p = s->next;
+                        s->listed = false;
+                        break;
+                }
+        pthread_mutex_unlock(&srv->lock);
+}
+
+/* MHD_stop_daemon panics on a suspended connection: before it, every
+ * stream ends with an error and the suspended ones are resumed so that
+ * MHD closes them (their completion runs the disconnect callbacks). The
+ * caller has set resume_closed, so no producer resumes concurrently; a
+ * connection flagged suspended cannot complete before it is resumed. */
+void stream_abort_all(struct http_server *srv)
+{
+        struct MHD_Connection **wake = calloc(srv->opt.max_streams, sizeof(*wake));
+        size_t n = 0;
+        pthread_mutex_lock(&srv->lock);
+        for (struct http_stream *s = srv->stream_list; s; s = s->next) {
+                pthread_mutex_lock(&s->lock);
+                s->aborting = true;
+                if (take_suspended(s) && wake && n < srv->opt.max_streams)
+                        wake[n++] = s->conn;
+                pthread_mutex_unlock(&s->lock);
+        }
+        pthread_mutex_unlock(&srv->lock);
+        for (size_t i = 0; i < n; i++)
+                MHD_resume_connection(wake[i]);
+        free(wake);
 }
 
 static void *stream_thread(void *arg)
@@ -196,6 +240,8 @@ void stream_start(struct conn_state *st)
 
 void stream_completed(struct http_stream *s, enum MHD_RequestTerminationCode toe)
 {
+        if (s->srv)
+                unlist(s);
         pthread_mutex_lock(&s->lock);
         bool gone = !s->closed && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK;
         s->closed = true;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 
+#include "base/log.h"
 #include "httpc.h"
 
 /* ---- handlers ---- */
@@ -125,6 +126,7 @@ static struct http_server *start(void)
 {
         static const struct http_group_ops a_ops = { .auth = a_auth, .envelope = a_envelope };
         static const struct http_group_ops b_ops = { .envelope = b_envelope };
+        log_set_level(LOG_WARN);
         struct http_options opt = test_options();
         struct http_server *s;
         ASSERT_OK(http_server_new(&opt, &app, &s));
