@@ -81,12 +81,19 @@ void http_fail(struct conn_state *st, int status, const char *message);
 void reply_init(struct http_response *res);
 void reply_reset(struct http_response *res);
 enum MHD_Result reply_send(struct conn_state *st);
+/* Starts a reply kind that needs an object of size bytes (zeroed): on
+ * failure ops' free(ctx) has run, res holds a 500 and NULL is returned. */
+void *reply_alloc_kind(struct http_response *res, enum http_reply_kind kind, int status, size_t size,
+                       void (*free_ctx)(void *), void *ctx);
 /* Adds the handler's headers, Allow and Retry-After to r. */
 void reply_add_headers(const struct http_response *res, struct MHD_Response *r);
 
 /* server.c: stream/WebSocket slots (bounded by opt.max_streams) */
 bool slot_reserve(struct http_server *srv);
 void slot_release(struct http_server *srv);
+/* A detached thread (streams and WebSockets are not joined: the slot count
+ * tells when they are all gone). 0 or -errno. */
+int spawn_detached(void *(*fn)(void *), void *arg);
 
 /* stream.c */
 struct MHD_Response *stream_response(struct conn_state *st);

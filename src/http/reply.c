@@ -62,6 +62,22 @@ void http_json(struct http_response *res, int status, json_t *body)
         res->json = body;
 }
 
+void *reply_alloc_kind(struct http_response *res, enum http_reply_kind kind, int status, size_t size,
+                       void (*free_ctx)(void *), void *ctx)
+{
+        payload_reset(res);
+        void *p = calloc(1, size);
+        if (!p) {
+                if (free_ctx)
+                        free_ctx(ctx);
+                res->status = 500;
+                return NULL;
+        }
+        res->kind = kind;
+        res->status = status;
+        return p;
+}
+
 static void set_type(struct http_response *res, const char *content_type)
 {
         snprintf(res->content_type, sizeof(res->content_type), "%s",

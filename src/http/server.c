@@ -332,6 +332,17 @@ void slot_release(struct http_server *srv)
         pthread_mutex_unlock(&srv->lock);
 }
 
+int spawn_detached(void *(*fn)(void *), void *arg)
+{
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int r = pthread_create(&t, &attr, fn, arg);
+        pthread_attr_destroy(&attr);
+        return -r;
+}
+
 size_t http_server_streams(struct http_server *s)
 {
         pthread_mutex_lock(&s->lock);

@@ -40,20 +40,14 @@ struct http_stream {
 int http_stream(struct http_response *res, int status, const char *content_type,
                 const struct http_stream_ops *ops, void *ctx)
 {
-        http_json(res, status, NULL);
-        struct http_stream *s = calloc(1, sizeof(*s));
-        if (!s) {
-                if (ops->free)
-                        ops->free(ctx);
-                res->status = 500;
+        struct http_stream *s = reply_alloc_kind(res, HTTP_REPLY_STREAM, status, sizeof(*s), ops->free, ctx);
+        if (!s)
                 return -ENOMEM;
-        }
         s->ops = ops;
         s->ctx = ctx;
         s->refs = 1;
         pthread_mutex_init(&s->lock, NULL);
         pthread_cond_init(&s->cond, NULL);
-        res->kind = HTTP_REPLY_STREAM;
         res->stream = s;
         snprintf(res->content_type, sizeof(res->content_type), "%s",
                  content_type ? content_type : "text/event-stream");
@@ -219,16 +213,10 @@ static void *stream_thread(void *arg)
 void stream_start(struct conn_state *st)
 {
         struct http_stream *s = st->res.stream;
-        pthread_t t;
-        pthread_attr_t attr;
         pthread_mutex_lock(&s->lock);
         s->refs++; /* the thread's */
         pthread_mutex_unlock(&s->lock);
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int r = pthread_create(&t, &attr, stream_thread, s);
-        pthread_attr_destroy(&attr);
-        if (r == 0)
+        if (spawn_detached(stream_thread, s) == 0)
                 return;
         /* No producer: an empty stream. The reader has not run yet. */
         pthread_mutex_lock(&s->lock);

@@ -37,19 +37,15 @@ struct http_ws {
         size_t extra_len, extra_off;
         int wake_fd;
         bool slot_held, stop;
+        uint64_t close_deadline;    /* ms; set when our close frame is queued */
         struct http_ws *next;       /* srv->ws_list, under srv->lock */
 };
 
 int http_websocket(struct http_response *res, const struct http_ws_ops *ops, void *ctx)
 {
-        http_json(res, 101, NULL);
-        struct http_ws *ws = calloc(1, sizeof(*ws));
-        if (!ws) {
-                if (ops->free)
-                        ops->free(ctx);
-                res->status = 500;
+        struct http_ws *ws = reply_alloc_kind(res, HTTP_REPLY_WEBSOCKET, 101, sizeof(*ws), ops->free, ctx);
+        if (!ws)
                 return -ENOMEM;
-        }
         ws->ops = ops;
         ws->ctx = ctx;
         ws->wake_fd = -1;
@@ -58,7 +54,6 @@ int http_websocket(struct http_response *res, const struct http_ws_ops *ops, voi
         pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
         pthread_mutex_init(&ws->lock, &a);
         pthread_mutexattr_destroy(&a);
-        res->kind = HTTP_REPLY_WEBSOCKET;
         res->ws = ws;
         return 0;
 }
@@ -174,6 +169,12 @@ static bool ws_step(struct http_ws *ws)
         pthread_mutex_unlock(&ws->lock);
         if (!rd && !wr)
                 return false;
+        /* A peer that keeps sending after our close frame must not hold
+         * the thread (and a server stop) for ever. */
+        if (closing && !ws->close_deadline)
+                ws->close_deadline = now_ms() + WS_CLOSE_WAIT_MS;
+        if (closing && now_ms() > ws->close_deadline)
+                return false;
         struct pollfd p[2] = { { ws->sock, (short)((rd ? POLLIN : 0) | (wr ? POLLOUT : 0)), 0 },
                                { ws->wake_fd, POLLIN, 0 } };
         int n = poll(p, 2, closing ? WS_CLOSE_WAIT_MS : -1);
@@ -264,10 +265,6 @@ static void ws_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, cons
         st->res.ws = NULL; /* the thread owns it now */
         ws->sock = sock;
         ws->urh = urh;
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         bool listed = false;
         if (ws_setup(ws, extra, extra_len) == 0) {
                 pthread_mutex_lock(&ws->srv->lock);
@@ -276,13 +273,12 @@ static void ws_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, cons
                 pthread_mutex_unlock(&ws->srv->lock);
                 listed = true;
         }
-        if (!listed || pthread_create(&t, &attr, ws_thread, ws) != 0) {
+        if (!listed || spawn_detached(ws_thread, ws) < 0) {
                 MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
                 if (listed)
                         ws_unlist(ws);
                 ws_free(ws);
         }
-        pthread_attr_destroy(&attr);
 }
 
 static bool header_has_token(struct conn_state *st, const char *name, const char *token)

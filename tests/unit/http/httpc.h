@@ -187,3 +187,28 @@ static inline bool wait_flag(const int *flag, unsigned ms)
         }
         return __atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0;
 }
+
+/* request() + the status and Content-Type every reply test checks. */
+static inline void get_expect(unsigned port, const char *path, const char *hdrs, int status,
+                              const char *content_type, struct resp *r)
+{
+        request(port, "GET", path, hdrs, r);
+        if (r->status != status)
+                TAP_FAIL("GET %s: status %d, want %d", path, r->status, status);
+        char v[128];
+        if (content_type)
+                ASSERT_STREQ(resp_header(r, "Content-Type", v, sizeof(v)), content_type);
+}
+
+/* Opens a GET whose reply stays open (stream, WebSocket): returns the
+ * socket after the response head, which must have status. */
+static inline int open_get(unsigned port, const char *path, const char *hdrs, int status, struct resp *r)
+{
+        int fd = tcp_connect(port);
+        send_fmt(fd, "GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n", path, hdrs ? hdrs : "");
+        memset(r, 0, sizeof(*r));
+        read_head(fd, r);
+        if (r->status != status)
+                TAP_FAIL("GET %s: status %d, want %d", path, r->status, status);
+        return fd;
+}

@@ -145,62 +145,47 @@ static struct http_server *start(void)
 
 #define KEY "X-A-Key: sesame\r\n"
 
-TEST(json_reply_has_shortest_doubles)
+/* One GET with the key: status, type, length and every byte of the body. */
+static void expect_reply(const char *path, int status, const char *ctype, const void *body, size_t len)
 {
         struct http_server *s = start();
         struct resp r;
-        request(http_server_port(s), "GET", "/a/json", KEY, &r);
-        ASSERT_EQ(r.status, 200);
-        char v[128];
-        ASSERT_STREQ(resp_header(&r, "Content-Type", v, sizeof(v)), "application/json; charset=utf-8");
-        ASSERT_STREQ(r.body.data, "{\"ms\":3.522328,\"third\":0.3333333333333333,\"n\":7}");
+        get_expect(http_server_port(s), path, KEY, status, ctype, &r);
+        char v[128], cl[32];
+        snprintf(cl, sizeof(cl), "%zu", len);
+        ASSERT_STREQ(resp_header(&r, "Content-Length", v, sizeof(v)), cl);
+        ASSERT_EQ(r.body.len, len);
+        ASSERT_TRUE(memcmp(r.body.data, body, len) == 0);
         resp_free(&r);
         http_server_stop(s);
+}
+
+TEST(json_reply_has_shortest_doubles)
+{
+        const char *want = "{\"ms\":3.522328,\"third\":0.3333333333333333,\"n\":7}";
+        expect_reply("/a/json", 200, "application/json; charset=utf-8", want, strlen(want));
 }
 
 TEST(bytes_reply_keeps_every_byte_and_type)
 {
-        struct http_server *s = start();
-        struct resp r;
-        request(http_server_port(s), "GET", "/a/bytes", KEY, &r);
-        ASSERT_EQ(r.status, 201);
-        char v[128];
-        ASSERT_STREQ(resp_header(&r, "Content-Type", v, sizeof(v)), "application/x-test");
-        ASSERT_STREQ(resp_header(&r, "Content-Length", v, sizeof(v)), "5");
-        ASSERT_EQ(r.body.len, 5);
-        ASSERT_TRUE(memcmp(r.body.data, "a\0b\n\xff", 5) == 0);
-        resp_free(&r);
-        http_server_stop(s);
+        expect_reply("/a/bytes", 201, "application/x-test", "a\0b\n\xff", 5);
 }
 
 TEST(file_reply_sends_the_file)
 {
-        struct http_server *s = start();
-        struct resp r;
-        request(http_server_port(s), "GET", "/a/file", KEY, &r);
-        ASSERT_EQ(r.status, 200);
-        char v[128];
-        ASSERT_STREQ(resp_header(&r, "Content-Type", v, sizeof(v)), "text/plain; charset=utf-8");
         struct buf want;
         buf_init(&want, SIZE_MAX);
         for (int i = 0; i < 20000; i++)
                 ASSERT_OK(buf_printf(&want, "line %d\n", i));
-        ASSERT_EQ(r.body.len, want.len);
-        ASSERT_TRUE(memcmp(r.body.data, want.data, want.len) == 0);
-        char cl[32];
-        snprintf(cl, sizeof(cl), "%zu", want.len);
-        ASSERT_STREQ(resp_header(&r, "Content-Length", v, sizeof(v)), cl);
+        expect_reply("/a/file", 200, "text/plain; charset=utf-8", want.data, want.len);
         buf_free(&want);
-        resp_free(&r);
-        http_server_stop(s);
 }
 
 TEST(query_arguments_are_decoded)
 {
         struct http_server *s = start();
         struct resp r;
-        request(http_server_port(s), "GET", "/a/query?name=a%20b%26c&n=1", KEY, &r);
-        ASSERT_EQ(r.status, 200);
+        get_expect(http_server_port(s), "/a/query?name=a%20b%26c&n=1", KEY, 200, NULL, &r);
         json_t *j = resp_json(&r);
         ASSERT_STREQ(jstr(j, "name"), "a b&c");
         ASSERT_STREQ(jstr(j, "n"), "1");
@@ -214,8 +199,7 @@ TEST(several_response_headers)
 {
         struct http_server *s = start();
         struct resp r;
-        request(http_server_port(s), "GET", "/a/headers", KEY, &r);
-        ASSERT_EQ(r.status, 200);
+        get_expect(http_server_port(s), "/a/headers", KEY, 200, NULL, &r);
         char v[128];
         ASSERT_STREQ(resp_header(&r, "X-One", v, sizeof(v)), "1");
         const char *from = NULL;

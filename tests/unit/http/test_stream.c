@@ -136,10 +136,8 @@ TEST(sse_events_are_framed)
 {
         struct http_server *s = start(4);
         struct resp r;
-        request(http_server_port(s), "GET", "/sse", NULL, &r);
-        ASSERT_EQ(r.status, 200);
+        get_expect(http_server_port(s), "/sse", NULL, 200, "text/event-stream", &r);
         char v[128];
-        ASSERT_STREQ(resp_header(&r, "Content-Type", v, sizeof(v)), "text/event-stream");
         ASSERT_STREQ(resp_header(&r, "Transfer-Encoding", v, sizeof(v)), "chunked");
         ASSERT_STREQ(resp_header(&r, "X-Stream", v, sizeof(v)), "yes");
         ASSERT_STREQ(r.body.data, ": hello\n\n"
@@ -202,11 +200,8 @@ TEST(slow_reader_holds_the_producer_back)
 TEST(client_leaving_mid_stream_fires_disconnect)
 {
         struct http_server *s = start(4);
-        int fd = tcp_connect(http_server_port(s));
-        send_str(fd, "GET /forever HTTP/1.1\r\nHost: x\r\n\r\n");
-        struct resp r = { 0 };
-        read_head(fd, &r);
-        ASSERT_EQ(r.status, 200);
+        struct resp r;
+        int fd = open_get(http_server_port(s), "/forever", NULL, 200, &r);
         char some[64];
         ASSERT_TRUE(read(fd, some, sizeof(some)) > 0);
         ASSERT_EQ(g.disconnected, 0);
@@ -224,26 +219,16 @@ TEST(client_leaving_mid_stream_fires_disconnect)
         http_server_stop(s);
 }
 
-static int open_parked(unsigned port)
-{
-        int fd = tcp_connect(port);
-        send_str(fd, "GET /parked HTTP/1.1\r\nHost: x\r\n\r\n");
-        struct resp r = { 0 };
-        read_head(fd, &r);
-        ASSERT_EQ(r.status, 200);
-        return fd;
-}
-
 TEST(stream_slots_are_bounded_and_do_not_hold_workers)
 {
         /* workers = 1 (test_options); 3 stream slots, all taken. */
         struct http_server *s = start(3);
         unsigned port = http_server_port(s);
         int fds[3];
-        for (int i = 0; i < 3; i++)
-                fds[i] = open_parked(port);
-        ASSERT_EQ(http_server_streams(s), 3);
         struct resp r;
+        for (int i = 0; i < 3; i++)
+                fds[i] = open_get(port, "/parked", NULL, 200, &r);
+        ASSERT_EQ(http_server_streams(s), 3);
         request(port, "GET", "/parked", NULL, &r);
         ASSERT_EQ(r.status, 503);
         char v[32];
@@ -268,10 +253,8 @@ TEST(stream_slots_are_bounded_and_do_not_hold_workers)
 TEST(stop_with_open_streams_disconnects_them)
 {
         struct http_server *s = start(4);
-        int fd = tcp_connect(http_server_port(s));
-        send_str(fd, "GET /forever HTTP/1.1\r\nHost: x\r\n\r\n");
-        struct resp r = { 0 };
-        read_head(fd, &r);
+        struct resp r;
+        int fd = open_get(http_server_port(s), "/forever", NULL, 200, &r);
         http_server_stop(s);
         ASSERT_EQ(g.disconnected, 1);
         ASSERT_EQ(g.run_done, 1);

@@ -108,12 +108,11 @@ static struct http_server *start(void)
 
 static int ws_connect(unsigned port)
 {
-        int fd = tcp_connect(port);
-        send_str(fd, "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: keep-alive, Upgrade\r\n"
-                     "Sec-WebSocket-Key: " KEY "\r\nSec-WebSocket-Version: 13\r\n\r\n");
-        struct resp r = { 0 };
-        read_head(fd, &r);
-        ASSERT_EQ(r.status, 101);
+        struct resp r;
+        int fd = open_get(port, "/ws",
+                          "Upgrade: websocket\r\nConnection: keep-alive, Upgrade\r\n"
+                          "Sec-WebSocket-Key: " KEY "\r\nSec-WebSocket-Version: 13\r\n",
+                          101, &r);
         char v[128];
         ASSERT_STREQ(resp_header(&r, "Sec-WebSocket-Accept", v, sizeof(v)), ACCEPT);
         ASSERT_TRUE(resp_header(&r, "Upgrade", v, sizeof(v)) && strcasecmp(v, "websocket") == 0);
@@ -276,13 +275,9 @@ TEST(open_websockets_and_streams_leave_the_worker_free)
         unsigned port = http_server_port(s);
         int ws1 = ws_connect(port), ws2 = ws_connect(port);
         int st[3];
-        for (int i = 0; i < 3; i++) {
-                st[i] = tcp_connect(port);
-                send_str(st[i], "GET /parked HTTP/1.1\r\nHost: x\r\n\r\n");
-                struct resp h = { 0 };
-                read_head(st[i], &h);
-                ASSERT_EQ(h.status, 200);
-        }
+        struct resp h;
+        for (int i = 0; i < 3; i++)
+                st[i] = open_get(port, "/parked", NULL, 200, &h);
         ASSERT_EQ(http_server_streams(s), 5);
         for (int i = 0; i < 4; i++) {
                 uint64_t t0 = now_ms();
