@@ -160,7 +160,10 @@ char *http_json_shorten(const char *text);
  * run returns, ops->disconnect runs (from the server's thread: kill what you
  * started; run will see -EPIPE). ops->free runs last, once. A client that
  * leaves while nothing is written is noticed at the next write: send
- * heartbeats (http_sse_comment) on long silences. */
+ * heartbeats (http_sse_comment) on long silences. A silent stream holds no
+ * polling thread (its connection is suspended) and no idle timeout; a
+ * client that reads nothing for http timeout_s while bytes wait is closed
+ * by that timeout (a disconnect). */
 struct http_stream_ops {
         void (*run)(struct http_stream *s, void *ctx);
         void (*disconnect)(void *ctx);
