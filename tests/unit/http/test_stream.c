@@ -261,3 +261,23 @@ TEST(stop_with_open_streams_disconnects_them)
         ASSERT_EQ(g.freed, 1);
         close(fd);
 }
+
+TEST(client_reading_nothing_is_dropped_by_the_idle_timeout)
+{
+        log_set_level(LOG_WARN);
+        struct http_options opt = test_options();
+        opt.timeout_s = 1;
+        struct http_server *s;
+        ASSERT_OK(http_server_new(&opt, NULL, &s));
+        ASSERT_OK(http_group_routes(http_server_group(s, NULL, NULL, NULL), routes, ARRAY_SIZE(routes)));
+        ASSERT_OK(http_server_start(s));
+        struct resp r;
+        int fd = open_get(http_server_port(s), "/big", NULL, 200, &r);
+        /* Never read: the producer parks, the socket stays full, MHD sees
+         * no progress and closes the connection: a disconnect. */
+        ASSERT_TRUE(wait_flag(&g.disconnected, 5000));
+        ASSERT_TRUE(!g.run_done);
+        close(fd);
+        http_server_stop(s);
+        ASSERT_EQ(g.freed, 1);
+}
