@@ -3,7 +3,6 @@
  * but most doubles need fewer (3.5223279999999999 is 3.522328). JavaScript
  * and Python print the shortest text that reads back as the same double;
  * this rewrites jansson's real-number tokens to that, outside strings. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,13 +64,28 @@ static bool is_real_token(const char *tok, size_t len)
         return false;
 }
 
+/* Copies the number token tok[0..len) to out, a real in its shortest form
+ * (never longer than jansson's: at most 17 digits, the same exponent
+ * style). Returns the bytes written. */
+static size_t put_number(char *out, const char *tok, size_t len)
+{
+        char s[64];
+        if (is_real_token(tok, len)) {
+                shortest_real(tok, len, s, sizeof(s));
+                size_t sl = strlen(s);
+                if (sl <= len) {
+                        memcpy(out, s, sl);
+                        return sl;
+                }
+        }
+        memcpy(out, tok, len);
+        return len;
+}
+
 char *http_json_shorten(const char *text)
 {
         size_t n = strlen(text);
-        /* A shortened real is never longer than jansson's, except that
-         * tidy_real may add ".0" to a token jansson printed with a '.'
-         * already: n + 1 suffices; keep slack. */
-        char *out = malloc(n + 64);
+        char *out = malloc(n + 1); /* the text only shrinks */
         if (!out)
                 return NULL;
         size_t o = 0;
@@ -79,41 +93,21 @@ char *http_json_shorten(const char *text)
         for (size_t i = 0; i < n;) {
                 char c = text[i];
                 if (in_string) {
-                        out[o++] = c;
-                        i++;
+                        out[o++] = text[i++];
                         if (c == '\\' && i < n)
                                 out[o++] = text[i++];
                         else if (c == '"')
                                 in_string = false;
                         continue;
                 }
-                if (c == '"') {
-                        in_string = true;
-                        out[o++] = text[i++];
+                if (c == '-' || (c >= '0' && c <= '9')) {
+                        size_t len = strspn(text + i, "-+.0123456789eE");
+                        o += put_number(out + o, text + i, len);
+                        i += len;
                         continue;
                 }
-                if (c != '-' && (c < '0' || c > '9')) {
-                        out[o++] = text[i++];
-                        continue;
-                }
-                size_t len = strspn(text + i, "-+.0123456789eE");
-                if (!is_real_token(text + i, len)) {
-                        memcpy(out + o, text + i, len);
-                } else {
-                        char s[64];
-                        shortest_real(text + i, len, s, sizeof(s));
-                        size_t sl = strlen(s);
-                        if (sl > len) { /* cannot happen; keep the original */
-                                memcpy(out + o, text + i, len);
-                        } else {
-                                memcpy(out + o, s, sl);
-                                o += sl;
-                                i += len;
-                                continue;
-                        }
-                }
-                o += len;
-                i += len;
+                in_string = c == '"';
+                out[o++] = text[i++];
         }
         out[o] = '\0';
         return out;
