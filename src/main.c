@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "api/app.h"
+#include "api/workers/routes.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "base/version.h"
@@ -191,33 +192,8 @@ static void sandbox_options_from_config(const struct config *cfg, struct sandbox
         exec_limits_from_config(cfg, &ret->limits);
 }
 
-/* One route table from every facade; the /files route accepts larger
- * bodies so that the per-file size check (413 FILE_TOO_LARGE) is reachable. */
-static struct route *build_routes(const struct config *cfg, size_t *ret_n)
-{
-        size_t na, nb;
-        const struct route *a = api_runtime_routes(&na);
-        const struct route *b = api_gateway_routes(&nb);
-        struct route *all = calloc(na + nb, sizeof(*all));
-        if (!all)
-                return NULL;
-        memcpy(all, a, na * sizeof(*a));
-        memcpy(all + na, b, nb * sizeof(*b));
-        for (size_t i = 0; i < na + nb; i++) {
-                size_t len = strlen(all[i].pattern);
-                if (len > 6 && strcmp(all[i].pattern + len - 6, "/files") == 0)
-                        all[i].max_body = cfg->files_request_bytes;
-        }
-        *ret_n = na + nb;
-        return all;
-}
-
 static int start_server(struct app *app, sigset_t *sigs)
 {
-        size_t nroutes;
-        _cleanup_free_ struct route *routes = build_routes(app->cfg, &nroutes);
-        if (!routes)
-                return -ENOMEM;
         struct http_options opt = {
                 .listen = app->cfg->listen,
                 .threads = (unsigned)app->cfg->http_threads,
@@ -227,11 +203,19 @@ static int start_server(struct app *app, sigset_t *sigs)
                 .default_max_body = app->cfg->request_bytes,
                 .workers = (unsigned)app->cfg->exec_workers,
                 .queue = (unsigned)app->cfg->exec_queue,
-                .api_key = app->cfg->api_key,
         };
-        int r = http_server_start(&opt, routes, nroutes, app, &app->srv);
-        if (r < 0)
+        /* app->srv is set before listening: a request may reach it at once
+         * through the app (GET /ready). */
+        int r = http_server_new(&opt, app, &app->srv);
+        if (r >= 0)
+                r = api_workers_register(app->srv, app);
+        if (r >= 0)
+                r = http_server_start(app->srv);
+        if (r < 0) {
+                http_server_stop(app->srv);
+                app->srv = NULL;
                 return log_error_errno(r, "msg=\"cannot listen\" listen=\"%s\"", app->cfg->listen);
+        }
         log_info("msg=\"listening\" listen=\"%s\" port=%u cgroup=%s version=%s", app->cfg->listen,
                  http_server_port(app->srv), cgroup_backend_name(engine_cgroup_backend(app->engine)),
                  SANDBOXD_VERSION);

@@ -1,7 +1,17 @@
-/* HTTP glue on libmicrohttpd: a route table, bounded bodies, ErrorResponse
- * errors, and a bounded worker pool for handlers that block (executions):
- * their connections are suspended while a worker runs them, so the polling
- * threads keep serving everything else. */
+/* HTTP glue on libmicrohttpd for every facade.
+ *
+ * A server carries route GROUPS (one per facade): each group has its routes,
+ * an auth hook and an error ENVELOPE that shapes every error the HTTP layer
+ * itself answers (404, 405 + Allow, 401, 413, 415, 503, 500). A handler fills
+ * one reply of several kinds: JSON, bytes, a file, a stream fed by a producer
+ * thread (chunked; SSE helpers) with backpressure and a disconnect callback,
+ * or an upgrade to WebSocket (wslay frames).
+ *
+ * Threads: MHD's polling threads (`threads`) run the non-blocking handlers;
+ * ROUTE_BLOCKING handlers run on `workers` threads (their connections are
+ * suspended meanwhile); every stream producer and every WebSocket runs on its
+ * own thread, at most `max_streams` of them at once (beyond: 503), so long
+ * streams never hold an execution worker. */
 #pragma once
 
 #include <jansson.h>
@@ -11,6 +21,10 @@
 
 struct MHD_Connection;
 struct http_server;
+struct http_group;
+struct http_stream;
+struct http_ws;
+struct http_header_node;
 
 #define HTTP_MAX_CAPTURES 4
 
@@ -21,37 +35,69 @@ struct http_request {
         const char *captures[HTTP_MAX_CAPTURES]; /* ":name" and "*" pieces, in order */
         const char *body;           /* NUL-terminated */
         size_t body_len;
-        void *app;                  /* the application context given to http_server_start */
+        void *app;                  /* the application context given to http_server_new */
         uint64_t id;
 };
 
-struct http_response {
-        int status;
-        json_t *json;               /* owned; serialised compactly */
-        char allow[64];             /* Allow header for 405 */
-        unsigned retry_after;       /* seconds, for 429/503 */
+enum http_reply_kind {
+        HTTP_REPLY_JSON,
+        HTTP_REPLY_BYTES,
+        HTTP_REPLY_FILE,
+        HTTP_REPLY_STREAM,
+        HTTP_REPLY_WEBSOCKET,
 };
 
-/* How response bodies are serialised. 17 significant digits: every double
- * (e.g. a guest's {"json": [0.1 + 0.2, 1.7976931348623157e308]} result)
- * survives the round trip; fewer digits rounded results and could even
- * turn a finite number into one that parses as infinity. */
+/* What a handler fills. Use the http_* setters below, not the fields beyond
+ * status/json/allow/retry_after (they are the server's). */
+struct http_response {
+        int status;
+        json_t *json;               /* owned; serialised compactly, shortest doubles */
+        char allow[64];             /* Allow header for 405 */
+        unsigned retry_after;       /* seconds, for 429/503 */
+
+        enum http_reply_kind kind;
+        char content_type[128];
+        char *bytes;                /* HTTP_REPLY_BYTES: owned copy */
+        size_t len;
+        int fd;                     /* HTTP_REPLY_FILE: owned */
+        uint64_t size;
+        struct http_stream *stream; /* HTTP_REPLY_STREAM */
+        struct http_ws *ws;         /* HTTP_REPLY_WEBSOCKET */
+        struct http_header_node *headers;
+};
+
+/* How the server serialised JSON before the shortest-double rewrite; kept
+ * for tools that want the same jansson flags. Use http_json_dump. */
 #define HTTP_JSON_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(17))
 
 typedef void (*http_handler)(struct http_request *req, struct http_response *res);
 
 enum {
         ROUTE_BLOCKING = 1 << 0,    /* run on the worker pool */
-        ROUTE_PUBLIC = 1 << 1,      /* no API key needed */
+        ROUTE_PUBLIC = 1 << 1,      /* the group's auth hook is skipped */
         ROUTE_JSON = 1 << 2,        /* body must be application/json (415 otherwise) */
 };
+
+/* A route's body cap, read per request (so it can come from configuration
+ * through the app context). NULL: the server's default_max_body. */
+typedef size_t (*http_body_cap)(const void *app);
 
 struct route {
         const char *method;         /* "GET", "POST", "DELETE" */
         const char *pattern;        /* "/execute/:lang"; a final "*" takes the rest */
         http_handler fn;
         unsigned flags;
-        size_t max_body;            /* 0: the server default */
+        http_body_cap max_body;
+};
+
+/* A facade's hooks. cls is the group's; both may be NULL (open / a plain
+ * {"error": message} body). */
+struct http_group_ops {
+        /* Decides whether req may proceed; otherwise fills res (normally via
+         * the envelope) and returns false. Not called for ROUTE_PUBLIC. */
+        bool (*auth)(void *cls, struct http_request *req, struct http_response *res);
+        /* Shapes an error the HTTP layer itself answers. */
+        void (*envelope)(void *cls, struct http_response *res, int status, const char *message);
 };
 
 struct http_options {
@@ -63,14 +109,20 @@ struct http_options {
         size_t default_max_body;
         unsigned workers;
         unsigned queue;
-        const char *api_key;        /* empty: no auth */
+        unsigned max_streams;       /* streams + WebSockets at once; 0: 64 */
+        size_t stream_buffer;       /* per-stream bytes buffered before the producer waits; 0: 64 KiB */
 };
 
-/* Starts listening. routes must outlive the server. *ret is set before the
- * socket listens (a handler may reach it through app at once); it is NULL
- * again on failure. Returns 0 or -errno. */
-int http_server_start(const struct http_options *opt, const struct route *routes, size_t nroutes,
-                      void *app, struct http_server **ret);
+/* Creates a server (not yet listening). app is handed to handlers. */
+int http_server_new(const struct http_options *opt, void *app, struct http_server **ret);
+/* Adds a group. prefix routes unmatched paths to it (longest wins); NULL or
+ * "" makes it the default group. ops and cls must outlive the server. */
+struct http_group *http_server_group(struct http_server *s, const char *prefix, const struct http_group_ops *ops,
+                                     void *cls);
+/* Adds routes to a group; they must outlive the server. Returns 0 or -ENOMEM. */
+int http_group_routes(struct http_group *g, const struct route *routes, size_t n);
+/* Starts listening. Returns 0 or -errno. */
+int http_server_start(struct http_server *s);
 /* The port actually bound (useful with port 0). */
 unsigned http_server_port(const struct http_server *s);
 /* Stops accepting new connections and refuses new blocking work with 503. */
@@ -78,17 +130,77 @@ void http_server_drain(struct http_server *s);
 bool http_server_draining(const struct http_server *s);
 /* Blocking jobs queued or running. */
 size_t http_server_busy(struct http_server *s);
+/* Streams and WebSockets open. */
+size_t http_server_streams(struct http_server *s);
+/* Closes every connection, waits for producers and WebSockets, frees. NULL-safe. */
 void http_server_stop(struct http_server *s);
 
-/* Fills res with an ErrorResponse {code, message, context, httpStatus,
- * timestamp}. context may be NULL (→ {}); it is stolen. */
-void http_error(struct http_response *res, int status, const char *code, const char *message,
-                json_t *context);
-void http_errorf(struct http_response *res, int status, const char *code, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
+/* ---- replies (reply.c); each replaces what res held ---- */
 void http_json(struct http_response *res, int status, json_t *body);
-/* Request header lookup (case-insensitive). */
+/* A copy of data; -ENOMEM leaves a 500. */
+int http_bytes(struct http_response *res, int status, const char *content_type, const void *data, size_t len);
+/* Sends size bytes of fd from offset 0; fd is taken (closed by the server). */
+void http_file(struct http_response *res, int status, const char *content_type, int fd, uint64_t size);
+/* Adds a response header (several allowed, kept in order). 0 or -ENOMEM/-EINVAL. */
+int http_response_header(struct http_response *res, const char *name, const char *value);
+/* Request header lookup (case-insensitive), and query argument (decoded). */
 const char *http_header(struct http_request *req, const char *name);
+const char *http_query(struct http_request *req, const char *name);
+/* Compact JSON with every double in its shortest round-trip form
+ * (3.522328, not 3.5223279999999999). Free with free(). */
+char *http_json_dump(const json_t *j);
+/* The rewrite itself on jansson text (exposed for tests). */
+char *http_json_shorten(const char *text);
+
+/* ---- streams (stream.c) ----
+ * The handler calls http_stream(); once the headers are sent, ops->run runs
+ * on a stream thread and writes with http_stream_write / http_sse_*. A write
+ * blocks while `stream_buffer` bytes wait for a slow client (backpressure)
+ * and returns -EPIPE once the client is gone. If the client goes away before
+ * run returns, ops->disconnect runs (from the server's thread: kill what you
+ * started; run will see -EPIPE). ops->free runs last, once. A client that
+ * leaves while nothing is written is noticed at the next write: send
+ * heartbeats (http_sse_comment) on long silences. A silent stream holds no
+ * polling thread (its connection is suspended) and no idle timeout; a
+ * client that reads nothing for http timeout_s while bytes wait is closed
+ * by that timeout (a disconnect). */
+struct http_stream_ops {
+        void (*run)(struct http_stream *s, void *ctx);
+        void (*disconnect)(void *ctx);
+        void (*free)(void *ctx);
+};
+/* content_type NULL: "text/event-stream". On failure ops->free(ctx) has run
+ * and res holds a 500. */
+int http_stream(struct http_response *res, int status, const char *content_type,
+                const struct http_stream_ops *ops, void *ctx);
+int http_stream_write(struct http_stream *s, const void *data, size_t len);
+/* One SSE event: "event:", "id:" (each if non-NULL) and one "data:" line per
+ * line of data, then a blank line. */
+int http_sse_event(struct http_stream *s, const char *event, const char *id, const char *data);
+/* ": text" — a heartbeat that also tells whether the client is still there. */
+int http_sse_comment(struct http_stream *s, const char *text);
+bool http_stream_closed(struct http_stream *s);
+
+/* ---- WebSocket (ws.c) ----
+ * The handler calls http_websocket(); the server checks the handshake
+ * headers (400 otherwise), answers 101 and runs the connection on its own
+ * thread: on_open, then on_message per complete message, then on_close
+ * (code 1005 when none was given, 1006 when the peer just vanished), then
+ * free. Pings are answered, fragmented messages joined, frames are capped by
+ * HTTP_WS_MAX_MESSAGE. http_ws_send/close may be called from any thread
+ * until on_close returns; -EAGAIN when too much is already queued. */
+#define HTTP_WS_MAX_MESSAGE (1u << 20)
+struct http_ws_ops {
+        void (*on_open)(struct http_ws *ws, void *ctx);
+        void (*on_message)(struct http_ws *ws, void *ctx, bool binary, const void *data, size_t len);
+        void (*on_close)(struct http_ws *ws, void *ctx, unsigned code);
+        void (*free)(void *ctx);
+};
+int http_websocket(struct http_response *res, const struct http_ws_ops *ops, void *ctx);
+int http_ws_send(struct http_ws *ws, bool binary, const void *data, size_t len);
+int http_ws_close(struct http_ws *ws, unsigned code, const char *reason);
+
+/* ---- helpers ---- */
 /* Splits "host:port" / "[v6]:port". Returns 0 or -EINVAL. */
 int http_parse_listen(const char *listen, char *host, size_t hostlen, unsigned *port);
 bool http_host_is_loopback(const char *host);

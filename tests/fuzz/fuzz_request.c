@@ -11,7 +11,7 @@
  *    keep_null: on failure 400 + message; on success an object of strings
  *    (or nulls when keep_null) under valid keys; in drop mode it never fails
  *    for an object whose values are strings.
- *  - http_errorf / http_error with the body as (part of) the message,
+ *  - workers_errorf / workers_error with the body as (part of) the message,
  *    as when a handler quotes a URL capture: still a full ErrorResponse.
  * Everything allocated is freed (LeakSanitizer checks that). */
 #include <jansson.h>
@@ -30,8 +30,8 @@ static void check_error_response(const struct http_response *res)
         CHECK(json_is_string(json_object_get(res->json, "message")));
         CHECK(json_is_string(json_object_get(res->json, "code")));
         CHECK(json_integer_value(json_object_get(res->json, "httpStatus")) == res->status);
-        /* What send_response() does with it. */
-        char *text = json_dumps(res->json, HTTP_JSON_DUMP_FLAGS);
+        /* What the server does with it (src/http/reply.c). */
+        char *text = http_json_dump(res->json);
         CHECK(text != NULL);
         free(text);
 }

@@ -1,4 +1,4 @@
-/* Fuzzes route matching (http_match in src/http/server.c): the input,
+/* Fuzzes route matching (http_match in src/http/router.c): the input,
  * NUL-terminated, is a decoded request path, matched against every route
  * pattern the daemon registers (src/api/workers/runtime.c, src/api/workers/gateway.c).
  *

@@ -9,6 +9,7 @@
 #include "api/workers/envelope.h"
 #include "api/workers/errors.h"
 #include "api/workers/files.h"
+#include "api/workers/routes.h"
 #include "api/workers/views.h"
 #include "api/app.h"
 #include "api/workers/validate.h"
@@ -253,7 +254,7 @@ static const struct route routes[] = {
         { "GET", SBX "/contexts", h_context_list, GW, 0 },
         { "DELETE", SBX "/contexts/:cid", h_context_delete, GW, 0 },
         { "POST", SBX "/env", h_env, GW, 0 },
-        { "POST", SBX "/files", h_files, GW, 0 }, /* max_body set at start-up */
+        { "POST", SBX "/files", h_files, GW, workers_files_body_cap },
         { "GET", SBX "/*", h_other, 0, 0 },
         { "POST", SBX "/*", h_other, 0, 0 },
         { "DELETE", SBX "/*", h_other, 0, 0 },

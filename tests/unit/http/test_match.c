@@ -1,4 +1,4 @@
-/* Unit tests for the pure helpers of src/http/server.c: route pattern
+/* Unit tests for the pure helpers of src/http/ (router.c, server.c): route pattern
  * matching, listen-address parsing and the loopback check. */
 #include <errno.h>
 

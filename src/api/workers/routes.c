@@ -1,0 +1,72 @@
+/* The sandbox-workers facade's route group: the runtime and gateway route
+ * tables, its API-key check and the ErrorResponse envelope for the errors
+ * the HTTP layer answers itself (404, 405, 401, 413, 415, 503, 500). */
+#include "api/workers/routes.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include "api/app.h"
+#include "api/workers/envelope.h"
+
+/* Compares every byte of the expected key whatever the input, so the time
+ * taken does not tell how much of a guess was right. */
+static bool const_time_eq(const char *given, const char *key)
+{
+        size_t lg = strlen(given), lk = strlen(key);
+        unsigned char diff = (unsigned char)(lg != lk);
+        for (size_t i = 0; i < lk; i++)
+                diff |= (unsigned char)(given[i % (lg ? lg : 1)] ^ key[i]);
+        return diff == 0 && lg == lk;
+}
+
+/* Authorization: Bearer <key> (scheme case-insensitive) or X-API-Key. */
+static bool workers_auth(void *cls, struct http_request *req, struct http_response *res)
+{
+        const struct app *app = cls;
+        const char *key = app->cfg->api_key;
+        if (!key[0])
+                return true;
+        const char *auth = http_header(req, "Authorization");
+        if (auth && strncasecmp(auth, "Bearer ", 7) == 0 && const_time_eq(auth + 7, key))
+                return true;
+        const char *xkey = http_header(req, "X-API-Key");
+        if (xkey && const_time_eq(xkey, key))
+                return true;
+        workers_error(res, 401, "UNAUTHORIZED", "Missing or invalid API key", NULL);
+        return false;
+}
+
+static const char *code_for(int status)
+{
+        switch (status) {
+        case 401: return "UNAUTHORIZED";
+        case 503: return "OVERLOADED";
+        case 500: return "INTERNAL_ERROR";
+        default: return "VALIDATION_FAILED"; /* 400, 404, 405, 413, 415 */
+        }
+}
+
+static void workers_envelope(void *cls, struct http_response *res, int status, const char *message)
+{
+        (void)cls;
+        workers_error(res, status, code_for(status), message, NULL);
+}
+
+size_t workers_files_body_cap(const void *app)
+{
+        return ((const struct app *)app)->cfg->files_request_bytes;
+}
+
+int api_workers_register(struct http_server *srv, struct app *app)
+{
+        static const struct http_group_ops ops = { .auth = workers_auth, .envelope = workers_envelope };
+        size_t na, nb;
+        const struct route *a = api_runtime_routes(&na);
+        const struct route *b = api_gateway_routes(&nb);
+        /* The default group: every path no other facade claims. */
+        struct http_group *g = http_server_group(srv, NULL, &ops, app);
+        if (!g || http_group_routes(g, a, na) < 0 || http_group_routes(g, b, nb) < 0)
+                return -ENOMEM;
+        return 0;
+}

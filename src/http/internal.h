@@ -1,0 +1,111 @@
+/* What the files of src/http/ share; nothing outside http/ includes it. */
+#pragma once
+
+#include <microhttpd.h>
+#include <pthread.h>
+
+#include "base/util.h"
+#include "http/server.h"
+
+struct route_table {
+        const struct route *v;
+        size_t n;
+};
+
+struct http_group {
+        char prefix[128];           /* "" for the default group */
+        const struct http_group_ops *ops;
+        void *cls;
+        struct route_table *tables;
+        size_t ntables;
+        struct http_group *next;
+};
+
+/* One queued blocking job. */
+struct job {
+        struct conn_state *st;
+        struct job *next;
+};
+
+struct http_server {
+        struct MHD_Daemon *mhd;
+        struct http_group *groups;
+        struct http_options opt;
+        char listen[300];
+        void *app;
+        unsigned port;
+        uint64_t next_id;
+
+        pthread_mutex_t lock;
+        pthread_cond_t cond;        /* jobs queued, a worker done, a stream/ws slot freed */
+        struct job *head, *tail;
+        size_t queued, running;
+        bool stopping, draining;
+        pthread_t *workers;
+        unsigned nworkers;
+
+        size_t nstreams;            /* streams + WebSockets holding a slot */
+        struct http_ws *ws_list;    /* open WebSockets, closed first on stop */
+        struct http_stream *stream_list; /* streams whose request is not over */
+        /* Held around MHD_resume_connection by stream producers; once
+         * resume_closed is set (before MHD_stop_daemon) they stop resuming. */
+        pthread_mutex_t resume_lock;
+        bool resume_closed;
+};
+
+enum conn_phase { PHASE_BODY, PHASE_QUEUED, PHASE_DONE };
+
+/* Per-request state, MHD's con_cls. */
+struct conn_state {
+        struct http_server *srv;
+        struct http_request req;
+        struct http_response res;
+        const struct route *route;
+        struct http_group *group;   /* whose envelope answers this request's errors */
+        enum conn_phase phase;
+        char *path;
+        char capbuf[1024];
+        struct buf body;
+        bool too_large;
+        uint64_t start_ns;
+};
+
+/* router.c */
+const struct route *router_find(struct http_server *srv, struct conn_state *st, bool *path_matched, char *allow,
+                                size_t allowlen);
+void router_free_groups(struct http_server *srv);
+/* Fills st->res with an error in st->group's envelope. */
+void http_fail(struct conn_state *st, int status, const char *message);
+
+/* reply.c */
+void reply_init(struct http_response *res);
+void reply_reset(struct http_response *res);
+enum MHD_Result reply_send(struct conn_state *st);
+/* Starts a reply kind that needs an object of size bytes (zeroed): on
+ * failure ops' free(ctx) has run, res holds a 500 and NULL is returned. */
+void *reply_alloc_kind(struct http_response *res, enum http_reply_kind kind, int status, size_t size,
+                       void (*free_ctx)(void *), void *ctx);
+/* Adds the handler's headers, Allow and Retry-After to r. */
+void reply_add_headers(const struct http_response *res, struct MHD_Response *r);
+
+/* server.c: stream/WebSocket slots (bounded by opt.max_streams) */
+bool slot_reserve(struct http_server *srv);
+void slot_release(struct http_server *srv);
+/* A detached thread (streams and WebSockets are not joined: the slot count
+ * tells when they are all gone). 0 or -errno. */
+int spawn_detached(void *(*fn)(void *), void *arg);
+
+/* stream.c */
+struct MHD_Response *stream_response(struct conn_state *st);
+void stream_start(struct conn_state *st);
+void stream_completed(struct http_stream *s, enum MHD_RequestTerminationCode toe);
+void stream_unref(struct http_stream *s);
+void stream_abandon(struct http_stream *s);
+void stream_abort_all(struct http_server *srv);
+
+/* ws.c */
+/* Checks the handshake and builds the 101 response; NULL with st->res
+ * holding the error otherwise. */
+struct MHD_Response *ws_response(struct conn_state *st);
+void ws_abandon(struct http_ws *ws);
+void ws_close_all(struct http_server *srv);

@@ -1,0 +1,231 @@
+/* Reply kinds and response headers: what a handler fills, and how it becomes
+ * an MHD response (JSON, bytes, file; streams and WebSockets in their own
+ * files). */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "http/internal.h"
+
+struct http_header_node {
+        struct http_header_node *next;
+        char *name, *value;
+};
+
+void reply_init(struct http_response *res)
+{
+        memset(res, 0, sizeof(*res));
+        res->fd = -1;
+}
+
+/* Drops the payload of the previous kind (not the headers). */
+static void payload_reset(struct http_response *res)
+{
+        json_decref(res->json);
+        res->json = NULL;
+        free(res->bytes);
+        res->bytes = NULL;
+        res->len = 0;
+        if (res->kind == HTTP_REPLY_FILE && res->fd >= 0)
+                close(res->fd);
+        res->fd = -1;
+        if (res->stream)
+                stream_abandon(res->stream);
+        res->stream = NULL;
+        if (res->ws)
+                ws_abandon(res->ws);
+        res->ws = NULL;
+        res->content_type[0] = '\0';
+        res->kind = HTTP_REPLY_JSON;
+}
+
+void reply_reset(struct http_response *res)
+{
+        payload_reset(res);
+        while (res->headers) {
+                struct http_header_node *h = res->headers;
+                res->headers = h->next;
+                free(h->name);
+                free(h->value);
+                free(h);
+        }
+}
+
+void http_json(struct http_response *res, int status, json_t *body)
+{
+        /* Fuzzers and tests build a zeroed response: fd 0 is not ours then,
+         * and the kind is JSON, so payload_reset never closes it. */
+        payload_reset(res);
+        res->status = status;
+        res->json = body;
+}
+
+void *reply_alloc_kind(struct http_response *res, enum http_reply_kind kind, int status, size_t size,
+                       void (*free_ctx)(void *), void *ctx)
+{
+        payload_reset(res);
+        void *p = calloc(1, size);
+        if (!p) {
+                if (free_ctx)
+                        free_ctx(ctx);
+                res->status = 500;
+                return NULL;
+        }
+        res->kind = kind;
+        res->status = status;
+        return p;
+}
+
+static void set_type(struct http_response *res, const char *content_type)
+{
+        snprintf(res->content_type, sizeof(res->content_type), "%s",
+                 content_type ? content_type : "application/octet-stream");
+}
+
+int http_bytes(struct http_response *res, int status, const char *content_type, const void *data, size_t len)
+{
+        payload_reset(res);
+        char *copy = malloc(len ? len : 1);
+        if (!copy) {
+                res->status = 500;
+                return -ENOMEM;
+        }
+        memcpy(copy, data, len);
+        res->kind = HTTP_REPLY_BYTES;
+        res->status = status;
+        res->bytes = copy;
+        res->len = len;
+        set_type(res, content_type);
+        return 0;
+}
+
+void http_file(struct http_response *res, int status, const char *content_type, int fd, uint64_t size)
+{
+        payload_reset(res);
+        res->kind = HTTP_REPLY_FILE;
+        res->status = status;
+        res->fd = fd;
+        res->size = size;
+        set_type(res, content_type);
+}
+
+/* Header names are tokens and values may not break the header line: a
+ * handler quoting client input must not be able to inject a header. */
+static bool header_ok(const char *name, const char *value)
+{
+        if (!*name || name[strcspn(name, " \t\r\n:")] != '\0')
+                return false;
+        return value[strcspn(value, "\r\n")] == '\0';
+}
+
+int http_response_header(struct http_response *res, const char *name, const char *value)
+{
+        if (!header_ok(name, value))
+                return -EINVAL;
+        struct http_header_node *h = calloc(1, sizeof(*h));
+        if (!h || !(h->name = strdup(name)) || !(h->value = strdup(value))) {
+                if (h)
+                        free(h->name);
+                free(h);
+                return -ENOMEM;
+        }
+        struct http_header_node **p = &res->headers;
+        while (*p)
+                p = &(*p)->next;
+        *p = h;
+        return 0;
+}
+
+const char *http_header(struct http_request *req, const char *name)
+{
+        return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+const char *http_query(struct http_request *req, const char *name)
+{
+        return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+void reply_add_headers(const struct http_response *res, struct MHD_Response *r)
+{
+        if (res->content_type[0])
+                MHD_add_response_header(r, "Content-Type", res->content_type);
+        MHD_add_response_header(r, "Cache-Control", "no-store");
+        if (res->allow[0])
+                MHD_add_response_header(r, "Allow", res->allow);
+        if (res->retry_after) {
+                char ra[16];
+                snprintf(ra, sizeof(ra), "%u", res->retry_after);
+                MHD_add_response_header(r, "Retry-After", ra);
+        }
+        for (const struct http_header_node *h = res->headers; h; h = h->next)
+                MHD_add_response_header(r, h->name, h->value);
+}
+
+static struct MHD_Response *json_response(struct conn_state *st)
+{
+        struct http_response *res = &st->res;
+        if (!res->json)
+                http_fail(st, 500, "Handler produced no response");
+        char *text = res->json ? http_json_dump(res->json) : NULL;
+        if (!text)
+                text = strdup("{}");
+        if (!text)
+                return NULL;
+        snprintf(res->content_type, sizeof(res->content_type), "application/json; charset=utf-8");
+        struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+        if (!r)
+                free(text);
+        return r;
+}
+
+static struct MHD_Response *build_response(struct conn_state *st)
+{
+        struct http_response *res = &st->res;
+        struct MHD_Response *r = NULL;
+        switch (res->kind) {
+        case HTTP_REPLY_BYTES:
+                r = MHD_create_response_from_buffer(res->len, res->bytes, MHD_RESPMEM_MUST_FREE);
+                if (r)
+                        res->bytes = NULL;
+                return r;
+        case HTTP_REPLY_FILE:
+                r = MHD_create_response_from_fd(res->size, res->fd);
+                if (r)
+                        res->fd = -1; /* MHD closes it */
+                return r;
+        case HTTP_REPLY_STREAM:
+                return stream_response(st);
+        case HTTP_REPLY_WEBSOCKET:
+                return ws_response(st);
+        case HTTP_REPLY_JSON:
+        default:
+                return json_response(st);
+        }
+}
+
+enum MHD_Result reply_send(struct conn_state *st)
+{
+        struct http_response *res = &st->res;
+        struct MHD_Response *r = build_response(st);
+        if (!r) {
+                /* The kind could not start: a stream or WebSocket already
+                 * left its error (no slot, bad handshake) in res; anything
+                 * else is a 500 in the group's envelope. */
+                if (res->kind != HTTP_REPLY_JSON || !res->json)
+                        http_fail(st, 500, "Reply could not be started");
+                r = json_response(st);
+        }
+        if (!r)
+                return MHD_NO;
+        reply_add_headers(res, r);
+        enum MHD_Result ret = MHD_queue_response(st->req.conn, (unsigned)res->status, r);
+        MHD_destroy_response(r);
+        if (res->kind == HTTP_REPLY_STREAM)
+                stream_start(st);
+        log_info("req=%llu method=%s path=\"%s\" status=%d ms=%.1f", (unsigned long long)st->req.id,
+                 st->req.method, st->path, res->status, (double)(now_ns() - st->start_ns) / 1e6);
+        return ret;
+}
