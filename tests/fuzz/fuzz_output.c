@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 
 #include "engine/exec.h"
+#include "api/workers/result_json.h"
 #include "base/util.h"
 #include "fuzz.h"
 #include "http/server.h"

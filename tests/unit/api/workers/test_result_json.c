@@ -1,10 +1,12 @@
-/* Unit tests for the pure half of src/engine/exec.c: turning a synthetic
+/* Unit tests for the pure half of src/api/workers/result_json.c (and exec_build_request, src/engine/kproc.c): turning a synthetic
  * struct exec_outcome into the ExecutionResult object, and building the
  * kernel wire request. No kernel process is spawned. */
 #include <errno.h>
 #include <signal.h>
 #include <sys/wait.h>
 
+#include "api/workers/result_json.h"
+#include "config/config.h"
 #include "engine/exec.h"
 #include "tap.h"
 
