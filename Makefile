@@ -29,7 +29,7 @@ DEPS_STAMP := build/.deps-$(shell cat scripts/install-deps.sh 2>/dev/null | md5s
 
 # The fork-server shim is loaded into interpreters, not linked into the daemon.
 # It links only fork-safe code below it (base/, jail/ helpers without malloc).
-SHIM_SRCS := src/shim/forkserver.c src/jail/landlock.c
+SHIM_SRCS := src/shim/forkserver.c src/base/io.c src/jail/landlock.c src/jail/privs.c src/jail/procfs.c
 SHIM      := $(BUILD)/libsandboxd-forkserver.so
 SRCS      := $(shell find src -name '*.c' ! -name main.c ! -path 'src/shim/*' | sort)
 OBJS     := $(SRCS:%.c=$(BUILD)/obj/%.o)
@@ -65,10 +65,13 @@ $(BUILD)/sandboxd: $(MAIN_OBJ) $(BUILD)/libsandboxd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
 # Never sanitized (it runs inside python/perl, which lack the runtimes);
-# landlock.c is plain system calls, shared with the jail.
+# base/io.c, jail/landlock.c, privs.c and procfs.c are plain system calls,
+# shared with the jail. Hidden visibility: only read() (and the constructor)
+# reach the interpreter's symbol table, so no helper name can interpose on
+# a symbol of the interpreter or of an extension module.
 $(SHIM): $(SHIM_SRCS) $(wildcard src/shim/*.h src/jail/*.h src/base/*.h) $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) -O2 -g -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) -fPIC -shared -o $@ $(SHIM_SRCS)
+	$(CC) -O2 -g -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) -fPIC -shared -fvisibility=hidden -o $@ $(SHIM_SRCS)
 
 $(BUILD)/unit/%: tests/unit/%.c $(TAP_OBJ) $(BUILD)/libsandboxd.a
 	@mkdir -p $(dir $@)

@@ -26,7 +26,6 @@
  * loaded into the interpreters, not the daemon. */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -36,18 +35,18 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/io.h"
 #include "jail/landlock.h"
-#include "jail/proc_masks.h"
+#include "jail/privs.h"
+#include "jail/procfs.h"
 #include "shim/forkserver.h"
 
 #define CTL_FD 3
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static bool armed;
 
@@ -65,32 +64,6 @@ static ssize_t sys_read(int fd, void *buf, size_t n)
         return syscall(SYS_read, fd, buf, n);
 }
 
-static int read_exact(int fd, void *buf, size_t n)
-{
-        for (size_t got = 0; got < n;) {
-                ssize_t r = sys_read(fd, (char *)buf + got, n - got);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r <= 0)
-                        return -1;
-                got += (size_t)r;
-        }
-        return 0;
-}
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-        for (size_t done = 0; done < n;) {
-                ssize_t r = write(fd, (const char *)buf + done, n - done);
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r <= 0)
-                        return -1;
-                done += (size_t)r;
-        }
-        return 0;
-}
-
 /* ---- in the executor ---- */
 
 static void private_mounts(const struct forkserver_config *c)
@@ -100,15 +73,8 @@ static void private_mounts(const struct forkserver_config *c)
             mount("tmpfs", "/workspace", "tmpfs", MS_NOSUID | MS_NODEV, c->ws_opts) < 0 ||
             mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 _exit(120);
-        for (size_t i = 0; i < ARRAY_SIZE(jail_proc_masks); i++) {
-                char path[64] = "/proc/";
-                strncat(path, jail_proc_masks[i], sizeof(path) - 7);
-                if (access(path, F_OK) == 0 && mount("/dev/null", path, NULL, MS_BIND, NULL) < 0)
-                        _exit(121);
-        }
-        if (mount("/proc/sys", "/proc/sys", NULL, MS_BIND | MS_REC, NULL) < 0 ||
-            mount(NULL, "/proc/sys", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
-                _exit(122);
+        if (jail_mask_proc("/proc") < 0)
+                _exit(121);
         /* The template's cwd is the /workspace under the new mount. */
         if (chdir("/workspace") < 0)
                 _exit(123);
@@ -123,29 +89,17 @@ static void report_pid_and_wait(void)
         char byte;
         if (forkserver_send_byte(CTL_FD, 'P', SCM_CREDENTIALS, &uc, sizeof(uc)) != 1)
                 _exit(124);
-        if (read_exact(CTL_FD, &byte, 1) < 0 || byte != 'G')
+        if (read_all(CTL_FD, &byte, 1) < 0 || byte != 'G')
                 _exit(125);
 }
 
 static void drop_privileges(const struct forkserver_config *c)
 {
-        for (uint32_t i = 0; i < c->nrlimits && i < FORKSERVER_MAX_RLIMITS; i++) {
-                struct rlimit rl = { c->rlimits[i].soft, c->rlimits[i].hard };
-                if (setrlimit(c->rlimits[i].resource, &rl) < 0)
+        for (uint32_t i = 0; i < c->nrlimits && i < FORKSERVER_MAX_RLIMITS; i++)
+                if (privs_setrlimit(c->rlimits[i].resource, c->rlimits[i].soft, c->rlimits[i].hard) < 0)
                         _exit(126);
-        }
-        /* The bounding set needs CAP_SETPCAP, so it goes before the uid. */
-        for (int cap = 0; cap <= 63; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-                        _exit(127);
-        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 ||
-            syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, c->gid, c->gid, c->gid) < 0 ||
-            syscall(SYS_setresuid, c->uid, c->uid, c->uid) < 0)
+        if (privs_drop(c->uid, c->gid, PRIVS_SETID | PRIVS_SETGROUPS) < 0)
                 _exit(128);
-        struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-        struct __user_cap_data_struct d[2] = { { 0 } };
-        if (syscall(SYS_capset, &h, d) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-                _exit(129);
 }
 
 static void confine(const struct forkserver_config *c, const struct sock_filter *bpf)
@@ -251,14 +205,14 @@ static int recv_fds(int sock, int fds[3])
 
 static void read_config(struct forkserver_config *c, struct sock_filter **bpf)
 {
-        if (read_exact(CTL_FD, c, sizeof(*c)) < 0 || c->magic != FORKSERVER_MAGIC ||
+        if (read_all(CTL_FD, c, sizeof(*c)) < 0 || c->magic != FORKSERVER_MAGIC ||
             c->version != FORKSERVER_VERSION || c->bpf_len == 0 || c->bpf_len > FORKSERVER_MAX_BPF ||
             c->bpf_len % sizeof(struct sock_filter) != 0)
                 _exit(115);
         c->tmp_opts[sizeof(c->tmp_opts) - 1] = '\0';
         c->ws_opts[sizeof(c->ws_opts) - 1] = '\0';
         *bpf = malloc(c->bpf_len);
-        if (!*bpf || read_exact(CTL_FD, *bpf, c->bpf_len) < 0)
+        if (!*bpf || read_all(CTL_FD, *bpf, c->bpf_len) < 0)
                 _exit(116);
 }
 
@@ -298,7 +252,8 @@ static void serve(void)
         }
 }
 
-ssize_t read(int fd, void *buf, size_t n)
+/* The one symbol the shim exports (it is built with hidden visibility). */
+__attribute__((visibility("default"))) ssize_t read(int fd, void *buf, size_t n)
 {
         if (armed && fd == CTL_FD) {
                 armed = false;

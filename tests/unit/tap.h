@@ -32,13 +32,52 @@ void tap_register(const char *name, tap_fn fn);
                 if (!(x))                                                    \
                         TAP_FAIL("assertion failed: %s", #x);                \
         } while (0)
-#define ASSERT_EQ(a, b)                                                      \
+#define ASSERT_FALSE(x) ASSERT_TRUE(!(x))
+
+/* Typed comparisons: each operand is evaluated exactly once, and a failure
+ * prints both expressions and both values. */
+#define TAP_CMP_(type, fmt, a, op, b)                                        \
         do {                                                                 \
-                long long _a = (long long)(a), _b = (long long)(b);          \
-                if (_a != _b)                                                \
-                        TAP_FAIL("%s == %s: %lld != %lld", #a, #b, _a, _b);  \
+                type _tap_a = (type)(a), _tap_b = (type)(b);                 \
+                if (!(_tap_a op _tap_b))                                     \
+                        TAP_FAIL("%s %s %s: " fmt " vs " fmt, #a, #op, #b,   \
+                                 _tap_a, _tap_b);                            \
         } while (0)
-#define ASSERT_OK(x) ASSERT_EQ((x) < 0 ? (x) : 0, 0)
+#define ASSERT_EQ(a, b) TAP_CMP_(long long, "%lld", a, ==, b)
+#define ASSERT_NE(a, b) TAP_CMP_(long long, "%lld", a, !=, b)
+#define ASSERT_LT(a, b) TAP_CMP_(long long, "%lld", a, <, b)
+#define ASSERT_LE(a, b) TAP_CMP_(long long, "%lld", a, <=, b)
+#define ASSERT_GT(a, b) TAP_CMP_(long long, "%lld", a, >, b)
+#define ASSERT_GE(a, b) TAP_CMP_(long long, "%lld", a, >=, b)
+/* Unsigned 64-bit values (sizes, limits, UINT64_MAX). */
+#define ASSERT_U64_EQ(a, b) TAP_CMP_(unsigned long long, "%llu", a, ==, b)
+#define ASSERT_U64_LE(a, b) TAP_CMP_(unsigned long long, "%llu", a, <=, b)
+#define ASSERT_PTR_EQ(a, b) TAP_CMP_(const void *, "%p", a, ==, b)
+#define ASSERT_NULL(p) ASSERT_PTR_EQ(p, NULL)
+#define ASSERT_NOT_NULL(p)                                                   \
+        do {                                                                 \
+                if ((p) == NULL)                                             \
+                        TAP_FAIL("%s is NULL", #p);                          \
+        } while (0)
+
+/* x returns 0 (or any value >= 0) or -errno: evaluated once, and a failure
+ * names the errno. */
+#define ASSERT_OK(x)                                                         \
+        do {                                                                 \
+                long long _tap_r = (long long)(x);                           \
+                if (_tap_r < 0)                                              \
+                        TAP_FAIL("%s failed: %lld (%s)", #x, _tap_r,         \
+                                 strerror((int)-_tap_r));                    \
+        } while (0)
+/* x (0 or -errno style) fails with exactly -err. */
+#define ASSERT_ERR(x, err)                                                   \
+        do {                                                                 \
+                long long _tap_r = (long long)(x), _tap_e = -(long long)(err); \
+                if (_tap_r != _tap_e)                                        \
+                        TAP_FAIL("%s: %lld (%s), expected %lld (%s)", #x,    \
+                                 _tap_r, _tap_r < 0 ? strerror((int)-_tap_r) : "no error", \
+                                 _tap_e, strerror((int)-_tap_e));            \
+        } while (0)
 #define ASSERT_STREQ(a, b)                                                   \
         do {                                                                 \
                 const char *_a = (a), *_b = (b);                             \

@@ -522,3 +522,20 @@ TEST(read_file_small_and_write_string_file)
         ASSERT_STREQ(buf, "abc");
         ASSERT_EQ(read_file_small(pj(t, "missing"), buf, sizeof(buf), NULL), -ENOENT);
 }
+
+TEST(read_all_and_write_all_contract)
+{
+        int p[2];
+        ASSERT_OK(pipe(p));
+        ASSERT_OK(write_all(p[1], "hello", 5));
+        close(p[1]);
+        char buf[8] = { 0 };
+        ASSERT_OK(read_all(p[0], buf, 3));
+        ASSERT_STREQ(buf, "hel");
+        /* Two bytes left, three wanted: the file ended first. */
+        ASSERT_ERR(read_all(p[0], buf, 3), EIO);
+        close(p[0]);
+        ASSERT_ERR(read_all(p[0], buf, 1), EBADF);
+        ASSERT_ERR(write_all(p[1], "x", 1), EBADF);
+        ASSERT_OK(read_all(-1, buf, 0)); /* nothing to read: nothing touched */
+}

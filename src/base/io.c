@@ -1,0 +1,93 @@
+#include "base/io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+
+int write_all(int fd, const void *buf, size_t len)
+{
+        const char *p = buf;
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+int read_all(int fd, void *buf, size_t len)
+{
+        char *p = buf;
+        while (len > 0) {
+                ssize_t n = read(fd, p, len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        return -EIO;
+                p += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+int read_file_small(const char *path, char *buf, size_t max, size_t *ret_len)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        size_t len = 0;
+        while (len + 1 < max) {
+                ssize_t n = read(fd, buf + len, max - 1 - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        buf[len] = '\0';
+        if (ret_len)
+                *ret_len = len;
+        return 0;
+}
+
+int read_u64_file(const char *path, uint64_t *ret)
+{
+        char buf[64];
+        int r = read_file_small(path, buf, sizeof(buf), NULL);
+        if (r < 0)
+                return r;
+        if (strncmp(buf, "max", 3) == 0) {
+                *ret = UINT64_MAX;
+                return 0;
+        }
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(buf, &end, 10);
+        if (errno != 0 || end == buf)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int write_string_file(const char *path, const char *s)
+{
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        return write_all(fd, s, strlen(s));
+}

@@ -1,0 +1,227 @@
+/* The cloned child's side of a jail: namespaces and the root (mount.c),
+ * then pid 1 of the jail (our tiny init), which forks the workload, drops
+ * its own privileges and reaps. No allocation, no stdio: see internal.h. */
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "jail/internal.h"
+#include "jail/landlock.h"
+#include "jail/privs.h"
+#include "jail/seccomp.h"
+
+void jail_child_fail(const struct child_args *a, int step, int err)
+{
+        struct child_report rep = { step, err };
+        if (a->report_fd >= 0)
+                (void)!write(a->report_fd, &rep, sizeof(rep));
+        _exit(127);
+}
+
+static void confine(const struct child_args *a)
+{
+        if (a->ctx->landlock) {
+                int r = landlock_restrict_scopes();
+                if (r < 0 && r != -EOPNOTSUPP)
+                        jail_child_fail(a, STEP_LANDLOCK, -r);
+        }
+        if (a->ctx->seccomp) {
+                int r = seccomp_prog_apply(a->ctx->seccomp);
+                if (r < 0)
+                        jail_child_fail(a, STEP_SECCOMP, -r);
+        }
+}
+
+/* fds 0..3 for the workload, the report pipe at 4 (close-on-exec, so the
+ * parent sees EOF once the workload has exec'd), everything else closed. */
+static void setup_fds(struct child_args *a)
+{
+        const struct jail_spec *s = a->spec;
+        /* Move sources above the target range first so that dup2 order cannot
+         * clobber them. */
+        int out = fcntl(s->stdout_fd, F_DUPFD_CLOEXEC, 10);
+        int err = fcntl(s->stderr_fd, F_DUPFD_CLOEXEC, 10);
+        int ctl = s->ctl_fd >= 0 ? fcntl(s->ctl_fd, F_DUPFD_CLOEXEC, 10) : -1;
+        int nul = fcntl(a->devnull_fd, F_DUPFD_CLOEXEC, 10);
+        int rep = fcntl(a->report_fd, F_DUPFD_CLOEXEC, 10);
+        if (out < 0 || err < 0 || nul < 0 || rep < 0 || (s->ctl_fd >= 0 && ctl < 0))
+                jail_child_fail(a, STEP_FDS, errno);
+        a->report_fd = rep;
+        CHECK(a, STEP_FDS, dup2(nul, 0));
+        CHECK(a, STEP_FDS, dup2(out, 1));
+        CHECK(a, STEP_FDS, dup2(err, 2));
+        if (ctl >= 0)
+                CHECK(a, STEP_FDS, dup2(ctl, 3));
+        CHECK(a, STEP_FDS, dup3(rep, 4, O_CLOEXEC));
+        a->report_fd = 4;
+        CHECK(a, STEP_FDS, (int)syscall(SYS_close_range, 5U, ~0U, 0U));
+}
+
+/* The workload starts like a login would start it: nothing blocked and
+ * every disposition at its default. The daemon blocks SIGTERM/SIGINT (for
+ * its signal thread) and ignores SIGPIPE, and both survive execve. */
+static void reset_signals(void)
+{
+        struct sigaction dfl = { .sa_handler = SIG_DFL };
+        for (int sig = 1; sig < NSIG; sig++)
+                (void)sigaction(sig, &dfl, NULL); /* SIGKILL, SIGSTOP, glibc's own: EINVAL */
+        sigset_t none;
+        sigemptyset(&none);
+        (void)sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static __attribute__((noreturn)) void exec_workload(struct child_args *a)
+{
+        const struct jail_spec *s = a->spec;
+        setup_fds(a);
+        reset_signals();
+        CHECK(a, STEP_PRIVS, prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0));
+        CHECK_R(a, STEP_RLIMIT, privs_apply_limits(&s->limits));
+        if (s->template) {
+                /* Namespaced capabilities stay (uid 0 of its own user
+                 * namespace); no_new_privs and Landlock scoping still apply. */
+                CHECK(a, STEP_PRIVS, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+                if (a->ctx->landlock && landlock_restrict_scopes() < 0)
+                        jail_child_fail(a, STEP_LANDLOCK, EPERM);
+        } else {
+                CHECK_R(a, STEP_PRIVS, privs_drop(JAIL_UID, JAIL_GID,
+                                                  PRIVS_SETID | (a->ctx->userns ? 0 : PRIVS_SETGROUPS)));
+                confine(a);
+        }
+        CHECK(a, STEP_CHDIR, chdir(s->cwd ? s->cwd : JAIL_WORKSPACE));
+        execve(s->argv[0], (char *const *)s->argv, (char *const *)s->envp);
+        jail_child_fail(a, STEP_EXEC, errno);
+}
+
+static pid_t raw_fork(void)
+{
+        return (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
+}
+
+static int exit_code_of(int status)
+{
+        if (WIFEXITED(status))
+                return WEXITSTATUS(status);
+        if (WIFSIGNALED(status))
+                return 128 + WTERMSIG(status);
+        return 255;
+}
+
+/* Pid 1 of the jail: starts the workload, reaps everything, and exits with
+ * the workload's status as soon as the workload itself has exited. Exiting
+ * makes the kernel SIGKILL every other process of the pid namespace, so no
+ * background process, daemonised or not, outlives the execution. */
+static __attribute__((noreturn)) void run_init(struct child_args *a)
+{
+        pid_t child = raw_fork();
+        if (child < 0)
+                jail_child_fail(a, STEP_FORK, errno);
+        if (child == 0)
+                exec_workload(a);
+
+        /* Init keeps uid 0 but loses every capability: the workload (uid
+         * 65534) cannot signal, ptrace or read /proc/1 of a different uid. */
+        int replay = a->replay_fd;
+        if (replay >= 0) {
+                /* Keep the replay socket as fd 0, close everything else. */
+                dup2(replay, 0);
+                replay = 0;
+        }
+        syscall(SYS_close_range, replay >= 0 ? 1U : 0U, ~0U, 0U);
+        a->report_fd = -1;
+        if (replay >= 0) {
+                jail_swap_in_real_workspace(replay);
+                close(replay);
+        }
+        CHECK_R(a, STEP_PRIVS, privs_drop(0, 0, 0));
+        confine(a);
+        for (;;) {
+                int status;
+                pid_t p = waitpid(-1, &status, __WALL);
+                if (p == child)
+                        _exit(exit_code_of(status));
+                if (p < 0 && errno != EINTR)
+                        _exit(255);
+        }
+}
+
+/* Where the daemon's argv and environment strings live (fields 48-51 of
+ * /proc/self/stat), found once by jail_ctx_init. A jail's init is a clone of
+ * the daemon that never execs, and /proc/1/cmdline (unlike environ) is
+ * readable by every process of the jail: it would show the daemon's command
+ * line (binary path, listen address, data dir, --set values such as an
+ * api_key). The child blanks both areas in its private copy of the memory. */
+static struct {
+        unsigned long arg_start, arg_end, env_start, env_end;
+} host_strings;
+
+void jail_find_host_strings(void)
+{
+        char buf[4096];
+        if (read_file_small("/proc/self/stat", buf, sizeof(buf), NULL) < 0)
+                return;
+        /* comm (field 2) may hold spaces and parentheses: count from the last ')'. */
+        char *p = strrchr(buf, ')');
+        unsigned long v[4];
+        int field = 2, got = 0;
+        while (p && *p && got < 4) {
+                p = strchr(p, ' ');
+                if (!p)
+                        break;
+                p++;
+                field++;
+                if (field >= 48 && field <= 51)
+                        v[got++] = strtoul(p, NULL, 10);
+        }
+        if (got == 4 && v[0] <= v[1] && v[2] <= v[3]) {
+                host_strings.arg_start = v[0];
+                host_strings.arg_end = v[1];
+                host_strings.env_start = v[2];
+                host_strings.env_end = v[3];
+        }
+}
+
+static void blank_host_strings(void)
+{
+        if (host_strings.arg_end > host_strings.arg_start)
+                memset((void *)host_strings.arg_start, 0, host_strings.arg_end - host_strings.arg_start);
+        if (host_strings.env_end > host_strings.env_start)
+                memset((void *)host_strings.env_start, 0, host_strings.env_end - host_strings.env_start);
+        prctl(PR_SET_NAME, "init", 0, 0, 0);
+}
+
+void jail_child_main(struct child_args *a)
+{
+        char go;
+        /* Die with the daemon thread that spawned us (house style R7). */
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        blank_host_strings();
+        if (read(a->sync_fd, &go, 1) != 1)
+                jail_child_fail(a, STEP_SYNC, EPIPE);
+        close(a->sync_fd);
+        if (a->spec->template) {
+                /* Our host uid (0) is not mapped in the template's user
+                 * namespace; become its root (JAIL_TEMPLATE_UID outside) or
+                 * every file we create would fail with EOVERFLOW. */
+                CHECK_R(a, STEP_SYNC, privs_become_root());
+        }
+        /* A session and process group of its own: otherwise every process
+         * of the jail is in the daemon's (kill(0, …) from the guest would aim
+         * at the daemon's group, which only the uid check and Landlock's
+         * signal scope stop, and in rootless mode the uid is the daemon's),
+         * and in its terminal session when started from a shell. */
+        CHECK(a, STEP_SYNC, setsid());
+        CHECK(a, STEP_SYNC, unshare(CLONE_NEWCGROUP));
+        if (a->ctx->netns_fd >= 0 && !a->spec->template)
+                CHECK(a, STEP_NETNS, setns(a->ctx->netns_fd, CLONE_NEWNET));
+        CHECK(a, STEP_HOSTNAME, sethostname("sandbox", 7));
+        jail_setup_root(a);
+        run_init(a);
+}

@@ -1,0 +1,87 @@
+/* Shared between the jail's own files (jail.c: parent side; init.c: the
+ * cloned child and the jail's init; mount.c: the jail's file system).
+ * Not for use outside src/jail/.
+ *
+ * Everything the child runs is prepared before clone() and must not
+ * allocate or use stdio: another daemon thread may hold the malloc or a
+ * stdio lock at clone time. */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "jail/jail.h"
+
+/* Steps reported by a failing child, so the daemon can say which one broke. */
+enum jail_step {
+        STEP_SYNC, STEP_NETNS, STEP_HOSTNAME, STEP_PRIVATE, STEP_ROOT_TMPFS, STEP_USR,
+        STEP_ETC, STEP_TMP, STEP_WORKSPACE, STEP_KERNELS, STEP_DEV, STEP_PROC,
+        STEP_PIVOT, STEP_RO_ROOT, STEP_FORK, STEP_FDS, STEP_RLIMIT, STEP_PRIVS,
+        STEP_LANDLOCK, STEP_SECCOMP, STEP_CHDIR, STEP_EXEC, _STEP_MAX
+};
+
+/* What a failing child writes on the report pipe before _exit(127). */
+struct child_report {
+        int step;
+        int err;
+};
+
+#define PATHLEN 4200
+
+/* Everything the child needs, prepared before clone(). */
+struct child_args {
+        const struct jail_ctx *ctx;
+        const struct jail_spec *spec;
+        int sync_fd;   /* read end: parent says "go" after cgroup attach / maps */
+        int report_fd; /* write end: child reports failure; EOF means exec'd */
+        int devnull_fd;
+        int replay_fd;  /* init's end of the replay socket, or -1 */
+        char root[PATHLEN];
+        char tmp_opts[128];
+        char ws_opts[128];
+};
+
+/* Reports (step, err) to the daemon and exits the child. */
+__attribute__((noreturn)) void jail_child_fail(const struct child_args *a, int step, int err);
+
+/* For calls that return -1 and set errno. */
+#define CHECK(a, step, expr)                             \
+        do {                                             \
+                if ((expr) < 0)                          \
+                        jail_child_fail(a, step, errno); \
+        } while (0)
+
+/* For calls that return 0 or -errno. */
+#define CHECK_R(a, step, expr)                         \
+        do {                                           \
+                int _r = (expr);                       \
+                if (_r < 0)                            \
+                        jail_child_fail(a, step, -_r); \
+        } while (0)
+
+/* Joins two path pieces into buf (PATHLEN bytes) without allocating; an
+ * over-long result is the empty string, which every later call rejects. */
+static inline const char *path_join(char *buf, const char *a, const char *b)
+{
+        size_t la = strlen(a), lb = strlen(b);
+        if (la + lb + 2 > PATHLEN) {
+                buf[0] = '\0';
+                return buf;
+        }
+        memcpy(buf, a, la);
+        buf[la] = '/';
+        memcpy(buf + la + 1, b, lb + 1);
+        return buf;
+}
+
+/* mount.c: builds the jail's root on a->root and pivots into it. */
+void jail_setup_root(const struct child_args *a);
+/* mount.c, in init after replay: swaps the real workspace in for the
+ * replay overlay, answering one byte on fd. */
+void jail_swap_in_real_workspace(int fd);
+
+/* init.c: the cloned child's whole life (never returns). */
+__attribute__((noreturn)) void jail_child_main(struct child_args *a);
+/* init.c: finds the daemon's argv/environ area, once, for the child to blank. */
+void jail_find_host_strings(void);

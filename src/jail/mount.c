@@ -1,0 +1,333 @@
+/* The jail's file system, built by the cloned child before pivot_root: a
+ * tmpfs root with /usr bound read-only, a synthesised /etc, a private /dev,
+ * /tmp and /workspace, a copy of the kernels, a masked procfs, and the
+ * replay overlay. No allocation, no stdio: this runs in the cloned child. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mount.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "jail/internal.h"
+#include "jail/procfs.h"
+
+/* System files the runtimes need, bound read-only when present. Everything
+ * else in the host /etc (shadow, hostname, machine-id…) stays invisible. */
+static const char *const etc_binds[] = {
+        "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
+        "localtime", "nsswitch.conf", "protocols", "services", "mime.types", "perl", "ruby",
+        "python3", "python3.11", "nodejs", "magic", "os-release",
+};
+
+/* Host devices re-bound into the jail's private /dev. */
+static const char *const dev_binds[] = { "null", "zero", "full", "random", "urandom" };
+
+static int sys_pivot_root(const char *new_root, const char *put_old)
+{
+        return (int)syscall(SYS_pivot_root, new_root, put_old);
+}
+
+static int touch_at(const char *path, mode_t mode)
+{
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, mode);
+        if (fd < 0)
+                return -1;
+        close(fd);
+        return 0;
+}
+
+static int write_text_file(const char *path, const char *text)
+{
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -1;
+        int r = write_all(fd, text, strlen(text));
+        close(fd);
+        return r < 0 ? -1 : 0;
+}
+
+static void setup_etc(const struct child_args *a)
+{
+        char etc[PATHLEN], dst[PATHLEN], src[PATHLEN];
+        path_join(etc, a->root, "etc");
+        CHECK(a, STEP_ETC, mkdir(etc, 0755));
+        for (size_t i = 0; i < ARRAY_SIZE(etc_binds); i++) {
+                struct stat st;
+                path_join(src, "/etc", etc_binds[i]);
+                if (stat(src, &st) < 0)
+                        continue;
+                path_join(dst, etc, etc_binds[i]);
+                if (S_ISDIR(st.st_mode))
+                        CHECK(a, STEP_ETC, mkdir(dst, 0755));
+                else
+                        CHECK(a, STEP_ETC, touch_at(dst, 0644));
+                CHECK_R(a, STEP_ETC, jail_bind_ro(src, dst, true));
+        }
+        /* Synthesised identity files: the jail user exists by name, the host's
+         * accounts do not. */
+        CHECK(a, STEP_ETC, write_text_file(path_join(dst, etc, "passwd"),
+                                           "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
+                                           "sandbox:x:65534:65534:sandbox:/tmp:/bin/sh\n"));
+        CHECK(a, STEP_ETC, write_text_file(path_join(dst, etc, "group"),
+                                           "root:x:0:\nsandbox:x:65534:\n"));
+        CHECK(a, STEP_ETC, write_text_file(path_join(dst, etc, "hosts"),
+                                           "127.0.0.1 localhost sandbox\n::1 localhost\n"));
+        CHECK(a, STEP_ETC, write_text_file(path_join(dst, etc, "hostname"), "sandbox\n"));
+        CHECK(a, STEP_ETC, write_text_file(path_join(dst, etc, "resolv.conf"), ""));
+}
+
+static void setup_dev(const struct child_args *a)
+{
+        char dev[PATHLEN], dst[PATHLEN], src[PATHLEN];
+        path_join(dev, a->root, "dev");
+        CHECK(a, STEP_DEV, mkdir(dev, 0755));
+        CHECK(a, STEP_DEV, mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755"));
+        for (size_t i = 0; i < ARRAY_SIZE(dev_binds); i++) {
+                path_join(dst, dev, dev_binds[i]);
+                path_join(src, "/dev", dev_binds[i]);
+                CHECK(a, STEP_DEV, touch_at(dst, 0666));
+                CHECK(a, STEP_DEV, mount(src, dst, NULL, MS_BIND, NULL));
+                CHECK(a, STEP_DEV, mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NOEXEC, NULL));
+        }
+        CHECK(a, STEP_DEV, symlink("/proc/self/fd", path_join(dst, dev, "fd")));
+        CHECK(a, STEP_DEV, symlink("/proc/self/fd/0", path_join(dst, dev, "stdin")));
+        CHECK(a, STEP_DEV, symlink("/proc/self/fd/1", path_join(dst, dev, "stdout")));
+        CHECK(a, STEP_DEV, symlink("/proc/self/fd/2", path_join(dst, dev, "stderr")));
+        CHECK(a, STEP_DEV, symlink("/tmp", path_join(dst, dev, "shm")));
+        CHECK(a, STEP_DEV, mount(NULL, dev, NULL, MS_REMOUNT | MS_NOSUID | MS_NOEXEC | MS_RDONLY, "size=64k,mode=755"));
+}
+
+/* Mounts a fresh procfs. Must run after the pid namespace exists: proc shows
+ * the mounting task's pid namespace, so the jail sees only its own tree. */
+static void setup_proc(const struct child_args *a)
+{
+        char proc[PATHLEN];
+        path_join(proc, a->root, "proc");
+        CHECK(a, STEP_PROC, mkdir(proc, 0555));
+        CHECK(a, STEP_PROC, mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL));
+        /* A template's children mount their own procfs, which the kernel only
+         * allows inside a user namespace while an unobstructed one exists;
+         * they mask their own copy. */
+        if (!a->spec->template)
+                CHECK_R(a, STEP_PROC, jail_mask_proc(proc));
+}
+
+/* Paths of the replay overlay, relative to the new root. /.sbx is 0700
+ * root-owned, so the jail user can reach neither the real workspace nor the
+ * overlay layers directly while state is being replayed. */
+#define REPLAY_DIR "/.sbx"
+
+static void setup_replay_overlay(const struct child_args *a, const char *ws)
+{
+        char sbx[PATHLEN], real[PATHLEN], ovl[PATHLEN], up[PATHLEN], work[PATHLEN];
+        path_join(sbx, a->root, REPLAY_DIR + 1);
+        path_join(real, sbx, "ws");
+        path_join(ovl, sbx, "ovl");
+        CHECK(a, STEP_WORKSPACE, mkdir(sbx, 0700));
+        CHECK(a, STEP_WORKSPACE, mkdir(real, 0755));
+        CHECK(a, STEP_WORKSPACE, mkdir(ovl, 0755));
+        CHECK(a, STEP_WORKSPACE, mount(a->spec->workspace_dir, real, NULL, MS_BIND, NULL));
+        CHECK(a, STEP_WORKSPACE, mount(NULL, real, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL));
+        CHECK(a, STEP_WORKSPACE, mount("tmpfs", ovl, "tmpfs", MS_NOSUID | MS_NODEV, a->ws_opts));
+        CHECK(a, STEP_WORKSPACE, mkdir(path_join(up, ovl, "up"), 0755));
+        CHECK(a, STEP_WORKSPACE, mkdir(path_join(work, ovl, "work"), 0755));
+        CHECK(a, STEP_WORKSPACE, chown(up, JAIL_UID, JAIL_GID));
+        /* Layer paths relative to sbx (the mount resolves them against the
+         * cwd): overlayfs shows them verbatim in the jail's
+         * /proc/self/mountinfo, and absolute ones would reveal the host path
+         * of the jail root, inside the data dir. */
+        CHECK(a, STEP_WORKSPACE, chdir(sbx));
+        CHECK(a, STEP_WORKSPACE, mount("overlay", ws, "overlay", MS_NOSUID | MS_NODEV,
+                                       "lowerdir=ws,upperdir=ovl/up,workdir=ovl/work"));
+        CHECK(a, STEP_WORKSPACE, chdir("/"));
+}
+
+/* Runs in init after replay: replaces the overlay with the real workspace.
+ * The daemon waits for the answer byte before sending the next request, so
+ * the kernel never sees a half-swapped /workspace. */
+void jail_swap_in_real_workspace(int fd)
+{
+        char c;
+        ssize_t n;
+        do
+                n = read(fd, &c, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1)
+                return; /* the daemon gave up on this jail; it will kill it */
+        if (umount2(JAIL_WORKSPACE, MNT_DETACH) < 0 ||
+            mount(REPLAY_DIR "/ws", JAIL_WORKSPACE, NULL, MS_MOVE, NULL) < 0)
+                c = 'E';
+        umount2(REPLAY_DIR "/ovl", MNT_DETACH);
+        (void)!write(fd, &c, 1);
+}
+
+/* The kernels directory is copied into a private read-only tmpfs instead of
+ * being bind-mounted: a bind mount shows its source path (the "root" field)
+ * in the jail's /proc/self/mountinfo, which would tell the guest where
+ * sandboxd is installed on the host. The tree is small (a few hundred KiB,
+ * charged to the execution's memory cgroup) and is read afresh for every
+ * jail, as the bind mount was. Only regular files and directories are
+ * copied; symlinks and anything else are skipped. No allocation: this runs
+ * in the cloned child. */
+#define KERNELS_TMPFS_OPTS "size=32m,nr_inodes=1024,mode=755"
+#define KERNELS_MAX_DEPTH 4
+
+struct sbx_dirent64 {
+        uint64_t d_ino;
+        int64_t d_off;
+        unsigned short d_reclen;
+        unsigned char d_type;
+        char d_name[];
+};
+
+static int copy_file_at(int sdir, int ddir, const char *name)
+{
+        int in = openat(sdir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (in < 0)
+                return -1;
+        struct stat st;
+        int out = -1, r = -1;
+        if (fstat(in, &st) < 0)
+                goto done;
+        if (!S_ISREG(st.st_mode)) {
+                r = 0;
+                goto done;
+        }
+        out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0755);
+        if (out < 0)
+                goto done;
+        for (off_t left = st.st_size; left > 0;) {
+                ssize_t n = sendfile(out, in, NULL, (size_t)left);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        if (n == 0)
+                                errno = EIO; /* the file shrank under us */
+                        goto done;
+                }
+                left -= n;
+        }
+        r = 0;
+done:;
+        int e = errno;
+        close(in);
+        if (out >= 0)
+                close(out);
+        errno = e;
+        return r;
+}
+
+static int copy_tree_at(int sdir, int ddir, int depth)
+{
+        char buf[4096] __attribute__((aligned(8)));
+        for (;;) {
+                long n = syscall(SYS_getdents64, sdir, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return (int)n;
+                for (long off = 0; off < n;) {
+                        const struct sbx_dirent64 *d = (const struct sbx_dirent64 *)(buf + off);
+                        off += d->d_reclen;
+                        const char *name = d->d_name;
+                        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+                                continue;
+                        unsigned char type = d->d_type;
+                        if (type == DT_UNKNOWN) {
+                                struct stat st;
+                                if (fstatat(sdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                                        return -1;
+                                type = S_ISREG(st.st_mode) ? DT_REG : S_ISDIR(st.st_mode) ? DT_DIR : DT_UNKNOWN;
+                        }
+                        if (type == DT_REG) {
+                                if (copy_file_at(sdir, ddir, name) < 0)
+                                        return -1;
+                        } else if (type == DT_DIR && depth > 0) {
+                                if (mkdirat(ddir, name, 0755) < 0)
+                                        return -1;
+                                int s2 = openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                                int d2 = openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                                int r = s2 < 0 || d2 < 0 ? -1 : copy_tree_at(s2, d2, depth - 1);
+                                int e = errno;
+                                if (s2 >= 0)
+                                        close(s2);
+                                if (d2 >= 0)
+                                        close(d2);
+                                errno = e;
+                                if (r < 0)
+                                        return -1;
+                        }
+                }
+        }
+}
+
+static void setup_kernels(const struct child_args *a, const char *dst)
+{
+        CHECK(a, STEP_KERNELS, mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV, KERNELS_TMPFS_OPTS));
+        int sdir = openat(a->ctx->kernels_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        CHECK(a, STEP_KERNELS, sdir);
+        int ddir = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        CHECK(a, STEP_KERNELS, ddir);
+        CHECK(a, STEP_KERNELS, copy_tree_at(sdir, ddir, KERNELS_MAX_DEPTH));
+        if (a->spec->template)
+                CHECK(a, STEP_KERNELS, copy_file_at(a->ctx->forkserver_dir_fd, ddir, JAIL_FORKSERVER_LIB));
+        close(sdir);
+        close(ddir);
+        CHECK(a, STEP_KERNELS, mount(NULL, dst, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+                                     KERNELS_TMPFS_OPTS));
+}
+
+void jail_setup_root(const struct child_args *a)
+{
+        const struct jail_spec *s = a->spec;
+        char p[PATHLEN];
+
+        /* Private propagation first, so nothing we mount leaks back to the
+         * host namespace and host mount events do not reach the jail. */
+        CHECK(a, STEP_PRIVATE, mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
+        CHECK(a, STEP_ROOT_TMPFS, mount("tmpfs", a->root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755"));
+
+        CHECK(a, STEP_USR, mkdir(path_join(p, a->root, "usr"), 0755));
+        CHECK_R(a, STEP_USR, jail_bind_ro("/usr", p, true));
+        static const char *const links[][2] = {
+                { "usr/bin", "bin" }, { "usr/sbin", "sbin" }, { "usr/lib", "lib" },
+                { "usr/lib64", "lib64" }, { "usr/lib32", "lib32" },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(links); i++)
+                CHECK(a, STEP_USR, symlink(links[i][0], path_join(p, a->root, links[i][1])));
+
+        setup_etc(a);
+
+        CHECK(a, STEP_TMP, mkdir(path_join(p, a->root, "tmp"), 01777));
+        CHECK(a, STEP_TMP, mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, a->tmp_opts));
+
+        CHECK(a, STEP_WORKSPACE, mkdir(path_join(p, a->root, "workspace"), 0755));
+        if (s->workspace_dir && s->replay_fd >= 0) {
+                setup_replay_overlay(a, p);
+        } else if (s->workspace_dir) {
+                CHECK(a, STEP_WORKSPACE, mount(s->workspace_dir, p, NULL, MS_BIND, NULL));
+                CHECK(a, STEP_WORKSPACE, mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL));
+        } else {
+                CHECK(a, STEP_WORKSPACE, mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, a->ws_opts));
+        }
+
+        CHECK(a, STEP_KERNELS, mkdir(path_join(p, a->root, "opt"), 0755));
+        CHECK(a, STEP_KERNELS, mkdir(path_join(p, a->root, "opt/sandboxd"), 0755));
+        CHECK(a, STEP_KERNELS, mkdir(path_join(p, a->root, "opt/sandboxd/kernels"), 0755));
+        setup_kernels(a, p);
+
+        setup_dev(a);
+        setup_proc(a);
+
+        CHECK(a, STEP_PIVOT, mkdir(path_join(p, a->root, ".old"), 0700));
+        CHECK(a, STEP_PIVOT, sys_pivot_root(a->root, p));
+        CHECK(a, STEP_PIVOT, chdir("/"));
+        /* Detach the host tree entirely: after this no path leads back. */
+        CHECK(a, STEP_PIVOT, umount2("/.old", MNT_DETACH));
+        CHECK(a, STEP_PIVOT, rmdir("/.old"));
+        CHECK(a, STEP_RO_ROOT, mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL));
+}
