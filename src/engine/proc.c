@@ -81,6 +81,77 @@ int proc_adopt(struct engine *e, pid_t pid, const struct exec_limits *lim, int o
         return 0;
 }
 
+static int spawn_with_pipes(struct engine *e, struct jail_spec *spec, bool stdin_pipe, struct proc *p,
+                            const char **ret_err)
+{
+        int in[2] = { -1, -1 };
+        if (stdin_pipe) {
+                *ret_err = "pipes";
+                if (pipe2(in, O_CLOEXEC) < 0)
+                        return -errno;
+                spec->has_stdin = true;
+                spec->stdin_fd = in[0];
+        }
+        int r = proc_spawn_jail(e, spec, p, ret_err);
+        close_fd(&in[0]);
+        if (r < 0) {
+                close_fd(&in[1]);
+                return r;
+        }
+        p->in_fd = in[1];
+        if (p->in_fd >= 0)
+                set_nonblock(p->in_fd);
+        return 0;
+}
+
+/* Receives the terminal master the workload sent before exec (already
+ * queued: jail_spawn returns only after the exec). */
+static int recv_master(int sock)
+{
+        char byte;
+        struct iovec iov = { &byte, 1 };
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        if (n != 1 || byte != 'T')
+                return n < 0 ? -errno : -EPROTO;
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int)))
+                return -EPROTO;
+        int fd;
+        memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
+        return fd;
+}
+
+static int spawn_with_terminal(struct engine *e, struct jail_spec *spec, struct proc *p, const char **ret_err)
+{
+        int ctl[2] = { -1, -1 };
+        *ret_err = "pipes";
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0)
+                return -errno;
+        spec->ctl_fd = ctl[1];
+        int r = proc_spawn_jail(e, spec, p, ret_err);
+        close_fd(&ctl[1]);
+        if (r == 0 && (r = recv_master(ctl[0])) < 0)
+                *ret_err = "tty";
+        close_fd(&ctl[0]);
+        if (r < 0) {
+                if (p->engine)
+                        proc_release(p);
+                return r;
+        }
+        /* The unused pipes: a terminal carries everything on its master. */
+        close_fd(&p->out_fd);
+        close_fd(&p->err_fd);
+        p->out_fd = r;
+        p->pty = true;
+        set_nonblock(p->out_fd);
+        return 0;
+}
+
 int proc_spawn(struct engine *e, const struct proc_spec *ps, struct proc **ret, const char **ret_err)
 {
         const struct exec_limits *lim = ps->limits ? ps->limits : engine_limits(e);
@@ -100,18 +171,18 @@ int proc_spawn(struct engine *e, const struct proc_spec *ps, struct proc **ret, 
                         return -E2BIG;
                 spec.envp[n] = ps->envp[n];
         }
-        if (ps->io == PROC_IO_PTY || ps->stdin_pipe)
-                return -EOPNOTSUPP; /* needs the jail's stdin/terminal support */
         spec.limits = engine_jail_limits(e, lim);
-        struct proc *p = calloc(1, sizeof(*p));
+        spec.pty = ps->io == PROC_IO_PTY;
+        spec.pty_rows = ps->rows;
+        spec.pty_cols = ps->cols;
+        _cleanup_free_ struct proc *p = calloc(1, sizeof(*p));
         if (!p)
                 return -ENOMEM;
-        int r = proc_spawn_jail(e, &spec, p, ret_err);
-        if (r < 0) {
-                free(p);
+        int r = spec.pty ? spawn_with_terminal(e, &spec, p, ret_err)
+                         : spawn_with_pipes(e, &spec, ps->stdin_pipe, p, ret_err);
+        if (r < 0)
                 return r;
-        }
-        *ret = p;
+        *ret = TAKE_PTR(p);
         return 0;
 }
 
