@@ -9,63 +9,35 @@
 #include <time.h>
 
 #include "base/util.h"
+#include "jail/cgroup_internal.h"
 
-/* Controllers we use. On v1 the CPU one is "cpuacct" (accounting only; it is
- * often a separate hierarchy from "cpu"), on v2 it is "cpu". */
-enum cg_ctrl { CG_MEMORY, CG_PIDS, CG_CPU, _CG_CTRL_MAX };
-#define CG_BIT(c) (1U << (c))
+/* Rootless and undelegated: no hierarchy at all, only rlimits apply. */
+static const struct cgroup_ops cg_ops_none = { .backend = CGROUP_NONE };
 
-static const char *const v1_names[_CG_CTRL_MAX] = { "memory", "pids", "cpuacct" };
-static const char *const v2_names[_CG_CTRL_MAX] = { "memory", "pids", "cpu" };
-
-/* A task killed with SIGKILL stays in its group until it has finished
- * exiting (freeing a large address space takes milliseconds), so emptiness
- * is polled for a bounded time: KILL_ROUNDS x POLL_NS = 2 s. */
-#define KILL_ROUNDS 2000
-#define POLL_NS 1000000L
-
-/* One directory per hierarchy; on v1 a hierarchy may carry several of our
- * controllers (e.g. "cpu,cpuacct" co-mounted), so ctrls is a bitmask. On v2
- * there is a single entry and ctrls says which controllers are enabled. */
-struct cg_hier {
-        char *path;
-        unsigned ctrls;
-};
-
-struct cgroup_root {
-        enum cgroup_backend backend;
-        size_t n;
-        struct cg_hier h[_CG_CTRL_MAX];
-};
-
-struct cgroup {
-        enum cgroup_backend backend;
-        size_t n; /* hierarchies whose directory we created */
-        struct cg_hier h[_CG_CTRL_MAX];
-        int peak_fd;              /* v2 memory.peak: resets are per open file */
-        struct cgroup_usage base; /* cumulative counters at the last reset */
+static const struct cgroup_ops *const backends[_CGROUP_BACKEND_MAX] = {
+        [CGROUP_NONE] = &cg_ops_none, [CGROUP_V1] = &cg_ops_v1, [CGROUP_V2] = &cg_ops_v2,
 };
 
 static void sleep_poll(void)
 {
-        struct timespec ts = { 0, POLL_NS };
+        struct timespec ts = { 0, CG_POLL_NS };
         nanosleep(&ts, NULL);
 }
 
-static int join_path(char buf[static PATH_MAX], const char *dir, const char *file)
+int cg_join_path(char buf[static PATH_MAX], const char *dir, const char *file)
 {
         int n = snprintf(buf, PATH_MAX, "%s/%s", dir, file);
         return n < 0 || n >= PATH_MAX ? -ENAMETOOLONG : 0;
 }
 
-static int cg_write(const char *dir, const char *file, const char *value)
+int cg_write(const char *dir, const char *file, const char *value)
 {
         char p[PATH_MAX];
-        int r = join_path(p, dir, file);
+        int r = cg_join_path(p, dir, file);
         return r < 0 ? r : write_string_file(p, value);
 }
 
-static int cg_write_u64(const char *dir, const char *file, uint64_t v)
+int cg_write_u64(const char *dir, const char *file, uint64_t v)
 {
         char s[32];
         snprintf(s, sizeof(s), "%llu", (unsigned long long)v);
@@ -74,7 +46,7 @@ static int cg_write_u64(const char *dir, const char *file, uint64_t v)
 
 /* True when word is an element of a list separated by sep ("rw,memory" or
  * "cpu memory pids"). */
-static bool list_has(const char *list, const char *word, char sep)
+bool cg_list_has(const char *list, const char *word, char sep)
 {
         size_t wl = strlen(word);
         for (const char *p = list; *p;) {
@@ -94,10 +66,10 @@ static bool list_has(const char *list, const char *word, char sep)
 /* Finds "key value" in a flat-keyed file (memory.oom_control, pids.events,
  * cpu.stat, cgroup.events). A missing key reads as 0: a counter the kernel
  * does not print has never fired. -ENOENT when the file is missing. */
-static int read_key_u64(const char *dir, const char *file, const char *key, uint64_t *ret)
+int cg_read_key_u64(const char *dir, const char *file, const char *key, uint64_t *ret)
 {
         char p[PATH_MAX], buf[4096];
-        int r = join_path(p, dir, file);
+        int r = cg_join_path(p, dir, file);
         if (r < 0)
                 return r;
         r = read_file_small(p, buf, sizeof(buf), NULL);
@@ -119,9 +91,9 @@ static int read_key_u64(const char *dir, const char *file, const char *key, uint
 }
 
 /* Usage counters: files of older kernels or disabled controllers read as 0. */
-static int read_key_opt(const char *dir, const char *file, const char *key, uint64_t *ret)
+int cg_read_key_opt(const char *dir, const char *file, const char *key, uint64_t *ret)
 {
-        int r = read_key_u64(dir, file, key, ret);
+        int r = cg_read_key_u64(dir, file, key, ret);
         if (r == -ENOENT) {
                 *ret = 0;
                 return 0;
@@ -129,10 +101,10 @@ static int read_key_opt(const char *dir, const char *file, const char *key, uint
         return r;
 }
 
-static int read_u64_opt(const char *dir, const char *file, uint64_t *ret)
+int cg_read_u64_opt(const char *dir, const char *file, uint64_t *ret)
 {
         char p[PATH_MAX];
-        int r = join_path(p, dir, file);
+        int r = cg_join_path(p, dir, file);
         if (r < 0)
                 return r;
         r = read_u64_file(p, ret);
@@ -147,7 +119,7 @@ static int read_u64_opt(const char *dir, const char *file, uint64_t *ret)
 
 /* Matches one /proc/self/cgroup line "ID:ctrl,ctrl:/path". ctrl NULL asks
  * for the v2 line ("0::/path"). Returns the path inside line, or NULL. */
-static const char *proc_cgroup_match(char *line, const char *ctrl)
+const char *cg_proc_cgroup_match(char *line, const char *ctrl)
 {
         char *c1 = strchr(line, ':');
         char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
@@ -155,7 +127,7 @@ static const char *proc_cgroup_match(char *line, const char *ctrl)
                 return NULL;
         *c2 = '\0';
         const char *ctrls = c1 + 1;
-        bool hit = ctrl ? list_has(ctrls, ctrl, ',') : (strcmp(line, "0:") == 0 && *ctrls == '\0');
+        bool hit = ctrl ? cg_list_has(ctrls, ctrl, ',') : (strcmp(line, "0:") == 0 && *ctrls == '\0');
         if (!hit)
                 return NULL;
         char *path = c2 + 1;
@@ -172,7 +144,7 @@ static int own_group(const char *ctrl, char *ret, size_t size)
         size_t cap = 0;
         int r = -ENOENT;
         while (r == -ENOENT && getline(&line, &cap, f) > 0) {
-                const char *p = proc_cgroup_match(line, ctrl);
+                const char *p = cg_proc_cgroup_match(line, ctrl);
                 if (p)
                         r = snprintf(ret, size, "%s", p) < (int)size ? 0 : -ENAMETOOLONG;
         }
@@ -202,7 +174,7 @@ static void unescape_octal(char *s)
  * directory of own inside that mount to ret. Returns 1 on a match, 0 if not,
  * -errno on overflow. Format: "id parent maj:min root mnt opts... - type src
  * superopts"; v1 controllers are listed in superopts. */
-static int mountinfo_match(char *line, const char *fstype, const char *ctrl, const char *own,
+int cg_mountinfo_match(char *line, const char *fstype, const char *ctrl, const char *own,
                            char *ret, size_t size)
 {
         char *f[5], *save = NULL, *sep = strstr(line, " - ");
@@ -218,7 +190,7 @@ static int mountinfo_match(char *line, const char *fstype, const char *ctrl, con
         char *super = src ? strtok_r(NULL, " \n", &save) : NULL;
         if (!f[4] || !super || strcmp(type, fstype) != 0)
                 return 0;
-        if (ctrl && !list_has(super, ctrl, ','))
+        if (ctrl && !cg_list_has(super, ctrl, ','))
                 return 0;
         char *root = f[3], *mnt = f[4];
         unescape_octal(root);
@@ -236,7 +208,7 @@ static int mountinfo_match(char *line, const char *fstype, const char *ctrl, con
 
 /* Finds the directory of our own group in the hierarchy carrying ctrl (v1)
  * or in the cgroup2 mount (ctrl NULL). -ENOENT when there is none. */
-static int find_own_dir(const char *ctrl, char *ret, size_t size)
+int cg_find_own_dir(const char *ctrl, char *ret, size_t size)
 {
         char own[PATH_MAX];
         int r = own_group(ctrl, own, sizeof(own));
@@ -250,7 +222,7 @@ static int find_own_dir(const char *ctrl, char *ret, size_t size)
         size_t cap = 0;
         r = 0;
         while (r == 0 && getline(&line, &cap, f) > 0)
-                r = mountinfo_match(line, fstype, ctrl, own, ret, size);
+                r = cg_mountinfo_match(line, fstype, ctrl, own, ret, size);
         free(line);
         fclose(f);
         return r == 0 ? -ENOENT : (r < 0 ? r : 0);
@@ -264,7 +236,7 @@ static int make_dir(const char *path)
 }
 
 /* Adds "dir/name" for controller c, merging co-mounted controllers. */
-static int root_add(struct cgroup_root *root, const char *dir, const char *name, enum cg_ctrl c)
+int cg_root_add(struct cgroup_root *root, const char *dir, const char *name, enum cg_ctrl c)
 {
         char *path = NULL;
         if (asprintf(&path, "%s/%s", dir, name) < 0)
@@ -278,81 +250,6 @@ static int root_add(struct cgroup_root *root, const char *dir, const char *name,
         }
         root->h[root->n++] = (struct cg_hier){ path, CG_BIT(c) };
         return make_dir(path);
-}
-
-/* v1: memory and pids are required (they are the limits); cpuacct is
- * optional and only feeds cpu_ns. */
-static int open_v1(struct cgroup_root *root, const char *name)
-{
-        root->backend = CGROUP_V1;
-        for (enum cg_ctrl c = 0; c < _CG_CTRL_MAX; c++) {
-                char dir[PATH_MAX];
-                int r = find_own_dir(v1_names[c], dir, sizeof(dir));
-                if (r == -ENOENT && c == CG_CPU)
-                        continue;
-                if (r == -ENOENT)
-                        return -EOPNOTSUPP;
-                if (r < 0)
-                        return r;
-                r = root_add(root, dir, name, c);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-static unsigned v2_available(const char *dir)
-{
-        char p[PATH_MAX], buf[512];
-        unsigned bits = 0;
-        if (join_path(p, dir, "cgroup.controllers") < 0 ||
-            read_file_small(p, buf, sizeof(buf), NULL) < 0)
-                return 0;
-        for (enum cg_ctrl c = 0; c < _CG_CTRL_MAX; c++)
-                if (list_has(buf, v2_names[c], ' '))
-                        bits |= CG_BIT(c);
-        return bits;
-}
-
-/* Enables each available controller for dir's children, one write per
- * controller because one unavailable name fails the whole write. Returns the
- * controllers that ended up enabled. */
-static unsigned v2_enable(const char *dir, unsigned want)
-{
-        unsigned done = 0;
-        for (enum cg_ctrl c = 0; c < _CG_CTRL_MAX; c++) {
-                char op[32];
-                if (!(want & CG_BIT(c)))
-                        continue;
-                snprintf(op, sizeof(op), "+%s", v2_names[c]);
-                if (cg_write(dir, "cgroup.subtree_control", op) == 0)
-                        done |= CG_BIT(c);
-        }
-        return done;
-}
-
-static int open_v2(struct cgroup_root *root, const char *name)
-{
-        char dir[PATH_MAX];
-        root->backend = CGROUP_V2;
-        int r = find_own_dir(NULL, dir, sizeof(dir));
-        if (r == -ENOENT)
-                return -EOPNOTSUPP;
-        if (r < 0)
-                return r;
-        /* Our own group usually holds the daemon itself, and v2's "no
-         * internal processes" rule then refuses (EBUSY) to enable domain
-         * controllers there; a delegating manager may have done it for us
-         * already, so this is best effort and what counts is what our new
-         * group receives. */
-        v2_enable(dir, v2_available(dir));
-        r = root_add(root, dir, name, CG_MEMORY);
-        if (r < 0)
-                return r;
-        /* One directory for all controllers: replace root_add's bit with
-         * what is really enabled for the execution groups below it. */
-        root->h[0].ctrls = v2_enable(root->h[0].path, v2_available(root->h[0].path));
-        return 0;
 }
 
 void cgroup_root_free(struct cgroup_root *root)
@@ -378,11 +275,8 @@ static int open_backend(enum cgroup_backend b, const char *name, struct cgroup_r
         _cleanup_(cgroup_root_freep) struct cgroup_root *root = calloc(1, sizeof(*root));
         if (!root)
                 return -ENOMEM;
-        int r = 0;
-        if (b == CGROUP_V1)
-                r = open_v1(root, name);
-        else if (b == CGROUP_V2)
-                r = open_v2(root, name);
+        root->ops = backends[b];
+        int r = root->ops->root_open ? root->ops->root_open(root, name) : 0;
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(root);
@@ -395,19 +289,10 @@ static bool name_valid(const char *name)
                strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
 }
 
-/* v2 is only worth it with the memory controller: without it there are no
- * limits. Checked before creating anything, so a v1 machine is untouched. */
-static bool v2_has_memory(void)
-{
-        char dir[PATH_MAX];
-        return find_own_dir(NULL, dir, sizeof(dir)) == 0 &&
-               (v2_available(dir) & CG_BIT(CG_MEMORY));
-}
-
 static int open_auto(const char *name, struct cgroup_root **ret)
 {
         struct cgroup_root *root = NULL;
-        if (v2_has_memory()) {
+        if (cg_v2_has_memory()) {
                 int r = open_backend(CGROUP_V2, name, &root);
                 if (r == -ENOMEM)
                         return r;
@@ -437,7 +322,12 @@ int cgroup_root_open(const char *name, int force, struct cgroup_root **ret)
 
 enum cgroup_backend cgroup_root_backend(const struct cgroup_root *root)
 {
-        return root ? root->backend : CGROUP_NONE;
+        return root ? root->ops->backend : CGROUP_NONE;
+}
+
+const char *cgroup_root_path(const struct cgroup_root *root, size_t i)
+{
+        return root && i < root->n ? root->h[i].path : NULL;
 }
 
 const char *cgroup_backend_name(enum cgroup_backend b)
@@ -460,72 +350,14 @@ const char *cgroup_backend_name(enum cgroup_backend b)
 /* Directory holding controller c's files, or NULL when not in use. On v2
  * everything is in the one directory (files of disabled controllers are
  * simply absent). */
-static const char *ctrl_dir(const struct cgroup *cg, enum cg_ctrl c)
+const char *cg_ctrl_dir(const struct cgroup *cg, enum cg_ctrl c)
 {
-        if (cg->backend == CGROUP_V2)
+        if (cg->ops->unified)
                 return cg->n ? cg->h[0].path : NULL;
         for (size_t i = 0; i < cg->n; i++)
                 if (cg->h[i].ctrls & CG_BIT(c))
                         return cg->h[i].path;
         return NULL;
-}
-
-static int set_limits_v1(struct cgroup *cg, const struct cgroup_limits *lim)
-{
-        const char *mem = ctrl_dir(cg, CG_MEMORY), *pids = ctrl_dir(cg, CG_PIDS);
-        int r;
-        if (lim->memory_bytes) {
-                r = cg_write_u64(mem, "memory.limit_in_bytes", lim->memory_bytes);
-                if (r < 0)
-                        return r;
-                /* Same value for memory+swap, or swap would be an escape hatch.
-                 * The file is missing when swap accounting is off. */
-                r = cg_write_u64(mem, "memory.memsw.limit_in_bytes", lim->memory_bytes);
-                if (r < 0 && r != -ENOENT)
-                        return r;
-        }
-        /* Keep the job's pages out of swap: best effort, as some kernels
-         * refuse to change swappiness under use_hierarchy. */
-        (void)cg_write(mem, "memory.swappiness", "0");
-        /* memory.oom_control stays at its default (OOM killer enabled):
-         * disabling it would freeze an over-limit job until someone
-         * intervenes, instead of a prompt SIGKILL we can report. */
-        if (lim->pids) {
-                r = cg_write_u64(pids, "pids.max", lim->pids);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-static int set_limits_v2(struct cgroup *cg, const struct cgroup_limits *lim)
-{
-        const char *dir = cg->h[0].path;
-        unsigned have = cg->h[0].ctrls;
-        int r;
-        /* Refuse rather than silently run without a requested limit. */
-        if ((lim->memory_bytes && !(have & CG_BIT(CG_MEMORY))) ||
-            (lim->pids && !(have & CG_BIT(CG_PIDS))))
-                return -EOPNOTSUPP;
-        if (lim->memory_bytes) {
-                r = cg_write_u64(dir, "memory.max", lim->memory_bytes);
-                if (r < 0)
-                        return r;
-                r = cg_write(dir, "memory.swap.max", "0");
-                if (r < 0 && r != -ENOENT) /* absent without CONFIG_SWAP */
-                        return r;
-        }
-        if (lim->pids) {
-                r = cg_write_u64(dir, "pids.max", lim->pids);
-                if (r < 0)
-                        return r;
-        }
-        if (have & CG_BIT(CG_MEMORY)) {
-                char p[PATH_MAX];
-                if (join_path(p, dir, "memory.peak") == 0)
-                        cg->peak_fd = open(p, O_RDWR | O_CLOEXEC);
-        }
-        return 0;
 }
 
 static int create_dirs(struct cgroup *cg, const struct cgroup_root *root, const char *name)
@@ -562,16 +394,12 @@ int cgroup_create(struct cgroup_root *root, const char *name, const struct cgrou
         _cleanup_(cgroup_destroyp) struct cgroup *cg = calloc(1, sizeof(*cg));
         if (!cg)
                 return -ENOMEM;
-        cg->backend = root->backend;
+        cg->ops = root->ops;
         cg->peak_fd = -1;
         int r = create_dirs(cg, root, name);
         if (r < 0)
                 return r;
-        if (cg->backend == CGROUP_V1)
-                r = set_limits_v1(cg, lim);
-        else if (cg->backend == CGROUP_V2)
-                r = set_limits_v2(cg, lim);
-        if (r < 0)
+        if (cg->ops->set_limits && (r = cg->ops->set_limits(cg, lim)) < 0)
                 return r;
         *ret = TAKE_PTR(cg);
         return 0;
@@ -591,55 +419,12 @@ int cgroup_attach(struct cgroup *cg, pid_t pid)
         return 0;
 }
 
-/* Raw cumulative counters, before subtracting the reset baseline. */
-static int read_raw_v1(const struct cgroup *cg, struct cgroup_usage *u)
-{
-        const char *mem = ctrl_dir(cg, CG_MEMORY), *pids = ctrl_dir(cg, CG_PIDS);
-        const char *cpu = ctrl_dir(cg, CG_CPU);
-        int r = 0;
-        if (cpu)
-                r = read_u64_opt(cpu, "cpuacct.usage", &u->cpu_ns);
-        if (r >= 0)
-                r = read_u64_opt(mem, "memory.max_usage_in_bytes", &u->memory_peak);
-        if (r >= 0)
-                r = read_key_opt(mem, "memory.oom_control", "oom_kill", &u->oom_kills);
-        if (r >= 0)
-                r = read_key_opt(pids, "pids.events", "max", &u->pids_max_hits);
-        return r;
-}
-
-static int read_peak_fd(int fd, uint64_t *ret)
-{
-        char buf[32];
-        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-        if (n < 0)
-                return -errno;
-        buf[n] = '\0';
-        *ret = strtoull(buf, NULL, 10);
-        return 0;
-}
-
-static int read_raw_v2(const struct cgroup *cg, struct cgroup_usage *u)
-{
-        const char *dir = cg->h[0].path;
-        uint64_t usec = 0;
-        int r = read_key_opt(dir, "cpu.stat", "usage_usec", &usec);
-        u->cpu_ns = usec * 1000;
-        if (r >= 0 && cg->peak_fd >= 0)
-                r = read_peak_fd(cg->peak_fd, &u->memory_peak);
-        if (r >= 0)
-                r = read_key_opt(dir, "memory.events", "oom_kill", &u->oom_kills);
-        if (r >= 0)
-                r = read_key_opt(dir, "pids.events", "max", &u->pids_max_hits);
-        return r;
-}
-
 static int read_raw(const struct cgroup *cg, struct cgroup_usage *u)
 {
         *u = (struct cgroup_usage){ 0 };
         if (cg->n == 0)
                 return 0;
-        return cg->backend == CGROUP_V1 ? read_raw_v1(cg, u) : read_raw_v2(cg, u);
+        return cg->ops->read_raw(cg, u);
 }
 
 static uint64_t sub_sat(uint64_t a, uint64_t b)
@@ -670,7 +455,7 @@ int cgroup_read_usage(struct cgroup *cg, struct cgroup_usage *ret)
 static int kill_listed(const char *dir, size_t *seen)
 {
         char p[PATH_MAX];
-        int r = join_path(p, dir, "cgroup.procs");
+        int r = cg_join_path(p, dir, "cgroup.procs");
         if (r < 0)
                 return r;
         FILE *f = fopen(p, "re");
@@ -686,10 +471,10 @@ static int kill_listed(const char *dir, size_t *seen)
         return 0;
 }
 
-static bool procs_empty(const char *dir)
+bool cg_procs_empty(const char *dir)
 {
         char p[PATH_MAX], buf[16];
-        if (join_path(p, dir, "cgroup.procs") < 0)
+        if (cg_join_path(p, dir, "cgroup.procs") < 0)
                 return false;
         int r = read_file_small(p, buf, sizeof(buf), NULL);
         if (r == -ENOENT)
@@ -699,23 +484,22 @@ static bool procs_empty(const char *dir)
 
 bool cgroup_is_empty(struct cgroup *cg)
 {
-        if (cg->backend == CGROUP_V2 && cg->n) {
-                /* "populated" also covers nested groups. */
-                uint64_t populated;
-                if (read_key_u64(cg->h[0].path, "cgroup.events", "populated", &populated) == 0)
-                        return populated == 0;
+        if (cg->n && cg->ops->is_empty) {
+                int r = cg->ops->is_empty(cg);
+                if (r >= 0)
+                        return r;
         }
         for (size_t i = 0; i < cg->n; i++)
-                if (!procs_empty(cg->h[i].path))
+                if (!cg_procs_empty(cg->h[i].path))
                         return false;
         return true;
 }
 
 /* Re-reads and kills until a pass finds nobody: a job may fork between our
  * read and its kill, but pids.max bounds how often that can happen. */
-static int kill_loop(struct cgroup *cg)
+int cg_kill_loop(struct cgroup *cg)
 {
-        for (int round = 0; round < KILL_ROUNDS; round++) {
+        for (int round = 0; round < CG_KILL_ROUNDS; round++) {
                 size_t seen = 0;
                 for (size_t i = 0; i < cg->n; i++) {
                         int r = kill_listed(cg->h[i].path, &seen);
@@ -729,9 +513,9 @@ static int kill_loop(struct cgroup *cg)
         return -EBUSY;
 }
 
-static int wait_empty(struct cgroup *cg)
+int cg_wait_empty(struct cgroup *cg)
 {
-        for (int round = 0; round < KILL_ROUNDS; round++) {
+        for (int round = 0; round < CG_KILL_ROUNDS; round++) {
                 if (cgroup_is_empty(cg))
                         return 0;
                 sleep_poll();
@@ -743,33 +527,12 @@ int cgroup_kill_all(struct cgroup *cg)
 {
         if (cg->n == 0)
                 return 0;
-        /* cgroup.kill (5.14+) kills atomically, including tasks forked
-         * meanwhile and nested groups. */
-        if (cg->backend == CGROUP_V2) {
-                int r = cg_write(cg->h[0].path, "cgroup.kill", "1");
-                if (r == 0)
-                        return wait_empty(cg);
+        if (cg->ops->kill_all) {
+                int r = cg->ops->kill_all(cg);
                 if (r != -ENOENT)
                         return r;
         }
-        return kill_loop(cg);
-}
-
-static void reset_peaks(struct cgroup *cg)
-{
-        if (cg->backend == CGROUP_V1) {
-                const char *mem = ctrl_dir(cg, CG_MEMORY);
-                static const char *const files[] = {
-                        "memory.max_usage_in_bytes", "memory.failcnt",
-                        "memory.memsw.max_usage_in_bytes", "memory.memsw.failcnt",
-                };
-                for (size_t i = 0; i < ARRAY_SIZE(files); i++)
-                        (void)cg_write(mem, files[i], "0"); /* memsw may be absent */
-        } else if (cg->peak_fd >= 0) {
-                /* 6.12+: a write resets the peak seen through this fd; older
-                 * kernels refuse and the peak stays the group's lifetime max. */
-                (void)pwrite(cg->peak_fd, "reset\n", 6, 0);
-        }
+        return cg_kill_loop(cg);
 }
 
 /* Emptiness is the caller's precondition for reusing a pooled group, not
@@ -780,7 +543,7 @@ int cgroup_reset(struct cgroup *cg)
 {
         if (cg->n == 0)
                 return 0;
-        reset_peaks(cg);
+        cg->ops->reset_peaks(cg);
         /* oom_kill and pids.events cannot be reset by writing, so remember
          * where they stand and report the difference from now on. */
         struct cgroup_usage raw;
@@ -794,7 +557,7 @@ int cgroup_reset(struct cgroup *cg)
 
 static void rmdir_retry(const char *path)
 {
-        for (int round = 0; round < KILL_ROUNDS; round++) {
+        for (int round = 0; round < CG_KILL_ROUNDS; round++) {
                 if (rmdir(path) == 0 || errno != EBUSY)
                         return;
                 sleep_poll();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -32,6 +33,10 @@ int cgroup_root_open(const char *name, int force, struct cgroup_root **ret);
 void cgroup_root_free(struct cgroup_root *root);
 enum cgroup_backend cgroup_root_backend(const struct cgroup_root *root);
 const char *cgroup_backend_name(enum cgroup_backend b);
+/* The root's directory in its i-th hierarchy (one on v2, up to three on v1,
+ * none without cgroups), or NULL past the last: for diagnostics and for
+ * checking that nothing is left behind. */
+const char *cgroup_root_path(const struct cgroup_root *root, size_t i);
 
 /* Creates a child group "name" with the limits. Returns 0 or -errno. */
 int cgroup_create(struct cgroup_root *root, const char *name, const struct cgroup_limits *lim,

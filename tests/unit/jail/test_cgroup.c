@@ -1,12 +1,22 @@
-/* Includes the module to reach its parsers and group paths (house style
- * R11). Tests touching real hierarchies need root and a v1 memory
- * controller and skip otherwise; every group lives under a per-process root
+/* Reaches the module's parsers and group paths through its internal
+ * header (jail/cgroup_internal.h) and links the archive like any test.
+ * Tests touching real hierarchies need root and a v1 memory controller and
+ * skip otherwise; every group lives under a per-process root
  * name so parallel runs do not collide, and an atexit hook removes what a
  * failed ASSERT left behind. */
-#include "jail/cgroup.c"
-
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "jail/cgroup_internal.h"
 
 #include "tap.h"
 
@@ -32,7 +42,7 @@ static void require_v1(void)
         char dir[PATH_MAX];
         if (geteuid() != 0)
                 SKIP("needs root");
-        if (find_own_dir("memory", dir, sizeof(dir)) < 0 || find_own_dir("pids", dir, sizeof(dir)) < 0)
+        if (cg_find_own_dir("memory", dir, sizeof(dir)) < 0 || cg_find_own_dir("pids", dir, sizeof(dir)) < 0)
                 SKIP("no cgroup v1 memory+pids hierarchies");
         atexit(cleanup_groups);
         int r = cgroup_root_open(root_name(), CGROUP_V1, &g_root);
@@ -155,26 +165,26 @@ static bool dir_exists(const char *path)
 TEST(cgroup_parse_proc_cgroup)
 {
         char l1[] = "4:memory:/process_api/abc\n";
-        ASSERT_STREQ(proc_cgroup_match(l1, "memory"), "/process_api/abc");
+        ASSERT_STREQ(cg_proc_cgroup_match(l1, "memory"), "/process_api/abc");
         char l2[] = "2:cpu,cpuacct:/x\n";
-        ASSERT_STREQ(proc_cgroup_match(l2, "cpuacct"), "/x");
+        ASSERT_STREQ(cg_proc_cgroup_match(l2, "cpuacct"), "/x");
         char l3[] = "2:cpu,cpuacct:/x\n";
-        ASSERT_TRUE(proc_cgroup_match(l3, "memory") == NULL);
+        ASSERT_TRUE(cg_proc_cgroup_match(l3, "memory") == NULL);
         char l4[] = "0::/user.slice/x.service\n";
-        ASSERT_STREQ(proc_cgroup_match(l4, NULL), "/user.slice/x.service");
+        ASSERT_STREQ(cg_proc_cgroup_match(l4, NULL), "/user.slice/x.service");
         char l5[] = "0::/\n";
-        ASSERT_TRUE(proc_cgroup_match(l5, "memory") == NULL);
+        ASSERT_TRUE(cg_proc_cgroup_match(l5, "memory") == NULL);
         char l6[] = "9:name=systemd:/\n";
-        ASSERT_TRUE(proc_cgroup_match(l6, NULL) == NULL);
+        ASSERT_TRUE(cg_proc_cgroup_match(l6, NULL) == NULL);
         char l7[] = "garbage\n";
-        ASSERT_TRUE(proc_cgroup_match(l7, NULL) == NULL);
+        ASSERT_TRUE(cg_proc_cgroup_match(l7, NULL) == NULL);
 }
 
 static int mi(const char *line, const char *type, const char *ctrl, const char *own, char *out)
 {
         char buf[512];
         snprintf(buf, sizeof(buf), "%s", line);
-        return mountinfo_match(buf, type, ctrl, own, out, PATH_MAX);
+        return cg_mountinfo_match(buf, type, ctrl, own, out, PATH_MAX);
 }
 
 TEST(cgroup_parse_mountinfo)
@@ -217,26 +227,26 @@ TEST(cgroup_read_keyed_files)
         char dir[] = "/tmp/sbx-cgtest-XXXXXX";
         ASSERT_TRUE(mkdtemp(dir) != NULL);
         char p[PATH_MAX];
-        ASSERT_OK(join_path(p, dir, "memory.oom_control"));
+        ASSERT_OK(cg_join_path(p, dir, "memory.oom_control"));
         int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
         ASSERT_TRUE(fd >= 0);
         const char *text = "oom_kill_disable 1\nunder_oom 0\noom_kill 3\n";
         ASSERT_OK(write_all(fd, text, strlen(text)));
         close(fd);
         uint64_t v = 99;
-        ASSERT_OK(read_key_u64(dir, "memory.oom_control", "oom_kill", &v));
+        ASSERT_OK(cg_read_key_u64(dir, "memory.oom_control", "oom_kill", &v));
         ASSERT_EQ(v, 3);
-        ASSERT_OK(read_key_u64(dir, "memory.oom_control", "oom_kill_disable", &v));
+        ASSERT_OK(cg_read_key_u64(dir, "memory.oom_control", "oom_kill_disable", &v));
         ASSERT_EQ(v, 1);
-        ASSERT_OK(read_key_u64(dir, "memory.oom_control", "missing", &v));
+        ASSERT_OK(cg_read_key_u64(dir, "memory.oom_control", "missing", &v));
         ASSERT_EQ(v, 0);
-        ASSERT_EQ(read_key_u64(dir, "pids.events", "max", &v), -ENOENT);
+        ASSERT_EQ(cg_read_key_u64(dir, "pids.events", "max", &v), -ENOENT);
         v = 5;
-        ASSERT_OK(read_key_opt(dir, "pids.events", "max", &v));
+        ASSERT_OK(cg_read_key_opt(dir, "pids.events", "max", &v));
         ASSERT_EQ(v, 0);
-        ASSERT_TRUE(list_has("cpu io memory pids\n", "pids", ' '));
-        ASSERT_TRUE(!list_has("cpu io memory pids\n", "mem", ' '));
-        ASSERT_TRUE(list_has("rw,relatime,memory", "memory", ','));
+        ASSERT_TRUE(cg_list_has("cpu io memory pids\n", "pids", ' '));
+        ASSERT_TRUE(!cg_list_has("cpu io memory pids\n", "mem", ' '));
+        ASSERT_TRUE(cg_list_has("rw,relatime,memory", "memory", ','));
         unlink(p);
         rmdir(dir);
 }
@@ -292,9 +302,9 @@ TEST(cgroup_auto_detect)
         ASSERT_OK(cgroup_root_open(root_name(), -1, &root));
         enum cgroup_backend b = cgroup_root_backend(root);
         char dir[PATH_MAX];
-        bool v1 = geteuid() == 0 && find_own_dir("memory", dir, sizeof(dir)) == 0 &&
-                  find_own_dir("pids", dir, sizeof(dir)) == 0;
-        if (v2_has_memory())
+        bool v1 = geteuid() == 0 && cg_find_own_dir("memory", dir, sizeof(dir)) == 0 &&
+                  cg_find_own_dir("pids", dir, sizeof(dir)) == 0;
+        if (cg_v2_has_memory())
                 ASSERT_EQ(b, CGROUP_V2);
         else if (v1)
                 ASSERT_EQ(b, CGROUP_V1);
@@ -308,7 +318,7 @@ TEST(cgroup_v1_root_layout)
 {
         require_v1();
         char own[PATH_MAX], want[PATH_MAX + 64];
-        ASSERT_OK(find_own_dir("memory", own, sizeof(own)));
+        ASSERT_OK(cg_find_own_dir("memory", own, sizeof(own)));
         snprintf(want, sizeof(want), "%s/%s", own, root_name());
         bool found = false;
         for (size_t i = 0; i < g_root->n; i++)
@@ -330,16 +340,16 @@ TEST(cgroup_v1_limits_written)
 {
         require_v1();
         struct cgroup *cg = make_group(0, "limits", 64 * MiB, 10);
-        const char *mem = ctrl_dir(cg, CG_MEMORY);
+        const char *mem = cg_ctrl_dir(cg, CG_MEMORY);
         char p[PATH_MAX];
         uint64_t v;
-        ASSERT_OK(join_path(p, mem, "memory.limit_in_bytes"));
+        ASSERT_OK(cg_join_path(p, mem, "memory.limit_in_bytes"));
         ASSERT_OK(read_u64_file(p, &v));
         ASSERT_EQ(v, 64 * MiB);
-        ASSERT_OK(join_path(p, mem, "memory.memsw.limit_in_bytes"));
+        ASSERT_OK(cg_join_path(p, mem, "memory.memsw.limit_in_bytes"));
         if (read_u64_file(p, &v) == 0)
                 ASSERT_EQ(v, 64 * MiB);
-        ASSERT_OK(join_path(p, ctrl_dir(cg, CG_PIDS), "pids.max"));
+        ASSERT_OK(cg_join_path(p, cg_ctrl_dir(cg, CG_PIDS), "pids.max"));
         ASSERT_OK(read_u64_file(p, &v));
         ASSERT_EQ(v, 10);
         struct cgroup *dup = NULL;
@@ -379,7 +389,7 @@ TEST(cgroup_v1_cpu_usage)
 {
         require_v1();
         struct cgroup *cg = make_group(0, "cpu", 0, 0);
-        if (!ctrl_dir(cg, CG_CPU))
+        if (!cg_ctrl_dir(cg, CG_CPU))
                 SKIP("no cpuacct hierarchy");
         struct cgroup_usage before, after;
         ASSERT_OK(cgroup_read_usage(cg, &before));

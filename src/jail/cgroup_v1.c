@@ -1,0 +1,92 @@
+/* cgroup v1: memory, pids and cpuacct as separate hierarchies (a
+ * hierarchy may carry several of them when co-mounted). */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "jail/cgroup_internal.h"
+
+static const char *const v1_names[_CG_CTRL_MAX] = { "memory", "pids", "cpuacct" };
+
+/* v1: memory and pids are required (they are the limits); cpuacct is
+ * optional and only feeds cpu_ns. */
+static int open_v1(struct cgroup_root *root, const char *name)
+{
+        for (enum cg_ctrl c = 0; c < _CG_CTRL_MAX; c++) {
+                char dir[PATH_MAX];
+                int r = cg_find_own_dir(v1_names[c], dir, sizeof(dir));
+                if (r == -ENOENT && c == CG_CPU)
+                        continue;
+                if (r == -ENOENT)
+                        return -EOPNOTSUPP;
+                if (r < 0)
+                        return r;
+                r = cg_root_add(root, dir, name, c);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int set_limits_v1(struct cgroup *cg, const struct cgroup_limits *lim)
+{
+        const char *mem = cg_ctrl_dir(cg, CG_MEMORY), *pids = cg_ctrl_dir(cg, CG_PIDS);
+        int r;
+        if (lim->memory_bytes) {
+                r = cg_write_u64(mem, "memory.limit_in_bytes", lim->memory_bytes);
+                if (r < 0)
+                        return r;
+                /* Same value for memory+swap, or swap would be an escape hatch.
+                 * The file is missing when swap accounting is off. */
+                r = cg_write_u64(mem, "memory.memsw.limit_in_bytes", lim->memory_bytes);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+        }
+        /* Keep the job's pages out of swap: best effort, as some kernels
+         * refuse to change swappiness under use_hierarchy. */
+        (void)cg_write(mem, "memory.swappiness", "0");
+        /* memory.oom_control stays at its default (OOM killer enabled):
+         * disabling it would freeze an over-limit job until someone
+         * intervenes, instead of a prompt SIGKILL we can report. */
+        if (lim->pids) {
+                r = cg_write_u64(pids, "pids.max", lim->pids);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int read_raw_v1(const struct cgroup *cg, struct cgroup_usage *u)
+{
+        const char *mem = cg_ctrl_dir(cg, CG_MEMORY), *pids = cg_ctrl_dir(cg, CG_PIDS);
+        const char *cpu = cg_ctrl_dir(cg, CG_CPU);
+        int r = 0;
+        if (cpu)
+                r = cg_read_u64_opt(cpu, "cpuacct.usage", &u->cpu_ns);
+        if (r >= 0)
+                r = cg_read_u64_opt(mem, "memory.max_usage_in_bytes", &u->memory_peak);
+        if (r >= 0)
+                r = cg_read_key_opt(mem, "memory.oom_control", "oom_kill", &u->oom_kills);
+        if (r >= 0)
+                r = cg_read_key_opt(pids, "pids.events", "max", &u->pids_max_hits);
+        return r;
+}
+
+static void reset_peaks_v1(struct cgroup *cg)
+{
+        const char *mem = cg_ctrl_dir(cg, CG_MEMORY);
+        static const char *const files[] = {
+                "memory.max_usage_in_bytes", "memory.failcnt",
+                "memory.memsw.max_usage_in_bytes", "memory.memsw.failcnt",
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(files); i++)
+                (void)cg_write(mem, files[i], "0"); /* memsw may be absent */
+}
+
+const struct cgroup_ops cg_ops_v1 = {
+        .backend = CGROUP_V1,
+        .root_open = open_v1,
+        .set_limits = set_limits_v1,
+        .read_raw = read_raw_v1,
+        .reset_peaks = reset_peaks_v1,
+};
