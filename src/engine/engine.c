@@ -8,7 +8,7 @@
 
 #include "base/log.h"
 
-static void *reaper_main(void *arg);
+static void reaper_main(void *arg);
 
 static void add_runtimes(struct engine *e, bool templates)
 {
@@ -58,16 +58,16 @@ int engine_new(const struct engine_options *opt, struct engine **ret, const char
                          JAIL_FORKSERVER_LIB, strerror(-r));
                 templates = false;
         }
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* filler_main's timed waits */
-        pthread_cond_init(&e->fill_cond, &ca);
-        pthread_condattr_destroy(&ca);
-        pthread_cond_init(&e->reap_cond, NULL);
-        e->reaper_started = pthread_create(&e->reaper, NULL, reaper_main, e) == 0;
+        if ((r = bg_thread_init(&e->reaper, &e->lock)) < 0 || (r = bg_thread_init(&e->filler, &e->lock)) < 0 ||
+            (r = bg_thread_start(&e->reaper, "reaper", 1, reaper_main, e)) < 0) {
+                *ret_err = "threads";
+                engine_free(e);
+                return r;
+        }
         add_runtimes(e, templates);
-        if (wants_filler(e))
-                e->filler_started = pthread_create(&e->filler, NULL, filler_main, e) == 0;
+        /* Without a filler, members are spawned on demand (a warning, not fatal). */
+        if (wants_filler(e) && (r = bg_thread_start(&e->filler, "pool-filler", 1, filler_main, e)) < 0)
+                log_warn("msg=\"no pool filler thread\" err=\"%s\"", strerror(-r));
         *ret = e;
         return 0;
 }
@@ -76,13 +76,7 @@ void engine_free(struct engine *e)
 {
         if (!e)
                 return;
-        pthread_mutex_lock(&e->lock);
-        e->stopping = true;
-        pthread_cond_broadcast(&e->fill_cond);
-        pthread_cond_broadcast(&e->reap_cond);
-        pthread_mutex_unlock(&e->lock);
-        if (e->filler_started)
-                pthread_join(e->filler, NULL);
+        bg_thread_stop(&e->filler);
         for (size_t i = 0; i < e->nzygotes; i++) {
                 engine_bury(e, e->zygotes[i].kp ? &e->zygotes[i].kp->p : NULL);
                 e->zygotes[i].kp = NULL;
@@ -90,8 +84,8 @@ void engine_free(struct engine *e)
         for (size_t i = 0; i < e->npools; i++)
                 while (e->pools[i].n > 0)
                         engine_bury(e, &e->pools[i].ready[--e->pools[i].n]->p);
-        if (e->reaper_started)
-                pthread_join(e->reaper, NULL);
+        /* The reaper frees what was buried before it stops. */
+        bg_thread_stop(&e->reaper);
         /* Whatever was buried after the reaper left. */
         while (e->dead) {
                 struct proc *p = e->dead;
@@ -99,6 +93,8 @@ void engine_free(struct engine *e)
                 p->destroy(p);
         }
         engine_kill_all(e);
+        bg_thread_done(&e->filler);
+        bg_thread_done(&e->reaper);
         jail_ctx_done(&e->jail);
         pthread_mutex_destroy(&e->lock);
         free(e);
@@ -217,7 +213,7 @@ void engine_inflight(struct engine *e, int delta)
         pthread_mutex_lock(&e->lock);
         e->inflight += (size_t)delta;
         if (e->inflight == 0)
-                pthread_cond_signal(&e->fill_cond);
+                bg_thread_wake(&e->filler);
         pthread_mutex_unlock(&e->lock);
 }
 
@@ -254,7 +250,7 @@ void engine_bury_locked(struct engine *e, struct proc *p)
 {
         p->dead_next = e->dead;
         e->dead = p;
-        pthread_cond_signal(&e->reap_cond);
+        bg_thread_wake(&e->reaper);
 }
 
 /* Hands a used process to the reaper thread, which kills it, reaps it,
@@ -269,25 +265,27 @@ void engine_bury(struct engine *e, struct proc *p)
         pthread_mutex_unlock(&e->lock);
 }
 
-static void *reaper_main(void *arg)
+static void reaper_main(void *arg)
 {
         struct engine *e = arg;
-        pthread_mutex_lock(&e->lock);
+        bg_thread_lock(&e->reaper);
         for (;;) {
-                while (!e->dead && !e->stopping)
-                        pthread_cond_wait(&e->reap_cond, &e->lock);
+                bool running = bg_thread_running(&e->reaper);
                 struct proc *list = e->dead;
                 e->dead = NULL;
-                if (!list && e->stopping)
+                if (!list && !running)
                         break;
-                pthread_mutex_unlock(&e->lock);
+                if (!list) {
+                        bg_thread_wait(&e->reaper, 0);
+                        continue;
+                }
+                bg_thread_unlock(&e->reaper);
                 while (list) {
                         struct proc *p = list;
                         list = p->dead_next;
                         p->destroy(p);
                 }
-                pthread_mutex_lock(&e->lock);
+                bg_thread_lock(&e->reaper);
         }
-        pthread_mutex_unlock(&e->lock);
-        return NULL;
+        bg_thread_unlock(&e->reaper);
 }

@@ -4,6 +4,8 @@
 
 #include <pthread.h>
 
+#include "base/thread.h"
+
 #include "engine/engine.h"
 #include "engine/kproc.h"
 #include "engine/proc.h"
@@ -69,9 +71,7 @@ struct engine {
         /* Pools and the background thread that fills them. */
         struct pool pools[ENGINE_MAX_RUNTIMES];
         size_t npools;
-        pthread_t filler;
-        pthread_cond_t fill_cond;
-        bool filler_started, stopping;
+        struct bg_thread filler;  /* on the engine lock */
         size_t inflight;        /* stateless executions being served right now */
         uint64_t refill_at_ns;  /* refill even with executions in flight from then */
         uint64_t next_spawn_ns; /* pool.refill_per_s: earliest next pool start */
@@ -79,9 +79,7 @@ struct engine {
 
         /* Used processes waiting to be killed and reaped off the request path. */
         struct proc *dead;
-        pthread_t reaper;
-        pthread_cond_t reap_cond;
-        bool reaper_started;
+        struct bg_thread reaper;  /* on the engine lock */
 };
 
 /* engine.c */
@@ -141,7 +139,7 @@ struct kproc *kproc_new(const struct runtime *rt, int ctl_fd, int replay_fd, boo
 
 /* pool.c */
 struct kproc *pool_take(struct engine *e, const struct runtime *rt);
-void *filler_main(void *arg);
+void filler_main(void *arg);
 
 /* zygote.c */
 struct zygote *zygote_for(struct engine *e, const struct runtime *rt);

@@ -4,7 +4,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/log.h"
 
@@ -41,7 +40,7 @@ struct kproc *pool_take(struct engine *e, const struct runtime *rt)
                 else
                         p->misses++;
                 e->refill_at_ns = now_ns() + REFILL_GRACE_MS * 1000000ULL;
-                pthread_cond_signal(&e->fill_cond);
+                bg_thread_wake(&e->filler);
         }
         pthread_mutex_unlock(&e->lock);
         return k;
@@ -86,17 +85,6 @@ static struct kproc *pool_fork(struct engine *e, const struct runtime *rt, const
         return k;
 }
 
-/* Sleeps on fill_cond until the monotonic time `until` (engine lock held). */
-static void filler_wait_until(struct engine *e, uint64_t until_ns)
-{
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        uint64_t now = now_ns(), ns = (uint64_t)until.tv_nsec + (until_ns > now ? until_ns - now : 0);
-        until.tv_sec += (time_t)(ns / 1000000000ULL);
-        until.tv_nsec = (long)(ns % 1000000000ULL);
-        pthread_cond_timedwait(&e->fill_cond, &e->lock, &until);
-}
-
 /* Starts one member (forked or cold, booted, counters reset), or NULL. */
 static struct kproc *pool_start_member(struct engine *e, const struct runtime *rt, unsigned *failures)
 {
@@ -132,17 +120,17 @@ static struct pool *filler_next(struct engine *e)
         struct pool *p = pool_to_fill(e);
         uint64_t now = now_ns();
         if (p && now < e->next_spawn_ns) { /* pool.refill_per_s */
-                filler_wait_until(e, e->next_spawn_ns);
+                bg_thread_wait(&e->filler, e->next_spawn_ns);
                 return NULL;
         }
         if (p && e->inflight && now < e->refill_at_ns && !zygote_for(e, p->rt)) {
                 /* Wait for the request to finish, or for the grace period
                  * to end under back-to-back requests. */
-                filler_wait_until(e, e->refill_at_ns);
+                bg_thread_wait(&e->filler, e->refill_at_ns);
                 return NULL;
         }
         if (!p) {
-                pthread_cond_wait(&e->fill_cond, &e->lock);
+                bg_thread_wait(&e->filler, 0);
                 return NULL;
         }
         if (e->opt.pool_refill_per_s)
@@ -154,29 +142,28 @@ static struct pool *filler_next(struct engine *e)
  * pool.refill_per_s and pool.memory_budget: forks from the language's
  * template where there is one, else spawns one kernel at a time, waits until
  * it has booted (imports done), then publishes it. */
-void *filler_main(void *arg)
+void filler_main(void *arg)
 {
         struct engine *e = arg;
         unsigned failures = 0;
         zygotes_start(e);
-        pthread_mutex_lock(&e->lock);
-        while (!e->stopping) {
+        bg_thread_lock(&e->filler);
+        while (bg_thread_running(&e->filler)) {
                 struct pool *p = filler_next(e);
                 if (!p)
                         continue;
-                pthread_mutex_unlock(&e->lock);
+                bg_thread_unlock(&e->filler);
                 struct kproc *k = pool_start_member(e, p->rt, &failures);
-                pthread_mutex_lock(&e->lock);
+                bg_thread_lock(&e->filler);
                 if (!k)
                         continue;
                 p->member_bytes = k->pool_bytes;
-                if (!e->stopping && p->n < POOL_MAX) {
+                if (bg_thread_running(&e->filler) && p->n < POOL_MAX) {
                         p->ready[p->n++] = k;
                         e->pool_bytes += k->pool_bytes;
                 } else {
                         engine_bury_locked(e, &k->p);
                 }
         }
-        pthread_mutex_unlock(&e->lock);
-        return NULL;
+        bg_thread_unlock(&e->filler);
 }
