@@ -24,6 +24,21 @@ static void proc_destroy(struct proc *p)
         free(p);
 }
 
+/* A started jail becomes a live, tracked proc with these pipe ends. */
+static void proc_attach(struct engine *e, struct proc *p, int out_fd, int err_fd)
+{
+        p->engine = e;
+        p->out_fd = out_fd;
+        p->err_fd = err_fd;
+        p->in_fd = -1;
+        p->alive = true;
+        if (!p->destroy)
+                p->destroy = proc_destroy;
+        set_nonblock(p->out_fd);
+        set_nonblock(p->err_fd);
+        engine_track(e, p);
+}
+
 int proc_spawn_jail(struct engine *e, struct jail_spec *spec, struct proc *p, const char **ret_err)
 {
         int out[2] = { -1, -1 }, err[2] = { -1, -1 }, r;
@@ -42,16 +57,7 @@ int proc_spawn_jail(struct engine *e, struct jail_spec *spec, struct proc *p, co
                 goto fail;
         close(out[1]);
         close(err[1]);
-        p->engine = e;
-        p->out_fd = out[0];
-        p->err_fd = err[0];
-        p->in_fd = -1;
-        p->alive = true;
-        if (!p->destroy)
-                p->destroy = proc_destroy;
-        set_nonblock(p->out_fd);
-        set_nonblock(p->err_fd);
-        engine_track(e, p);
+        proc_attach(e, p, out[0], err[0]);
         return 0;
 fail:
         close_pair(out);
@@ -68,16 +74,7 @@ int proc_adopt(struct engine *e, pid_t pid, const struct exec_limits *lim, int o
         int r = jail_adopt(&e->jail, pid, &jl, cgname, &p->jp);
         if (r < 0)
                 return r;
-        p->engine = e;
-        p->out_fd = out_fd;
-        p->err_fd = err_fd;
-        p->in_fd = -1;
-        p->alive = true;
-        if (!p->destroy)
-                p->destroy = proc_destroy;
-        set_nonblock(p->out_fd);
-        set_nonblock(p->err_fd);
-        engine_track(e, p);
+        proc_attach(e, p, out_fd, err_fd);
         return 0;
 }
 

@@ -84,6 +84,22 @@ static struct proc *bash(const char *script, enum proc_io io)
         return spawn(argv, io, false);
 }
 
+/* Spawns, runs to completion and frees: the outcome is the caller's. */
+static void run_argv(const char *const *argv, enum proc_io io, const char *in, const struct exec_limits *lim,
+                     struct exec_outcome *o)
+{
+        struct proc *p = spawn(argv, io, in != NULL && io == PROC_IO_PIPES);
+        int r = proc_run(p, in, in ? strlen(in) : 0, lim, o);
+        proc_free(p);
+        ASSERT_OK(r);
+}
+
+static void run_bash(const char *script, enum proc_io io, const char *in, struct exec_outcome *o)
+{
+        const char *argv[] = { "/bin/bash", "-c", script, NULL };
+        run_argv(argv, io, in, NULL, o);
+}
+
 /* out as a NUL-terminated string (tests print text only). */
 static const char *text(struct buf *b)
 {
@@ -104,34 +120,28 @@ static void expect_exit(const struct exec_outcome *o, int code, int sig)
 TEST(proc_cat_echoes_stdin)
 {
         const char *argv[] = { "/bin/cat", NULL };
-        struct proc *p = spawn(argv, PROC_IO_PIPES, true);
         static const char in[] = "hello\nworld\n";
         struct exec_outcome o;
-        ASSERT_OK(proc_run(p, in, sizeof(in) - 1, &LIM, &o));
+        run_argv(argv, PROC_IO_PIPES, in, &LIM, &o);
         ASSERT_STREQ(text(&o.out), in);
         ASSERT_EQ(o.err.len, 0);
         ASSERT_EQ(o.limit, EXEC_LIMIT_NONE);
         expect_exit(&o, 0, 0);
         exec_outcome_done(&o);
-        proc_free(p);
 }
 
 TEST(proc_stdout_stderr_exit_code)
 {
-        struct proc *p = bash("echo out; echo err >&2; echo more; exit 7", PROC_IO_PIPES);
         struct exec_outcome o;
-        ASSERT_OK(proc_run(p, NULL, 0, NULL, &o));
+        run_bash("echo out; echo err >&2; echo more; exit 7", PROC_IO_PIPES, NULL, &o);
         ASSERT_STREQ(text(&o.out), "out\nmore\n");
         ASSERT_STREQ(text(&o.err), "err\n");
         expect_exit(&o, 7, 0);
-        /* Without a stdin pipe, stdin is /dev/null: read gets EOF at once. */
         exec_outcome_done(&o);
-        proc_free(p);
-        p = bash("read x; echo \"rc=$? x=[$x]\"; id -u", PROC_IO_PIPES);
-        ASSERT_OK(proc_run(p, NULL, 0, NULL, &o));
+        /* Without a stdin pipe, stdin is /dev/null: read gets EOF at once. */
+        run_bash("read x; echo \"rc=$? x=[$x]\"; id -u", PROC_IO_PIPES, NULL, &o);
         ASSERT_STREQ(text(&o.out), "rc=1 x=[]\n65534\n");
         exec_outcome_done(&o);
-        proc_free(p);
 }
 
 TEST(proc_signal_is_reported)
@@ -158,29 +168,25 @@ TEST(proc_signal_is_reported)
 TEST(proc_wall_limit_kills)
 {
         const char *argv[] = { "/bin/sleep", "20", NULL };
-        struct proc *p = spawn(argv, PROC_IO_PIPES, false);
         struct exec_limits lim = LIM;
         lim.wall_ms = 300;
         struct exec_outcome o;
         uint64_t t0 = now_ns();
-        ASSERT_OK(proc_run(p, NULL, 0, &lim, &o));
+        run_argv(argv, PROC_IO_PIPES, NULL, &lim, &o);
         ASSERT_EQ(o.limit, EXEC_LIMIT_WALL);
         ASSERT_TRUE(o.died);
         ASSERT_LT((now_ns() - t0) / 1000000, 3000);
         ASSERT_GE(o.duration_ns / 1000000, 300);
         exec_outcome_done(&o);
-        proc_free(p);
 }
 
 TEST(proc_output_limit_kills)
 {
-        struct proc *p = bash("yes", PROC_IO_PIPES);
         struct exec_outcome o;
-        ASSERT_OK(proc_run(p, NULL, 0, NULL, &o));
+        run_bash("yes", PROC_IO_PIPES, NULL, &o);
         ASSERT_EQ(o.limit, EXEC_LIMIT_OUTPUT);
         ASSERT_U64_LE(o.out.len, LIM.output_bytes);
         exec_outcome_done(&o);
-        proc_free(p);
 }
 
 /* The fd interface: output can be read while the process still runs. */
@@ -249,17 +255,15 @@ TEST(proc_terminal_resize_and_input)
  * while everything a shell needs from its terminal works. */
 TEST(proc_terminal_blocks_tiocsti)
 {
-        struct proc *p = bash("python3 -c 'import fcntl, termios\n"
-                              "try:\n fcntl.ioctl(0, termios.TIOCSTI, b\"x\"); print(\"pushed\")\n"
-                              "except OSError as e: print(\"errno\", e.errno)'",
-                              PROC_IO_PTY);
         struct exec_outcome o;
-        ASSERT_OK(proc_run(p, NULL, 0, NULL, &o));
+        run_bash("python3 -c 'import fcntl, termios\n"
+                 "try:\n fcntl.ioctl(0, termios.TIOCSTI, b\"x\"); print(\"pushed\")\n"
+                 "except OSError as e: print(\"errno\", e.errno)'",
+                 PROC_IO_PTY, NULL, &o);
         const char *out = text(&o.out);
         if (!strstr(out, "errno 1\r\n"))
                 TAP_FAIL("TIOCSTI: %s", out);
         exec_outcome_done(&o);
-        proc_free(p);
 }
 
 static bool pid_alive(pid_t pid)
