@@ -97,8 +97,9 @@ void close_pair(int p[2]);
 bool pidfd_exited(int pidfd);
 
 /* proc.c */
-/* Spawns spec's jail with p's stdout/stderr (and stdin) pipes made here;
- * spec->ctl_fd and the rest are the caller's. Fills and tracks p. */
+/* Spawns spec's jail with stdout/stderr pipes made here (the daemon ends
+ * go to p); stdin, ctl_fd and the rest of spec are the caller's. Fills and
+ * tracks p. */
 int proc_spawn_jail(struct engine *e, struct jail_spec *spec, struct proc *p, const char **ret_err);
 /* Adopts a template's executor with the given pipe ends (taken). */
 int proc_adopt(struct engine *e, pid_t pid, const struct exec_limits *lim, int out_fd, int err_fd,

@@ -133,3 +133,25 @@ def test_languages_lists_shell(daemon):
     assert shell["package"] == "bash" and shell["engine"].startswith("Bash")
     status, body, _ = daemon.get("/runtimes/shell/interpreter")
     assert status == 200 and body["language"] == "shell" and body["contexts"] is False
+
+
+def test_pool_keys_are_checked_against_runtimes():
+    """pool.<lang> is a table in the config: any well-formed id parses, and
+    the daemon refuses to start on one that names no runtime (shell is one,
+    though it keeps no pool: each request is a fresh bash)."""
+    import subprocess
+    import tempfile
+    from conftest import BIN, Daemon
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run([BIN, "--data-dir", tmp, "--set", "pool.cobol=1"], capture_output=True, text=True,
+                           timeout=30)
+        assert r.returncode == 2 and "pool.cobol: unknown language" in r.stderr
+    d = Daemon(sets=["pool.size=0", "pool.shell=3", "pool.perl=1"])
+    try:
+        status, body, _ = d.get("/ready")
+        assert status == 200
+        assert "shell" not in body["pools"]
+        assert body["pools"]["perl"]["target"] == 1 and body["pools"]["python"]["target"] == 0
+        assert d.execute("shell", "echo ok")["logs"]["stdout"] == ["ok"]
+    finally:
+        d.cleanup()

@@ -106,10 +106,12 @@ static json_t *outcome_error(const struct runtime *rt, const struct exec_outcome
 {
         json_t *guest = o->response ? json_object_get(o->response, "error") : NULL;
         bool guest_failed = guest && !json_is_null(guest);
-        if (rt->kind == RUNTIME_PROCESS && o->limit == EXEC_LIMIT_PIDS && o->died)
-                guest_failed = !WIFEXITED(o->exit_status) || WEXITSTATUS(o->exit_status) != 0;
-        if (o->limit == EXEC_LIMIT_PIDS && !guest_failed && (!o->died || rt->kind == RUNTIME_PROCESS))
-                return NULL;
+        /* A process always ends; it failed when it exited non-zero. */
+        bool process_failed = rt->kind == RUNTIME_PROCESS && (!WIFEXITED(o->exit_status) ||
+                                                              WEXITSTATUS(o->exit_status) != 0);
+        bool survived = rt->kind == RUNTIME_PROCESS ? !process_failed : !guest_failed && !o->died;
+        if (o->limit == EXEC_LIMIT_PIDS && survived)
+                return NULL; /* a fork that failed and was handled is no failure */
         if (o->limit != EXEC_LIMIT_NONE)
                 return limit_error(o->limit, lim);
         if (rt->kind == RUNTIME_PROCESS)
