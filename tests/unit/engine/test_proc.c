@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "engine/internal.h"
@@ -126,6 +127,8 @@ TEST(proc_cat_echoes_stdin)
         ASSERT_STREQ(text(&o.out), in);
         ASSERT_EQ(o.err.len, 0);
         ASSERT_EQ(o.limit, EXEC_LIMIT_NONE);
+        ASSERT_GT(o.cpu_ns, 0);
+        ASSERT_GT(o.memory_peak, 0);
         expect_exit(&o, 0, 0);
         exec_outcome_done(&o);
 }
@@ -300,4 +303,33 @@ TEST(proc_teardown_leaves_nothing)
                 usleep(20000);
         ASSERT_EQ(engine_live_count(e), 0);
         ASSERT_FALSE(pid_alive(init));
+}
+
+/* A sandbox's jail context: its workspace dir at /workspace, a cwd, env. */
+TEST(proc_in_workspace)
+{
+        struct engine *e = engine();
+        char ws[] = "/tmp/sbx-proc-ws-XXXXXX";
+        ASSERT_TRUE(mkdtemp(ws) != NULL);
+        ASSERT_OK(chmod(ws, 0777));
+        char sub[64];
+        snprintf(sub, sizeof(sub), "%s/sub", ws);
+        ASSERT_OK(mkdir(sub, 0777) < 0 ? -errno : 0);
+        ASSERT_OK(chmod(sub, 0777));
+        const char *argv[] = { "/bin/bash", "-c", "pwd; echo $MARK > made-here; ls /workspace", NULL };
+        const char *env[] = { "PATH=/usr/bin:/bin", "MARK=from-the-jail", NULL };
+        struct proc_spec spec = { .argv = argv, .envp = env, .workspace_dir = ws, .cwd = "/workspace/sub" };
+        struct proc *p = NULL;
+        const char *why = "";
+        ASSERT_OK(proc_spawn(e, &spec, &p, &why));
+        struct exec_outcome o;
+        ASSERT_OK(proc_run(p, NULL, 0, NULL, &o));
+        proc_free(p);
+        ASSERT_STREQ(text(&o.out), "/workspace/sub\nsub\n");
+        exec_outcome_done(&o);
+        char path[96], buf[64] = "";
+        snprintf(path, sizeof(path), "%s/made-here", sub);
+        ASSERT_OK(read_file_small(path, buf, sizeof(buf), NULL));
+        ASSERT_STREQ(buf, "from-the-jail\n");
+        rm_rf(ws);
 }
