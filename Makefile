@@ -38,7 +38,7 @@ UNIT_SRCS := $(shell find tests/unit -name 'test_*.c' | sort)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 TAP_OBJ  := $(BUILD)/obj/tests/unit/tap_main.o
 
-.PHONY: all deps run test unit api attacks check bench fuzz clean
+.PHONY: all deps run test unit api attacks check bench fuzz clean layers
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/sandboxd $(SHIM)
@@ -80,15 +80,19 @@ $(BUILD)/unit/%: tests/unit/%.c $(TAP_OBJ) $(BUILD)/libsandboxd.a
 run: $(BUILD)/sandboxd $(SHIM)
 	$(BUILD)/sandboxd --listen 127.0.0.1:8787 --data-dir ./data
 
+# Fails on an #include that points up the layers (docs/architecture.md).
+layers:
+	@bash scripts/check-layers.sh
+
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do echo "# $$t"; $$t || fail=1; done; exit $$fail
 
 api: $(BUILD)/sandboxd $(SHIM)
-	SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/api tests/kernels tests/attacks $(PYTEST_ARGS)
+	SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/tools tests/api tests/kernels tests/attacks $(PYTEST_ARGS)
 
 # Fuzzers carry their own ASan+UBSan build, so the short fuzz runs happen
 # once, in the plain `make test`, not again under SANITIZER=.
-test: unit api $(if $(SANITIZER),,fuzz-smoke)
+test: layers unit api $(if $(SANITIZER),,fuzz-smoke)
 
 check: test
 

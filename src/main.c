@@ -10,9 +10,9 @@
 #include "api/app.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "base/version.h"
 #include "runtimes/runtime.h"
 
-#define SANDBOXD_VERSION "0.1.0"
 
 static void usage(FILE *f)
 {
@@ -218,6 +218,22 @@ static void drain_and_stop(struct app *app)
         app->srv = NULL;
 }
 
+/* The sandbox layer's options: main turns the one config table into
+ * per-module option structs, so no layer below api/ reads the config. */
+static void sandbox_options_from_config(const struct config *cfg, struct sandbox_options *ret)
+{
+        *ret = (struct sandbox_options){
+                .idle_ttl_ms = cfg->idle_ttl_ms,
+                .max_contexts = cfg->max_contexts,
+                .max_resident_contexts = cfg->max_resident_contexts,
+                .workspace_bytes = cfg->workspace_bytes,
+                .workspace_inodes = cfg->workspace_inodes,
+                .file_bytes = cfg->file_bytes,
+        };
+        snprintf(ret->data_dir, sizeof(ret->data_dir), "%s", cfg->data_dir);
+        exec_limits_from_config(cfg, &ret->limits);
+}
+
 /* One route table from every facade; the /files route accepts larger
  * bodies so that the per-file size check (413 FILE_TOO_LARGE) is reachable. */
 static struct route *build_routes(const struct config *cfg, size_t *ret_n)
@@ -323,7 +339,9 @@ int main(int argc, char **argv)
                 engine_free(app.engine);
                 return 1;
         }
-        if ((r = sbx_mgr_new(&cfg, app.engine, app.store, &app.sandboxes)) < 0) {
+        struct sandbox_options sbx_opt;
+        sandbox_options_from_config(&cfg, &sbx_opt);
+        if ((r = sbx_mgr_new(&sbx_opt, app.engine, app.store, &app.sandboxes)) < 0) {
                 log_error_errno(r, "msg=\"cannot start the sandbox manager\"");
                 store_close(app.store);
                 engine_free(app.engine);

@@ -55,30 +55,43 @@ int err_set(struct err *e, enum err_reason reason, int errnum, const char *fmt, 
         return r;
 }
 
+static struct err_detail *detail_put(struct err *e, const char *key, const char *value, size_t len);
+
 void err_detail(struct err *e, const char *key, const char *value, size_t len)
 {
-        if (!value)
-                return;
-        if (len == (size_t)-1)
-                len = strlen(value);
+        if (value)
+                detail_put(e, key, value, len == (size_t)-1 ? strlen(value) : len);
+}
+
+void err_detail_u64(struct err *e, const char *key, uint64_t value)
+{
+        char text[24];
+        int n = snprintf(text, sizeof(text), "%llu", (unsigned long long)value);
+        struct err_detail *d = detail_put(e, key, text, (size_t)n);
+        if (d)
+                d->number = true;
+}
+
+static struct err_detail *detail_put(struct err *e, const char *key, const char *value, size_t len)
+{
         char *copy = malloc(len + 1);
         if (!copy)
-                return;
+                return NULL;
         memcpy(copy, value, len);
         copy[len] = '\0';
         for (size_t i = 0; i < e->ndetails; i++) {
                 if (strcmp(e->details[i].key, key) == 0) {
                         free(e->details[i].value);
-                        e->details[i].value = copy;
-                        e->details[i].len = len;
-                        return;
+                        e->details[i] = (struct err_detail){ key, copy, len, false };
+                        return &e->details[i];
                 }
         }
         if (e->ndetails >= ERR_DETAILS_MAX) {
                 free(copy);
-                return;
+                return NULL;
         }
-        e->details[e->ndetails++] = (struct err_detail){ key, copy, len };
+        e->details[e->ndetails] = (struct err_detail){ key, copy, len, false };
+        return &e->details[e->ndetails++];
 }
 
 const char *err_detail_get(const struct err *e, const char *key)

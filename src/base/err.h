@@ -9,6 +9,8 @@
 #pragma once
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 enum err_reason {
@@ -36,6 +38,7 @@ struct err_detail {
         const char *key;    /* static string */
         char *value;        /* owned (malloc), valid UTF-8 or raw bytes as given */
         size_t len;
+        bool number;        /* value is a decimal integer (err_detail_u64) */
 };
 
 struct err {
@@ -60,6 +63,8 @@ int err_setv(struct err *e, enum err_reason reason, int errnum, const char *fmt,
 /* Adds (or replaces) one detail; value of len bytes (len = (size_t)-1: strlen).
  * Silently drops details past ERR_DETAILS_MAX or on allocation failure. */
 void err_detail(struct err *e, const char *key, const char *value, size_t len);
+/* Adds a numeric detail (facades show it as a number). */
+void err_detail_u64(struct err *e, const char *key, uint64_t value);
 /* The detail's value, or NULL. */
 const char *err_detail_get(const struct err *e, const char *key);
 /* Moves src into dst (dst is done first; src is left empty). */

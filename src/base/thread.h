@@ -45,7 +45,8 @@ int bg_thread_init(struct bg_thread *t, pthread_mutex_t *lock);
  * left running. Returns 0 or -errno. */
 int bg_thread_start(struct bg_thread *t, const char *name, unsigned n, void (*fn)(void *arg), void *arg);
 /* Sets stopping, wakes every thread and joins them. Idempotent; fine on a
- * thread never started. Call without holding the lock. Wake and wait stay
+ * thread never started. Call without holding the lock, and not from one of
+ * t's own threads (it would join itself). Wake and wait stay
  * usable until bg_thread_done. */
 void bg_thread_stop(struct bg_thread *t);
 /* Stops (if needed) and frees t. Safe on a zeroed or already done t. */

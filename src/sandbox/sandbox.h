@@ -1,31 +1,39 @@
 /* Sandboxes: a durable workspace, env vars and up to N code contexts (live
  * REPL interpreters rebuilt from their cell journal when evicted or after a
- * daemon restart), each owned by an org. The domain layer of the gateway
- * facade: no HTTP here; failures come back as sbx_error. */
+ * daemon restart), each owned by an org. The domain layer under every facade:
+ * no HTTP and no JSON views here (env is kept as a jansson object, a data
+ * structure); failures come back as the domain error (base/err.h) with op
+ * "sandbox.*" or "context.*". */
 #pragma once
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
-#include "config/config.h"
+#include "base/err.h"
 #include "engine/exec.h"
 #include "runtimes/runtime.h"
+#include "sandbox/files.h"
 #include "store/store.h"
 
 #define SBX_DEFAULT_ORG "default"
+/* The journal's size is also reported in the seed's 64 KiB "pages". */
+#define SBX_JOURNAL_PAGE_BYTES (64 * 1024)
 
 struct sandbox_mgr;
 
-struct sbx_error {
-        int status;           /* HTTP status to use */
-        const char *code;     /* ErrorResponse code */
-        char message[512];
-        json_t *context;      /* owned, may be NULL */
-        const char *operation;
+/* What the manager needs from the configuration (main.c fills it). */
+struct sandbox_options {
+        char data_dir[4096];
+        uint64_t idle_ttl_ms;            /* 0: sandboxes never expire */
+        uint64_t max_contexts;           /* per sandbox */
+        uint64_t max_resident_contexts;  /* live interpreters, all sandboxes */
+        uint64_t workspace_bytes, workspace_inodes;
+        uint64_t file_bytes;             /* one file, files API */
+        struct exec_limits limits;       /* one execution in a context */
 };
-void sbx_error_done(struct sbx_error *e);
 
-int sbx_mgr_new(const struct config *cfg, struct engine *engine, struct store *store,
+int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct store *store,
                 struct sandbox_mgr **ret);
 /* Stops the reaper, kills every resident interpreter, unmounts workspaces. */
 void sbx_mgr_free(struct sandbox_mgr *m);
@@ -34,22 +42,81 @@ void sbx_mgr_free(struct sandbox_mgr *m);
  * reserved name. */
 bool sbx_id_valid(const char *id);
 
+/* The restore point of a context: its cell journal. */
+struct sbx_snapshot {
+        uint64_t taken_at;       /* epoch ms of the last journaled cell; 0: none */
+        uint64_t cells, bytes;
+        bool stale;              /* the journal cannot reproduce the live state */
+        char build[128];         /* kernel + interpreter build that wrote it */
+};
+
+struct sbx_context_info {
+        char id[STORE_ID_MAX];
+        char binding[64];
+        char language[32];
+        char cwd[4096];
+        char engine[64];         /* "" when the language is gone */
+        uint64_t created_at, last_used, executions;
+        bool resident;
+        struct sbx_snapshot snap;
+};
+
+struct sbx_info {
+        char id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        uint64_t created_at, last_used, expires_at;   /* epoch ms; expires_at 0: never */
+        json_t *env;                                  /* owned {string: string} */
+        struct sbx_context_info *contexts;            /* owned, by creation */
+        size_t ncontexts;
+        uint64_t ws_files, ws_bytes;                  /* 0 when no workspace exists */
+};
+void sbx_info_done(struct sbx_info *info);
+
 /* Every call creates the sandbox on first use and counts as activity.
- * Each returns a new response object, or NULL with err filled. */
-json_t *sbx_info(struct sandbox_mgr *m, const char *id, struct sbx_error *err);
-json_t *sbx_destroy(struct sandbox_mgr *m, const char *id, struct sbx_error *err);
+ * Each returns 0 or a negative errno with err filled. */
+int sbx_info(struct sandbox_mgr *m, const char *id, struct sbx_info *ret, struct err *err);
+int sbx_destroy(struct sandbox_mgr *m, const char *id, struct err *err);
 /* env values: string sets, null unsets. Already validated. */
-json_t *sbx_set_env(struct sandbox_mgr *m, const char *id, json_t *env, struct sbx_error *err);
-json_t *sbx_context_create(struct sandbox_mgr *m, const char *id, const struct runtime *rt,
-                           const char *binding, const char *cwd, json_t *env, struct sbx_error *err);
-json_t *sbx_context_list(struct sandbox_mgr *m, const char *id, struct sbx_error *err);
-json_t *sbx_context_delete(struct sandbox_mgr *m, const char *id, const char *context_id,
-                           struct sbx_error *err);
+int sbx_set_env(struct sandbox_mgr *m, const char *id, json_t *env, struct err *err);
+int sbx_context_create(struct sandbox_mgr *m, const char *id, const struct runtime *rt, const char *binding,
+                       const char *cwd, json_t *env, struct sbx_context_info *ret, struct err *err);
+/* *ret is a malloc'd array (free()) of *ret_n contexts, by creation. */
+int sbx_context_list(struct sandbox_mgr *m, const char *id, struct sbx_context_info **ret, size_t *ret_n,
+                     struct err *err);
+int sbx_context_delete(struct sandbox_mgr *m, const char *id, const char *context_id, struct err *err);
+
+/* One execution in a context. */
+struct sbx_exec_result {
+        struct exec_outcome outcome;     /* owned: exec_outcome_done */
+        struct exec_limits limits;       /* the limits it ran under */
+        const struct runtime *rt;
+        char context_id[STORE_ID_MAX];
+        char cwd[4096];                  /* the context's cwd afterwards */
+        uint64_t executions;
+        double snapshot_ms;              /* time to journal the cell; < 0: not journaled */
+        uint64_t expires_at;             /* the sandbox's deadline; 0: never */
+};
+void sbx_exec_result_done(struct sbx_exec_result *r);
+
 /* Runs code in context_id, or in the binding's oldest context (created
  * lazily at /workspace). call_env may hold nulls (unset). */
-json_t *sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt, const char *binding,
-                    const char *code, const char *context_id, json_t *call_env, struct sbx_error *err);
-json_t *sbx_files(struct sandbox_mgr *m, const char *id, json_t *request, struct sbx_error *err);
+int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt, const char *binding,
+                const char *code, const char *context_id, json_t *call_env, struct sbx_exec_result *ret,
+                struct err *err);
+
+/* A sandbox's workspace held open (and its sandbox locked) for file
+ * operations: created and mounted on first use, like every call here. */
+struct sbx_workspace {
+        int root_fd;                 /* O_PATH|O_DIRECTORY fd of /workspace */
+        struct files_limits limits;
+        uint64_t created_at;         /* the sandbox's createdAt, epoch ms */
+        unsigned uid, gid;           /* file system identity of the guest */
+        void *sbx;                   /* private */
+};
+/* Returns 0 or a negative errno with err filled. */
+int sbx_workspace_acquire(struct sandbox_mgr *m, const char *id, struct sbx_workspace *ret, struct err *err);
+/* Closes the fd and unlocks. Safe on a failed acquire (sbx NULL). */
+void sbx_workspace_release(struct sandbox_mgr *m, struct sbx_workspace *ws);
 
 /* Number of resident (live) context interpreters. */
 size_t sbx_resident_count(struct sandbox_mgr *m);

@@ -184,7 +184,7 @@ int workspace_destroy(struct workspace *ws)
         return r < 0 ? r : k;
 }
 
-void workspace_cleanup_stale(const char *data_dir)
+void workspace_unmount_all(const char *data_dir)
 {
         char prefix[4200], line[8192];
         char real[4096];

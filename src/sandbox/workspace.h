@@ -25,5 +25,9 @@ int workspace_open(struct workspace *ws, uint64_t quota_bytes, uint64_t quota_in
 void workspace_close(struct workspace *ws);
 /* Unmounts and deletes everything the workspace holds. */
 int workspace_destroy(struct workspace *ws);
-/* Start-up: detaches mounts left under <data>/mnt by a killed daemon. */
-void workspace_cleanup_stale(const char *data_dir);
+/* Shutdown: detaches every workspace mount under <data>/mnt, including ones
+ * a killed daemon left and this run never used. At start-up such mounts are
+ * kept and reused (workspace_open): detaching one and mounting its image
+ * again would run two ext4 instances on one image, and writes still cached
+ * by the old instance (a guest's last file) would be invisible or lost. */
+void workspace_unmount_all(const char *data_dir);

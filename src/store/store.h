@@ -1,7 +1,10 @@
 /* Metadata store: orgs, sandboxes, code contexts and the context cell
- * journal, in an embedded SQLite database (WAL, synchronous=FULL, schema
- * migrations). One connection guarded by a mutex; every call is atomic.
- * No HTTP, no JSON parsing: JSON columns are stored as opaque text. */
+ * journal. The public functions below check their arguments and dispatch
+ * to a backend through an ops table (store/backend.h); today's backend is
+ * an embedded SQLite database (WAL, synchronous=FULL, schema migrations).
+ * Every call is atomic and may be made from any thread. No HTTP, no JSON
+ * parsing: JSON columns are stored as opaque text. Nothing outside
+ * src/store/ knows which backend is in use, nor any SQL. */
 #pragma once
 
 #include <stdbool.h>
@@ -10,12 +13,21 @@
 
 struct store;
 
-/* Opens (creating if needed) the database and applies migrations.
- * Returns 0 or -errno (-EIO for SQLite errors; ret_err gets the message). */
-int store_open(const char *path, struct store **ret, char *ret_err, size_t errlen);
-void store_close(struct store *s);
-/* PRAGMA integrity_check; 0 when "ok", -EIO otherwise (msg filled). */
+/* Opens (creating if needed) the store named by url and applies schema
+ * migrations. url is "sqlite:PATH" or a plain PATH (SQLite; "sqlite:///abs"
+ * also works); a PATH whose first ':' comes before any '/' must be written
+ * "sqlite:PATH" or "./PATH". Other schemes ("postgres://...") select other
+ * backends; an unknown scheme fails with -EPROTONOSUPPORT. Returns 0 or
+ * -errno (-EIO for database errors, -EPROTO for a schema newer than this
+ * build); ret_err (optional) gets a message on failure. */
+int store_open(const char *url, struct store **ret, char *ret_err, size_t errlen);
+void store_close(struct store *s);   /* NULL-safe */
+/* The backend's name ("sqlite"), for logs. */
+const char *store_backend_name(const struct store *s);
+/* The backend's own consistency check; 0 when sound, -EIO otherwise (msg
+ * gets the first problem, or "ok"). */
 int store_integrity_check(struct store *s, char *msg, size_t len);
+/* Highest applied schema migration (>= 1), or -errno. */
 int store_schema_version(struct store *s);
 
 #define STORE_ID_MAX 130
@@ -46,7 +58,10 @@ int store_sandbox_touch(struct store *s, const char *id, uint64_t last_used, uin
 int store_sandbox_set_env(struct store *s, const char *id, const char *env_json);
 /* Deletes the sandbox and (ON DELETE CASCADE) its contexts and cells. */
 int store_sandbox_delete(struct store *s, const char *id);
-/* Calls fn for each sandbox with 0 < expires_at <= now (ids only). */
+/* Calls fn for each sandbox with 0 < expires_at <= now (ids only), ordered
+ * by expires_at then id. Like every *_each below, the rows are read first
+ * and fn runs afterwards, outside any store lock: fn may call the store
+ * (the reaper deletes from it) and a slow fn blocks no other thread. */
 int store_sandbox_each_expired(struct store *s, uint64_t now,
                                void (*fn)(const char *id, void *userdata), void *userdata);
 int store_sandbox_count(struct store *s, uint64_t *ret);
@@ -64,10 +79,15 @@ struct context_row {
         uint64_t snap_cells;      /* cells in the journal */
         uint64_t snap_bytes;      /* bytes of code in the journal */
         bool snap_stale;          /* journal cannot reproduce the live state */
+        /* Which kernel and interpreter build wrote the journal (e.g.
+         * "python:CPython 3.11.2:kernel-<hash>"), so a journal replayed by
+         * another build is known. Opaque to the store; "" = unknown (rows
+         * written before schema 2). */
+        char build[128];
 };
 void context_row_done(struct context_row *r);
 int store_context_insert(struct store *s, const struct context_row *row);
-/* Updates cwd, env, last_used, executions and the snap_* columns. */
+/* Updates cwd, env, last_used, executions, the snap_* columns and build. */
 int store_context_update(struct store *s, const struct context_row *row);
 int store_context_get(struct store *s, const char *id, struct context_row *ret);
 int store_context_delete(struct store *s, const char *id);
@@ -83,11 +103,14 @@ struct cell_row {
         const char *cwd;       /* cwd before the run */
         bool typescript;
 };
-/* Appends a cell to a context's journal (seq must be the next number). */
+/* Appends a cell to a context's journal. seq must be the next number
+ * (-EINVAL otherwise: the journal must replay exactly, so a gap or a repeat
+ * is refused); -ENOENT when the context does not exist. */
 int store_cell_append(struct store *s, const char *context_id, const struct cell_row *cell);
 /* Cells of a context in seq order; fn gets borrowed strings. */
 int store_cell_each(struct store *s, const char *context_id,
                     void (*fn)(const struct cell_row *cell, void *userdata), void *userdata);
+/* Empties a journal (0 when already empty); -ENOENT for a missing context. */
 int store_cells_delete(struct store *s, const char *context_id);
 /* The journal as it really is: highest seq and total code bytes. The cell
  * rows, not the context row's snap_* copy, are the source of truth (a crash

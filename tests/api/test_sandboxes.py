@@ -204,6 +204,17 @@ def test_snapshot_info(daemon):
     assert snap["cells"] == 1 and snap["stale"] is False and isinstance(snap["takenAt"], int)
     assert info["contexts"][0]["executions"] == 1
     assert info["contexts"][0]["engine"].startswith("CPython")
+    # The seed's SnapshotInfo fields: 64 KiB pages of the journal, and the
+    # build (language, interpreter, kernel) that wrote it.
+    assert snap["pages"] == 1 and snap["bytes"] == len("z = 3")
+    assert snap["build"].startswith("python:" + info["contexts"][0]["engine"] + ":kernel-")
+    big = "w = '" + "x" * 60000 + "'"
+    run(daemon, "python", s, big, contextId=ctx["id"])
+    run(daemon, "python", s, big, contextId=ctx["id"])
+    status, info, _ = daemon.get(base("python", s))
+    snap = info["contexts"][0]["snapshot"]
+    assert snap["bytes"] == len("z = 3") + 2 * len(big)
+    assert snap["pages"] == 2
 
 
 def test_destroy_wipes_everything(daemon):
@@ -267,6 +278,8 @@ def test_kill_dash_nine_then_state_restored():
             assert value(run(d2, "python", s, "open('/workspace/kept.txt').read()")) == "'durable'"
             status, info, _ = d2.get(base("python", s))
             assert all(c["snapshot"]["stale"] is False for c in info["contexts"])
+            # The journal's build is stored with it and survives the restart.
+            assert all(c["snapshot"]["build"].startswith(c["language"] + ":") for c in info["contexts"])
         finally:
             d2.stop()
     finally:

@@ -1,5 +1,6 @@
-/* Fuzzes the files API (files_op in src/sandbox/files.c) on a real directory:
- * the input is a /files request body (JSON). A JSON array is taken as a
+/* Fuzzes the files API on a real directory through the gateway's JSON
+ * function (workers_files_on in src/api/workers/files.c, on the typed
+ * operations of src/sandbox/files/): the input is a /files request body. A JSON array is taken as a
  * sequence of requests run in order, so the fuzzer can build state (mkdir,
  * then write into it, then rename, ...).
  *
@@ -10,7 +11,7 @@
  *                         to "../sentinel", to <tmp> by absolute path and
  *                         from dir/sub by "../../..", a dangling one and an
  *                         in-workspace one.
- * files_op runs with small limits (64 KiB per file, 1 MiB total, 256
+ * It runs with small limits (64 KiB per file, 1 MiB total, 256
  * entries) as getuid()/getgid(), so it works unprivileged too.
  *
  * Invariants after every request:
@@ -21,8 +22,9 @@
  *    secret or the content of /etc/passwd;
  *  - a success is a JSON object with "success": true, a normalised "path"
  *    beneath /workspace and a timestamp, and serialises to JSON that parses
- *    back; a failure has a known status, a code, and a message/context
- *    that build a valid ErrorResponse (as the gateway does).
+ *    back; a failure is an ErrorResponse with a known status, a code, a
+ *    message, a context object and the same httpStatus, and serialises
+ *    to JSON that parses back.
  * Every input starts from the same pristine workspace, so a finding
  * reproduces from its saved input alone and coverage feedback is stable:
  * the tree is rebuilt before an input whenever the previous one sent a
@@ -39,7 +41,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sandbox/files.h"
+#include "api/workers/files.h"
 #include "base/util.h"
 #include <sanitizer/common_interface_defs.h>
 
@@ -203,6 +205,16 @@ __attribute__((destructor)) void fuzz_cleanup(void)
         }
 }
 
+static void check_json_roundtrip(const json_t *j)
+{
+        char *text = json_dumps(j, HTTP_JSON_DUMP_FLAGS);
+        CHECK(text);
+        json_t *back = json_loads(text, JSON_ALLOW_NUL, NULL);
+        CHECK(json_is_object(back));
+        json_decref(back);
+        free(text);
+}
+
 static void check_success(json_t *res, json_t *request)
 {
         CHECK(json_is_object(res));
@@ -243,35 +255,24 @@ static void check_success(json_t *res, json_t *request)
                 const char *np = json_string_value(json_object_get(res, "newPath"));
                 CHECK(np && strncmp(np, FILES_ROOT, strlen(FILES_ROOT)) == 0);
         }
-        char *text = json_dumps(res, HTTP_JSON_DUMP_FLAGS);
-        CHECK(text);
-        json_t *back = json_loads(text, JSON_ALLOW_NUL, NULL);
-        CHECK(json_is_object(back));
-        json_decref(back);
-        free(text);
+        check_json_roundtrip(res);
 }
 
-static void check_failure(struct files_error *err)
+static void check_failure(const struct http_response *res)
 {
         static const int statuses[] = { 400, 403, 404, 409, 413, 500 };
         bool known = false;
         for (size_t i = 0; i < ARRAY_SIZE(statuses); i++)
-                known |= err->http_status == statuses[i];
+                known |= res->status == statuses[i];
         CHECK(known);
-        CHECK(err->code && err->code[0]);
-        CHECK(strnlen(err->message, sizeof(err->message)) < sizeof(err->message));
-        CHECK(err->context == NULL || json_is_object(err->context));
-        /* The gateway builds an ErrorResponse from these (http_error). */
-        json_t *body = json_pack("{s:s, s:s, s:O?, s:i}", "code", err->code, "message", err->message, "context",
-                                 err->context, "httpStatus", err->http_status);
-        CHECK(body);
-        char *text = json_dumps(body, JSON_COMPACT);
-        CHECK(text);
-        json_t *back = json_loads(text, JSON_ALLOW_NUL, NULL);
-        CHECK(json_is_object(back));
-        json_decref(back);
-        free(text);
-        json_decref(body);
+        const json_t *body = res->json;
+        CHECK(json_is_object(body));
+        const char *code = json_string_value(json_object_get(body, "code"));
+        CHECK(code && code[0]);
+        CHECK(json_is_string(json_object_get(body, "message")));
+        CHECK(json_is_object(json_object_get(body, "context")));
+        CHECK(json_integer_value(json_object_get(body, "httpStatus")) == res->status);
+        check_json_roundtrip(body);
 }
 
 static void run_one(json_t *request)
@@ -280,17 +281,15 @@ static void run_one(json_t *request)
         const char *op = json_string_value(json_object_get(request, "op"));
         for (size_t i = 0; op && i < ARRAY_SIZE(mutating); i++)
                 g_dirty |= strcmp(op, mutating[i]) == 0;
-        struct files_error err;
-        json_t *res = files_op(g_ws_fd, request, &LIMITS, 1700000000000ULL, (unsigned)getuid(),
-                               (unsigned)getgid(), &err);
-        if (res) {
-                check_success(res, request);
-                CHECK(err.context == NULL);
-        } else {
-                check_failure(&err);
-        }
-        json_decref(res);
-        files_error_done(&err);
+        struct files_root root = { .fd = g_ws_fd, .limits = LIMITS, .uid = (unsigned)getuid(),
+                                   .gid = (unsigned)getgid() };
+        struct http_response res = { 0 };
+        workers_files_on(&root, 1700000000000ULL, request, &res);
+        if (res.status == 200)
+                check_success(res.json, request);
+        else
+                check_failure(&res);
+        json_decref(res.json);
         check_outside_untouched();
 }
 

@@ -1,5 +1,5 @@
 /* Fuzzes path normalisation and confinement (files_normalize in
- * src/sandbox/files.c): the input, NUL-terminated, is a user path of the files
+ * src/sandbox/files/resolve.c): the input, NUL-terminated, is a user path of the files
  * API or a context cwd.
  *
  * Invariants on success: the output starts with "/workspace" (followed by

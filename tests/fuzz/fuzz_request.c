@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/workers/envelope.h"
 #include "api/workers/validate.h"
 #include "fuzz.h"
 #include "http/server.h"

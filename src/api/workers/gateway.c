@@ -3,9 +3,13 @@
  * The binding is forced from the path (PYTHON, JAVASCRIPT, …); the same id
  * reached through two languages is one sandbox. */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/workers/envelope.h"
+#include "api/workers/errors.h"
+#include "api/workers/files.h"
+#include "api/workers/views.h"
 #include "api/app.h"
 #include "api/workers/validate.h"
 #include "sandbox/sandbox.h"
@@ -42,34 +46,59 @@ static json_t *gw_begin_json(struct http_request *req, struct http_response *res
         return gw_begin(req, res, g) ? validate_json_object(req, res) : NULL;
 }
 
-/* Sends either the result or the domain error as an ErrorResponse. */
-static void gw_reply(struct http_response *res, int status, json_t *body, struct sbx_error *err)
+static void success(struct http_response *res)
 {
-        if (body) {
-                http_json(res, status, body);
-                return;
-        }
-        workers_error(res, err->status ? err->status : 500, err->code ? err->code : "INTERNAL_ERROR", err->message,
-                   err->context);
-        err->context = NULL;
-        if (err->operation && res->json)
-                json_object_set_new(res->json, "operation", json_string(err->operation));
+        http_json(res, 200, json_pack("{s:b}", "success", 1));
 }
 
 static void h_info(struct http_request *req, struct http_response *res)
 {
         struct gw g;
-        struct sbx_error err = { 0 };
-        if (gw_begin(req, res, &g))
-                gw_reply(res, 200, sbx_info(g.app->sandboxes, g.id, &err), &err);
+        struct err err = { 0 };
+        struct sbx_info info;
+        if (!gw_begin(req, res, &g))
+                return;
+        if (sbx_info(g.app->sandboxes, g.id, &info, &err) < 0) {
+                workers_error_from(res, &err);
+        } else {
+                http_json(res, 200, workers_sandbox_info_json(&info));
+                sbx_info_done(&info);
+        }
+        err_done(&err);
 }
 
 static void h_destroy(struct http_request *req, struct http_response *res)
 {
         struct gw g;
-        struct sbx_error err = { 0 };
-        if (gw_begin(req, res, &g))
-                gw_reply(res, 200, sbx_destroy(g.app->sandboxes, g.id, &err), &err);
+        struct err err = { 0 };
+        if (!gw_begin(req, res, &g))
+                return;
+        if (sbx_destroy(g.app->sandboxes, g.id, &err) < 0)
+                workers_error_from(res, &err);
+        else
+                success(res);
+        err_done(&err);
+}
+
+/* Runs a validated execute request and answers its ExecutionResult. */
+static void gw_execute(struct gw *g, const char *code, const char *context_id, json_t *env,
+                       struct http_response *res)
+{
+        struct err err = { 0 };
+        struct sbx_exec_result r;
+        if (sbx_execute(g->app->sandboxes, g->id, g->rt, g->binding, code, context_id, env, &r, &err) < 0) {
+                workers_error_from(res, &err);
+                err_done(&err);
+                return;
+        }
+        json_t *body = exec_result_json(r.rt, code, &r.outcome, &r.limits);
+        if (body) {
+                workers_add_context_block(body, &r);
+                http_json(res, 200, body);
+        } else {
+                workers_error(res, 500, "INTERNAL_ERROR", "Cannot encode the result", NULL);
+        }
+        sbx_exec_result_done(&r);
 }
 
 static void h_execute(struct http_request *req, struct http_response *res)
@@ -94,12 +123,8 @@ static void h_execute(struct http_request *req, struct http_response *res)
         } else if (cid && !json_is_null(cid) && !json_is_string(cid)) {
                 workers_error(res, 400, "VALIDATION_FAILED", "contextId must be a string", NULL);
         } else if ((env = validate_env(json_object_get(root, "envVars"), ENV_REJECT_BAD_KEYS, true, res))) {
-                struct sbx_error err = { 0 };
-                const char *context_id = json_is_string(cid) ? json_string_value(cid) : NULL;
-                gw_reply(res, 200,
-                         sbx_execute(g.app->sandboxes, g.id, g.rt, g.binding, json_string_value(code), context_id,
-                                     env, &err),
-                         &err);
+                gw_execute(&g, json_string_value(code), json_is_string(cid) ? json_string_value(cid) : NULL, env,
+                           res);
         }
         json_decref(env);
         json_decref(root);
@@ -116,11 +141,14 @@ static void h_context_create(struct http_request *req, struct http_response *res
         if (cwd && !json_is_null(cwd) && !json_is_string(cwd)) {
                 workers_error(res, 400, "VALIDATION_FAILED", "cwd must be a string", NULL);
         } else if ((env = validate_env(json_object_get(root, "envVars"), ENV_REJECT_BAD_KEYS, false, res))) {
-                struct sbx_error err = { 0 };
-                gw_reply(res, 201,
-                         sbx_context_create(g.app->sandboxes, g.id, g.rt, g.binding, json_string_value(cwd), env,
-                                            &err),
-                         &err);
+                struct err err = { 0 };
+                struct sbx_context_info info;
+                if (sbx_context_create(g.app->sandboxes, g.id, g.rt, g.binding, json_string_value(cwd), env, &info,
+                                       &err) < 0)
+                        workers_error_from(res, &err);
+                else
+                        http_json(res, 201, workers_context_brief_json(&info));
+                err_done(&err);
         }
         json_decref(env);
         json_decref(root);
@@ -129,17 +157,34 @@ static void h_context_create(struct http_request *req, struct http_response *res
 static void h_context_list(struct http_request *req, struct http_response *res)
 {
         struct gw g;
-        struct sbx_error err = { 0 };
-        if (gw_begin(req, res, &g))
-                gw_reply(res, 200, sbx_context_list(g.app->sandboxes, g.id, &err), &err);
+        struct err err = { 0 };
+        struct sbx_context_info *list = NULL;
+        size_t n = 0;
+        if (!gw_begin(req, res, &g))
+                return;
+        if (sbx_context_list(g.app->sandboxes, g.id, &list, &n, &err) < 0) {
+                workers_error_from(res, &err);
+        } else {
+                json_t *arr = json_array();
+                for (size_t i = 0; arr && i < n; i++)
+                        json_array_append_new(arr, workers_context_brief_json(&list[i]));
+                http_json(res, 200, json_pack("{s:o}", "contexts", arr));
+        }
+        free(list);
+        err_done(&err);
 }
 
 static void h_context_delete(struct http_request *req, struct http_response *res)
 {
         struct gw g;
-        struct sbx_error err = { 0 };
-        if (gw_begin(req, res, &g))
-                gw_reply(res, 200, sbx_context_delete(g.app->sandboxes, g.id, req->captures[2], &err), &err);
+        struct err err = { 0 };
+        if (!gw_begin(req, res, &g))
+                return;
+        if (sbx_context_delete(g.app->sandboxes, g.id, req->captures[2], &err) < 0)
+                workers_error_from(res, &err);
+        else
+                success(res);
+        err_done(&err);
 }
 
 static void h_env(struct http_request *req, struct http_response *res)
@@ -153,8 +198,12 @@ static void h_env(struct http_request *req, struct http_response *res)
         if (!json_is_object(vars)) {
                 workers_error(res, 400, "VALIDATION_FAILED", "envVars must be an object", NULL);
         } else if ((env = validate_env(vars, ENV_REJECT_BAD_KEYS, true, res))) {
-                struct sbx_error err = { 0 };
-                gw_reply(res, 200, sbx_set_env(g.app->sandboxes, g.id, env, &err), &err);
+                struct err err = { 0 };
+                if (sbx_set_env(g.app->sandboxes, g.id, env, &err) < 0)
+                        workers_error_from(res, &err);
+                else
+                        success(res);
+                err_done(&err);
         }
         json_decref(env);
         json_decref(root);
@@ -166,8 +215,7 @@ static void h_files(struct http_request *req, struct http_response *res)
         json_t *root = gw_begin_json(req, res, &g);
         if (!root)
                 return;
-        struct sbx_error err = { 0 };
-        gw_reply(res, 200, sbx_files(g.app->sandboxes, g.id, root, &err), &err);
+        workers_files(g.app->sandboxes, g.id, root, res);
         json_decref(root);
 }
 

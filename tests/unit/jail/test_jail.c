@@ -170,6 +170,20 @@ static void collect(struct jail_proc *p, int out_fd, int err_fd, struct run *res
 }
 
 /* Runs "/bin/sh -c script" in a jail and collects everything. */
+/* Spawns spec, collects its output into res and releases the jail. */
+static void run_spec(struct jail_spec *spec, struct run *res)
+{
+        static struct jail_proc p;
+        int out, err;
+        const char *step = NULL;
+        int r = spawn(spec, &p, &out, &err, &step);
+        if (r < 0)
+                TAP_FAIL("jail_spawn: %d at step '%s'", r, step ? step : "?");
+        collect(&p, out, err, res);
+        jail_proc_release(&p);
+        g_proc = NULL;
+}
+
 static void run_sh(const char *cgroup_name, const char *script, struct run *res)
 {
         struct jail_spec spec;
@@ -177,15 +191,7 @@ static void run_sh(const char *cgroup_name, const char *script, struct run *res)
         spec.argv[0] = "/bin/sh";
         spec.argv[1] = "-c";
         spec.argv[2] = script;
-        static struct jail_proc p;
-        int out, err;
-        const char *step = NULL;
-        int r = spawn(&spec, &p, &out, &err, &step);
-        if (r < 0)
-                TAP_FAIL("jail_spawn: %d at step '%s'", r, step ? step : "?");
-        collect(&p, out, err, res);
-        jail_proc_release(&p);
-        g_proc = NULL;
+        run_spec(&spec, res);
 }
 
 /* The value of "key=" on its own line in text, or NULL. */
@@ -322,16 +328,8 @@ TEST(jail_no_network)
                 "  } else { printf \"af%d=%d\\n\", $f, $! + 0 }"
                 "}"
                 "open(my $r, '<', '/proc/net/dev') or die; my @l = <$r>; print 'ifaces=', scalar(grep { /:/ } @l), \"\\n\";";
-        static struct jail_proc p;
-        int out, err;
-        const char *step = NULL;
-        int r = spawn(&spec, &p, &out, &err, &step);
-        if (r < 0)
-                TAP_FAIL("jail_spawn: %d at step '%s'", r, step);
         struct run res;
-        collect(&p, out, err, &res);
-        jail_proc_release(&p);
-        g_proc = NULL;
+        run_spec(&spec, &res);
         ASSERT_TRUE(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0);
         char eafnosupport[16];
         snprintf(eafnosupport, sizeof(eafnosupport), "%d", EAFNOSUPPORT);
@@ -445,16 +443,8 @@ TEST(jail_cwd_and_workspace_dir)
         spec.argv[2] = "echo pwd=$(pwd); echo from-jail > /workspace/out.txt; echo ok=1";
         spec.cwd = "/tmp";
         spec.workspace_dir = g_ws;
-        static struct jail_proc p;
-        int out, err;
-        const char *step = NULL;
-        int r = spawn(&spec, &p, &out, &err, &step);
-        if (r < 0)
-                TAP_FAIL("jail_spawn: %d at step '%s'", r, step);
         struct run res;
-        collect(&p, out, err, &res);
-        jail_proc_release(&p);
-        g_proc = NULL;
+        run_spec(&spec, &res);
         ASSERT_FIELD(&res, "pwd", "/tmp");
         ASSERT_FIELD(&res, "ok", "1");
         char path[PATH_MAX], buf[64];

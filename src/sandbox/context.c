@@ -1,0 +1,403 @@
+/* Code contexts: creation, listing, deletion, and one execution in a
+ * context (make the interpreter resident, restoring it from its journal if
+ * needed; run the cell; journal it). */
+#include "sandbox/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "base/log.h"
+#include "base/util.h"
+
+#define OP_CREATE "context.create"
+#define OP_DELETE "context.delete"
+#define OP_EXECUTE "context.execute"
+
+struct context *context_from_row(struct sandbox_mgr *m, struct sandbox *s, const struct context_row *row)
+{
+        struct context *c = calloc(1, sizeof(*c));
+        if (!c)
+                return NULL;
+        c->row = *row;
+        c->row.env_json = strdup(row->env_json ? row->env_json : "{}");
+        if (!c->row.env_json) {
+                free(c);
+                return NULL;
+        }
+        c->rt = runtime_find(row->language);
+        c->sbx = s;
+        /* The journal rows are the truth; the context row may lag by one
+         * cell if the daemon died between the two writes. */
+        journal_sync(m, c);
+        pthread_mutex_init(&c->run_lock, NULL);
+        return c;
+}
+
+void context_free(struct sandbox_mgr *m, struct context *c)
+{
+        if (!c)
+                return;
+        context_drop_interpreter(m, c);
+        pthread_mutex_destroy(&c->run_lock);
+        context_row_done(&c->row);
+        free(c);
+}
+
+void context_info_fill(const struct context *c, struct sbx_context_info *ret)
+{
+        memset(ret, 0, sizeof(*ret));
+        snprintf(ret->id, sizeof(ret->id), "%s", c->row.id);
+        snprintf(ret->binding, sizeof(ret->binding), "%s", c->row.binding);
+        snprintf(ret->language, sizeof(ret->language), "%s", c->row.language);
+        snprintf(ret->cwd, sizeof(ret->cwd), "%s", c->row.cwd);
+        snprintf(ret->engine, sizeof(ret->engine), "%s", c->rt ? c->rt->engine : "");
+        ret->created_at = c->row.created_at;
+        ret->last_used = c->row.last_used;
+        ret->executions = c->row.executions;
+        ret->resident = kproc_alive(c->kp);
+        ret->snap = (struct sbx_snapshot){
+                .taken_at = c->row.snap_taken_at,
+                .cells = c->row.snap_cells,
+                .bytes = c->row.snap_bytes,
+                .stale = c->row.snap_stale,
+        };
+        snprintf(ret->snap.build, sizeof(ret->snap.build), "%s", c->row.build);
+}
+
+static void new_uuid(char out[37])
+{
+        unsigned char b[16];
+        if (getrandom(b, sizeof(b), 0) != sizeof(b))
+                for (size_t i = 0; i < sizeof(b); i++)
+                        b[i] = (unsigned char)(now_ns() >> (i % 8));
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+                 b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+/* Normalises a context cwd inside /workspace (relative → /workspace/…). */
+static bool normalize_cwd(const char *cwd, char *out, size_t len)
+{
+        return files_normalize(cwd && *cwd ? cwd : FILES_ROOT, out, len) == 0;
+}
+
+static size_t context_count(const struct sandbox *s)
+{
+        size_t n = 0;
+        for (const struct context *c = s->contexts; c; c = c->next)
+                n++;
+        return n;
+}
+
+static void context_append(struct sandbox *s, struct context *c)
+{
+        struct context **pp = &s->contexts;
+        while (*pp)
+                pp = &(*pp)->next;
+        *pp = c;
+}
+
+static void context_unlink(struct sandbox *s, struct context *c)
+{
+        for (struct context **pp = &s->contexts; *pp; pp = &(*pp)->next)
+                if (*pp == c) {
+                        *pp = c->next;
+                        break;
+                }
+}
+
+static struct context *find_context(struct sandbox *s, const char *cid)
+{
+        for (struct context *c = s->contexts; c; c = c->next)
+                if (strcmp(c->row.id, cid) == 0)
+                        return c;
+        return NULL;
+}
+
+static void fill_new_row(struct context *c, const struct sandbox *s, const struct runtime *rt,
+                         const char *binding, const char *cwd)
+{
+        new_uuid(c->row.id);
+        snprintf(c->row.sandbox_id, sizeof(c->row.sandbox_id), "%s", s->row.id);
+        snprintf(c->row.binding, sizeof(c->row.binding), "%s", binding);
+        snprintf(c->row.language, sizeof(c->row.language), "%s", rt->id);
+        snprintf(c->row.cwd, sizeof(c->row.cwd), "%s", cwd);
+        /* Strictly increasing creation times keep "oldest context" exact. */
+        uint64_t now = wall_ms();
+        for (struct context *o = s->contexts; o; o = o->next)
+                if (o->row.created_at >= now)
+                        now = o->row.created_at + 1;
+        c->row.created_at = c->row.last_used = now;
+}
+
+/* Creates and stores a context (caller holds s->lock). */
+static struct context *context_new(struct sandbox_mgr *m, struct sandbox *s, const struct runtime *rt,
+                                   const char *binding, const char *cwd, json_t *env, struct err *err)
+{
+        if (context_count(s) >= m->opt.max_contexts) {
+                err_set(err, ERR_LIMIT, 0, "Cannot create more than %llu code contexts",
+                        (unsigned long long)m->opt.max_contexts);
+                err->op = OP_CREATE;
+                return NULL;
+        }
+        struct context *c = calloc(1, sizeof(*c));
+        if (!c) {
+                err_set(err, ERR_INTERNAL, ENOMEM, "Out of memory");
+                return NULL;
+        }
+        fill_new_row(c, s, rt, binding, cwd);
+        c->row.env_json = env ? json_dumps(env, JSON_COMPACT | JSON_SORT_KEYS) : strdup("{}");
+        c->rt = rt;
+        c->sbx = s;
+        pthread_mutex_init(&c->run_lock, NULL);
+        int r = c->row.env_json ? store_context_insert(m->store, &c->row) : -ENOMEM;
+        if (r < 0) {
+                context_free(m, c);
+                err_set(err, ERR_INTERNAL, -r, "Cannot store context: %s", strerror(-r));
+                return NULL;
+        }
+        context_append(s, c);
+        return c;
+}
+
+int sbx_context_create(struct sandbox_mgr *m, const char *id, const struct runtime *rt, const char *binding,
+                       const char *cwd, json_t *env, struct sbx_context_info *ret, struct err *err)
+{
+        char norm[4096];
+        if (!normalize_cwd(cwd, norm, sizeof(norm))) {
+                int r = err_set(err, ERR_INVALID, 0, "cwd must be inside /workspace");
+                err_detail(err, "cwd", cwd ? cwd : "", (size_t)-1);
+                return r;
+        }
+        struct sandbox *s = sandbox_enter(m, id, err);
+        if (!s)
+                return -EINVAL;
+        struct context *c = context_new(m, s, rt, binding, norm, env, err);
+        if (c)
+                context_info_fill(c, ret);
+        sandbox_leave(m, s);
+        return c ? 0 : -EIO;
+}
+
+static int context_not_found(struct err *err, const char *cid, const char *op, const char *msg)
+{
+        int r = err_set(err, ERR_NOT_FOUND, ENOENT, "%s", msg);
+        err->op = op;
+        err_detail(err, "contextId", cid, (size_t)-1);
+        return r;
+}
+
+int sbx_context_delete(struct sandbox_mgr *m, const char *id, const char *cid, struct err *err)
+{
+        struct sandbox *s = sandbox_enter(m, id, err);
+        if (!s)
+                return -EINVAL;
+        struct context *c = find_context(s, cid);
+        int r = 0;
+        if (!c) {
+                char msg[256];
+                snprintf(msg, sizeof(msg), "Context not found: %s", cid);
+                r = context_not_found(err, cid, OP_DELETE, msg);
+        } else {
+                context_unlink(s, c);
+                c->deleted = true;
+                store_context_delete(m->store, c->row.id);
+                if (c->refs == 0)
+                        context_free(m, c);
+                else if (c->kp)
+                        kproc_kill(c->kp); /* the running execution frees it */
+        }
+        sandbox_leave(m, s);
+        return r;
+}
+
+/* ---- one execution ---- */
+
+static int restore_state(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim,
+                         struct err *err)
+{
+        uint64_t t0 = now_ns();
+        size_t bad = journal_replay(m, c, lim);
+        if (bad) {
+                /* Never restore silently wrong state: say so. */
+                c->row.snap_stale = true;
+                log_warn("msg=\"context restored with replay failures\" context=%s cells=%zu", c->row.id, bad);
+        }
+        log_debug("msg=\"context restored\" context=%s cells=%llu ms=%.1f", c->row.id,
+                  (unsigned long long)c->row.snap_cells, (double)(now_ns() - t0) / 1e6);
+        c->need_reseed = true;
+        if (!kproc_alive(c->kp)) {
+                int r = err_set(err, ERR_UNAVAILABLE, 0, "Context state could not be restored");
+                err->op = OP_EXECUTE;
+                return r;
+        }
+        return 0;
+}
+
+/* Makes the context's interpreter resident, restoring state if it has a
+ * journal. Caller holds c->run_lock. */
+static int ensure_resident(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim,
+                           struct err *err)
+{
+        if (kproc_alive(c->kp)) {
+                lru_touch(m, c);
+                return 0;
+        }
+        context_drop_interpreter(m, c);
+        const char *why = NULL;
+        bool restore = c->row.snap_cells > 0;
+        int r = kproc_spawn(m->engine, c->rt, "repl", c->sbx->ws.mount, restore, lim, &c->kp, &why);
+        if (r < 0) {
+                err_set(err, ERR_UNAVAILABLE, -r, "Cannot start the %s interpreter (%s: %s)", c->rt->id, why,
+                        strerror(-r));
+                err->op = OP_EXECUTE;
+                return r;
+        }
+        lru_add(m, c);
+        if (restore && (r = restore_state(m, c, lim, err)) < 0)
+                return r;
+        lru_evict(m, c);
+        return 0;
+}
+
+/* Picks the context for an execute (caller holds s->lock). */
+static struct context *resolve_context(struct sandbox_mgr *m, struct sandbox *s, const struct runtime *rt,
+                                       const char *binding, const char *cid, struct err *err)
+{
+        if (cid) {
+                struct context *c = find_context(s, cid);
+                if (!c) {
+                        char msg[256];
+                        snprintf(msg, sizeof(msg), "Context not found: %s", cid);
+                        context_not_found(err, cid, OP_EXECUTE, msg);
+                }
+                return c;
+        }
+        for (struct context *c = s->contexts; c; c = c->next)
+                if (strcmp(c->row.binding, binding) == 0)
+                        return c; /* list is ordered by createdAt: the oldest */
+        return context_new(m, s, rt, binding, FILES_ROOT, NULL, err);
+}
+
+/* Effective env: sandbox < context < call (null unsets). */
+static json_t *effective_env(struct sandbox *s, struct context *c, json_t *call_env)
+{
+        json_t *env = json_deep_copy(s->env);
+        json_t *ctx_env = env_parse(c->row.env_json);
+        env_merge(env, ctx_env);
+        json_decref(ctx_env);
+        if (call_env)
+                env_merge(env, call_env);
+        return env;
+}
+
+static void update_cwd(struct context *c, json_t *response)
+{
+        const char *cwd = response ? json_string_value(json_object_get(response, "cwd")) : NULL;
+        char norm[4096];
+        if (cwd && normalize_cwd(cwd, norm, sizeof(norm)))
+                snprintf(c->row.cwd, sizeof(c->row.cwd), "%s", norm);
+}
+
+static json_t *cell_request(struct context *c, const char *code, json_t *env, bool ts,
+                            const struct exec_limits *lim)
+{
+        json_t *req = exec_build_request(code, env, c->row.cwd, ts, lim->result_bytes, false);
+        if (req && c->need_reseed)
+                json_object_set_new(req, "reseed", json_true());
+        return req;
+}
+
+/* Runs one cell in a resident context. Caller holds c->run_lock. */
+static int run_cell(struct sandbox_mgr *m, struct context *c, const char *code, json_t *env,
+                    struct sbx_exec_result *ret, struct err *err)
+{
+        ret->limits = m->opt.limits;
+        int r = ensure_resident(m, c, &ret->limits, err);
+        if (r < 0)
+                return r;
+        bool ts = strcmp(c->rt->id, "javascript") == 0;
+        char cwd_before[4096];
+        snprintf(cwd_before, sizeof(cwd_before), "%s", c->row.cwd);
+        json_t *req = cell_request(c, code, env, ts, &ret->limits);
+        r = req ? kproc_run(c->kp, req, &ret->limits, &ret->outcome) : -ENOMEM;
+        json_decref(req);
+        if (r < 0) {
+                context_drop_interpreter(m, c);
+                err_set(err, ERR_UNAVAILABLE, -r, "Engine execution failed: %s", strerror(-r));
+                err->op = OP_EXECUTE;
+                return r;
+        }
+        c->need_reseed = false;
+        ret->snapshot_ms = -1;
+        const struct exec_outcome *o = &ret->outcome;
+        if (o->died || o->limit != EXEC_LIMIT_NONE) {
+                /* The interpreter is gone (or was killed for a limit): the
+                 * next call restores the state as of the last journaled cell,
+                 * i.e. as before this failed run. */
+                context_drop_interpreter(m, c);
+        } else {
+                update_cwd(c, o->response);
+                journal_append(m, c, code, env, cwd_before, ts, &ret->snapshot_ms);
+        }
+        c->row.executions++;
+        c->row.last_used = wall_ms();
+        store_context_update(m->store, &c->row);
+        ret->rt = c->rt;
+        snprintf(ret->context_id, sizeof(ret->context_id), "%s", c->row.id);
+        snprintf(ret->cwd, sizeof(ret->cwd), "%s", c->row.cwd);
+        ret->executions = c->row.executions;
+        ret->expires_at = c->sbx->row.expires_at;
+        return 0;
+}
+
+void sbx_exec_result_done(struct sbx_exec_result *r)
+{
+        exec_outcome_done(&r->outcome);
+}
+
+/* Runs under the context's own lock, not the sandbox's: other contexts of
+ * the sandbox (and its files) stay usable during a long cell. */
+static int execute_locked(struct sandbox_mgr *m, struct context *c, const char *code, json_t *env,
+                          struct sbx_exec_result *ret, struct err *err)
+{
+        if (!c->rt)
+                return err_set(err, ERR_INVALID, 0, "Context language '%s' is not available", c->row.language);
+        pthread_mutex_lock(&c->run_lock);
+        int r = c->deleted ? context_not_found(err, c->row.id, OP_EXECUTE, "Context was deleted")
+                           : run_cell(m, c, code, env, ret, err);
+        pthread_mutex_unlock(&c->run_lock);
+        return r;
+}
+
+int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt, const char *binding,
+                const char *code, const char *context_id, json_t *call_env, struct sbx_exec_result *ret,
+                struct err *err)
+{
+        memset(ret, 0, sizeof(*ret));
+        ret->snapshot_ms = -1;
+        struct sandbox *s = sandbox_enter(m, id, err);
+        if (!s)
+                return -EINVAL;
+        struct context *c = resolve_context(m, s, rt, binding, context_id, err);
+        json_t *env = NULL;
+        int r = c ? sandbox_open_workspace(m, s, err) : -EIO;
+        if (r == 0) {
+                c->refs++;
+                env = effective_env(s, c, call_env);
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (r == 0) {
+                r = execute_locked(m, c, code, env, ret, err);
+                pthread_mutex_lock(&s->lock);
+                bool free_it = --c->refs == 0 && c->deleted && !find_context(s, c->row.id);
+                pthread_mutex_unlock(&s->lock);
+                if (free_it)
+                        context_free(m, c);
+        }
+        json_decref(env);
+        sandbox_put(m, s);
+        return r;
+}

@@ -1,0 +1,185 @@
+/* Whole-file reads and atomic, durable, quota-checked writes. */
+#include "sandbox/files/internal.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "base/util.h"
+
+void files_blob_done(struct files_blob *b)
+{
+        if (!b)
+                return;
+        free(b->data);
+        *b = (struct files_blob){ 0 };
+}
+
+/* Reads fd to its end into b; -ENOBUFS when it grows past b->max (the file
+ * grew while we were reading), with *ret_seen the bytes seen so far. */
+static int read_to_end(int fd, struct buf *b, uint64_t *ret_seen)
+{
+        char chunk[65536];
+        for (;;) {
+                ssize_t n = read(fd, chunk, sizeof(chunk));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return 0;
+                int r = buf_append(b, chunk, (size_t)n);
+                if (r < 0) {
+                        *ret_seen = (uint64_t)b->len + (uint64_t)n;
+                        return r;
+                }
+        }
+}
+
+int files_read(const struct files_root *root, const char *path, struct files_blob *ret, struct err *err)
+{
+        *ret = (struct files_blob){ 0 };
+        _cleanup_(fop_end) struct fop f;
+        int r = fop_begin(&f, root, FILES_OP_READ, path, NULL, err);
+        if (r < 0)
+                return r;
+        uint64_t max = root->limits.max_file_bytes ? root->limits.max_file_bytes : READ_HARD_MAX;
+        /* O_NONBLOCK: a guest-planted FIFO must not hang the daemon; it is
+         * refused below like every non-regular file. */
+        _cleanup_close_ int fd = resolve_at(root->fd, f.rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0)
+                return fop_fail(&f, -fd, NULL, NULL);
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return fop_fail(&f, errno, NULL, NULL);
+        if (S_ISDIR(st.st_mode))
+                return fop_fail(&f, EISDIR, NULL, "Is a directory: %s", f.path);
+        if (!S_ISREG(st.st_mode))
+                return fop_fail(&f, EACCES, NULL, "Permission denied: '%s' is not a regular file", f.path);
+        if ((uint64_t)st.st_size > max)
+                return fop_too_large(&f, max, (uint64_t)st.st_size);
+
+        struct buf b;
+        buf_init(&b, (size_t)max);
+        uint64_t seen = 0;
+        r = read_to_end(fd, &b, &seen);
+        /* buf keeps its data NUL-terminated; an empty file has none yet. */
+        if (r == 0 && !b.data && !(b.data = calloc(1, 1)))
+                r = -ENOMEM;
+        if (r < 0) {
+                buf_free(&b);
+                if (r == -ENOBUFS)
+                        return fop_too_large(&f, max, seen);
+                return fop_fail(&f, -r, NULL, NULL);
+        }
+        *ret = (struct files_blob){ .data = (unsigned char *)b.data, .len = b.len };
+        return 0;
+}
+
+static void random_name(char out[static 40])
+{
+        uint64_t v;
+        if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+                v = now_ns() ^ ((uint64_t)getpid() << 32);
+        snprintf(out, 40, ".sandboxd-%016llx.tmp", (unsigned long long)v);
+}
+
+/* Replaces dir_fd/name atomically: a hidden temp file in the same
+ * directory is written and fsynced, renamed over the target, then the
+ * directory is fsynced, so an acknowledged write survives a crash and a
+ * reader never sees a half-written file. O_EXCL|O_NOFOLLOW keeps a guest
+ * from pre-planting the temp name as a symlink. renameat() replaces the
+ * directory entry itself and never follows a symlink at the target. */
+static int write_atomic(int dir_fd, const char *name, const void *data, size_t len)
+{
+        char tmp[40];
+        _cleanup_close_ int fd = -1;
+        for (int attempt = 0; attempt < 16; attempt++) {
+                random_name(tmp);
+                fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE);
+                if (fd >= 0 || errno != EEXIST)
+                        break;
+        }
+        if (fd < 0)
+                return -errno;
+
+        int r = 0;
+        /* Independent of the daemon's umask: the contract says -rw-r--r--. */
+        if (fchmod(fd, FILE_MODE) < 0)
+                r = -errno;
+        if (r == 0)
+                r = write_all(fd, data, len);
+        if (r == 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r == 0 && renameat(dir_fd, tmp, dir_fd, name) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void)unlinkat(dir_fd, tmp, 0);
+                return r;
+        }
+        return fsync_dir(dir_fd);
+}
+
+/* The byte and entry quotas for replacing an entry of old_size (existing)
+ * with len bytes. */
+static int check_quota(struct fop *f, bool existing, uint64_t old_size, size_t len)
+{
+        const struct files_limits *lim = &f->root->limits;
+        uint64_t entries, bytes;
+        int r = fop_usage(f, &entries, &bytes);
+        if (r < 0)
+                return fop_fail(f, -r, NULL, NULL);
+        if (lim->max_total_bytes && bytes - (old_size < bytes ? old_size : bytes) + len > lim->max_total_bytes)
+                return fop_fail(f, ENOSPC, NULL, "Workspace exceeds %llu bytes total",
+                                (unsigned long long)lim->max_total_bytes);
+        if (lim->max_entries && !existing && entries + 1 > lim->max_entries)
+                return fop_fail(f, ENOSPC, NULL, "Workspace exceeds %llu entries",
+                                (unsigned long long)lim->max_entries);
+        return 0;
+}
+
+int files_write(const struct files_root *root, const char *path, const void *data, size_t len,
+                struct err *err)
+{
+        _cleanup_(fop_end) struct fop f;
+        int r = fop_begin(&f, root, FILES_OP_WRITE, path, NULL, err);
+        if (r < 0)
+                return r;
+        if (!f.rel[0])
+                return fop_fail(&f, EISDIR, NULL, "Cannot write to the /workspace root");
+        /* The per-file limit is checked before anything touches the disk. */
+        uint64_t max = root->limits.max_file_bytes;
+        if (max && len > max)
+                return fop_too_large(&f, max, len);
+
+        const char *name;
+        _cleanup_close_ int pfd = open_parent(root->fd, f.rel, &name);
+        if (pfd < 0)
+                return fop_fail(&f, -pfd, NULL, NULL);
+
+        struct stat st;
+        bool existing = false;
+        uint64_t old_size = 0;
+        r = stat_entry(pfd, name, &st);
+        if (r == 0) {
+                existing = true;
+                if (S_ISDIR(st.st_mode))
+                        return fop_fail(&f, EISDIR, NULL, "Is a directory: %s", f.path);
+                /* Replacing the link would be harmless, but writing "through"
+                 * a link is refused like every other symlink use. */
+                if (S_ISLNK(st.st_mode))
+                        return fop_fail(&f, ELOOP, NULL, NULL);
+                if (S_ISREG(st.st_mode))
+                        old_size = (uint64_t)st.st_size;
+        } else if (r != -ENOENT) {
+                return fop_fail(&f, -r, NULL, NULL);
+        }
+        r = check_quota(&f, existing, old_size, len);
+        if (r < 0)
+                return r;
+        r = write_atomic(pfd, name, data, len);
+        if (r < 0)
+                return fop_fail(&f, -r, NULL, NULL);
+        return 0;
+}

@@ -1,0 +1,261 @@
+/* Tree walking beneath the workspace root: listings and usage totals. */
+#include "sandbox/files/internal.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+struct walk {
+        int root_fd;
+        char path[PATH_MAX]; /* current directory relative to root_fd */
+        size_t base_len;     /* length of the walked directory's own path */
+        bool recursive;
+        bool include_hidden;
+        walk_fn fn;
+        void *userdata;
+};
+
+struct names {
+        char **v;
+        size_t n, cap;
+};
+
+static void names_done(struct names *s)
+{
+        for (size_t i = 0; i < s->n; i++)
+                free(s->v[i]);
+        free(s->v);
+        *s = (struct names){ 0 };
+}
+
+static int names_add(struct names *s, const char *name)
+{
+        if (s->n == s->cap) {
+                size_t ncap = s->cap ? s->cap * 2 : 8;
+                char **nv = realloc(s->v, ncap * sizeof(*nv));
+                if (!nv)
+                        return -ENOMEM;
+                s->v = nv, s->cap = ncap;
+        }
+        s->v[s->n] = strdup(name);
+        if (!s->v[s->n])
+                return -ENOMEM;
+        s->n++;
+        return 0;
+}
+
+/* Appends "/name" (or "name" at the root) to w->path[0..len). */
+static int path_push(struct walk *w, size_t len, const char *name)
+{
+        size_t nlen = strlen(name);
+        size_t need = len + (len ? 1 : 0) + nlen;
+        if (need >= sizeof(w->path))
+                return -ENAMETOOLONG;
+        if (len)
+                w->path[len++] = '/';
+        memcpy(w->path + len, name, nlen + 1);
+        return 0;
+}
+
+/* Reports the entries of the open directory d; collects subdirectories to
+ * enter into subdirs. */
+static int walk_entries(struct walk *w, size_t len, DIR *d, struct names *subdirs)
+{
+        size_t rel_off = w->base_len ? w->base_len + 1 : 0;
+        struct dirent *de;
+        while ((errno = 0, de = readdir(d))) {
+                const char *name = de->d_name;
+                if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+                        continue;
+                /* A hidden directory hides its whole subtree, since every
+                 * descendant's relativePath has that segment. */
+                if (!w->include_hidden && name[0] == '.')
+                        continue;
+                struct stat st;
+                int r = stat_entry(dirfd(d), name, &st);
+                if (r == -ENOENT)
+                        continue;
+                if (r == 0)
+                        r = path_push(w, len, name);
+                if (r < 0)
+                        return r;
+                r = w->fn(w->userdata, w->path + rel_off, &st);
+                w->path[len] = '\0';
+                if (r == 0 && w->recursive && S_ISDIR(st.st_mode))
+                        r = names_add(subdirs, name);
+                if (r < 0)
+                        return r;
+        }
+        return errno != 0 ? -errno : 0;
+}
+
+/* Visits one directory (w->path[0..len)). Child directories are collected
+ * and visited after the stream is closed, each re-resolved from root_fd
+ * with openat2: no fd is held per level, so depth does not eat fds, and a
+ * directory swapped for a symlink meanwhile is simply not entered. */
+static int walk_level(struct walk *w, size_t len)
+{
+        w->path[len] = '\0';
+        int fd = resolve_at(w->root_fd, w->path, O_RDONLY | O_DIRECTORY);
+        if (fd < 0) {
+                /* Below the walked directory, vanished/swapped/unreadable
+                 * entries are skipped; the walked directory itself fails. */
+                if (len > w->base_len && (fd == -ENOENT || fd == -ENOTDIR || fd == -ELOOP || fd == -EACCES))
+                        return 0;
+                return fd;
+        }
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        _cleanup_(names_done) struct names subdirs = { 0 };
+        int r = walk_entries(w, len, d, &subdirs);
+        closedir(d);
+
+        for (size_t i = 0; r == 0 && i < subdirs.n; i++) {
+                r = path_push(w, len, subdirs.v[i]);
+                if (r == 0)
+                        r = walk_level(w, strlen(w->path));
+                w->path[len] = '\0';
+        }
+        return r;
+}
+
+int walk_tree(int root_fd, const char *rel, bool recursive, bool include_hidden, walk_fn fn, void *userdata)
+{
+        _cleanup_free_ struct walk *w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        size_t len = strlen(rel);
+        if (len >= sizeof(w->path))
+                return -ENAMETOOLONG;
+        *w = (struct walk){ .root_fd = root_fd, .base_len = len, .recursive = recursive,
+                            .include_hidden = include_hidden, .fn = fn, .userdata = userdata };
+        memcpy(w->path, rel, len + 1);
+        return walk_level(w, len);
+}
+
+/* ---- usage --------------------------------------------------------------- */
+
+struct usage {
+        uint64_t entries;
+        uint64_t bytes;
+};
+
+static int usage_visit(void *userdata, const char *rel UNUSED, const struct stat *st)
+{
+        struct usage *u = userdata;
+        u->entries++;
+        if (S_ISREG(st->st_mode))
+                u->bytes += (uint64_t)st->st_size;
+        return 0;
+}
+
+int files_usage(int root_fd, uint64_t *ret_entries, uint64_t *ret_bytes)
+{
+        struct usage u = { 0 };
+        int r = walk_tree(root_fd, "", true, true, usage_visit, &u);
+        if (r < 0)
+                return r;
+        if (ret_entries)
+                *ret_entries = u.entries;
+        if (ret_bytes)
+                *ret_bytes = u.bytes;
+        return 0;
+}
+
+int fop_usage(const struct fop *f, uint64_t *entries, uint64_t *bytes)
+{
+        const struct files_limits *lim = &f->root->limits;
+        *entries = *bytes = 0;
+        if (!lim->max_total_bytes && !lim->max_entries)
+                return 0;
+        return files_usage(f->root->fd, entries, bytes);
+}
+
+int fop_check_new_entries(const struct fop *f, uint64_t count)
+{
+        uint64_t entries, bytes;
+        if (!f->root->limits.max_entries)
+                return 0;
+        int r = fop_usage(f, &entries, &bytes);
+        if (r < 0)
+                return r;
+        return entries + count > f->root->limits.max_entries ? -ENOSPC : 0;
+}
+
+/* ---- list ---------------------------------------------------------------- */
+
+void files_list_done(struct files_list *l)
+{
+        if (!l)
+                return;
+        for (size_t i = 0; i < l->n; i++)
+                free(l->v[i].rel);
+        free(l->v);
+        *l = (struct files_list){ 0 };
+}
+
+static int list_visit(void *userdata, const char *rel, const struct stat *st)
+{
+        struct files_list *l = userdata;
+        if (l->n >= LIST_MAX_ENTRIES)
+                return -E2BIG;
+        if (l->n == l->cap) {
+                size_t ncap = l->cap ? l->cap * 2 : 32;
+                struct files_entry *nv = realloc(l->v, ncap * sizeof(*nv));
+                if (!nv)
+                        return -ENOMEM;
+                l->v = nv, l->cap = ncap;
+        }
+        char *copy = strdup(rel);
+        if (!copy)
+                return -ENOMEM;
+        /* Only directories and regular files have a meaningful size; links
+         * and other special files are reported as empty "file"s. */
+        l->v[l->n++] = (struct files_entry){
+                .rel = copy,
+                .dir = S_ISDIR(st->st_mode),
+                .size = S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0,
+                .mtime = st->st_mtim,
+        };
+        return 0;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+        return strcmp(((const struct files_entry *)a)->rel, ((const struct files_entry *)b)->rel);
+}
+
+int files_list(const struct files_root *root, const char *path, unsigned flags, struct files_list *ret,
+               struct err *err)
+{
+        *ret = (struct files_list){ 0 };
+        _cleanup_(fop_end) struct fop f;
+        int r = fop_begin(&f, root, FILES_OP_LIST, path, NULL, err);
+        if (r < 0)
+                return r;
+        /* Name the listed directory itself precisely: a file is ENOTDIR, a
+         * symlink ELOOP (a permission failure), before walking. */
+        _cleanup_close_ int fd = resolve_at(root->fd, f.rel, O_PATH | O_DIRECTORY);
+        if (fd < 0)
+                return fop_fail(&f, -fd, NULL, NULL);
+
+        _cleanup_(files_list_done) struct files_list l = { 0 };
+        r = walk_tree(root->fd, f.rel, flags & FILES_RECURSIVE, flags & FILES_INCLUDE_HIDDEN, list_visit, &l);
+        if (r == -E2BIG)
+                return fop_fail(&f, E2BIG, NULL, "Too many entries to list (over %d): %s", LIST_MAX_ENTRIES,
+                                f.path);
+        if (r < 0)
+                return fop_fail(&f, -r, NULL, NULL);
+        if (l.n > 1)
+                qsort(l.v, l.n, sizeof(*l.v), entry_cmp);
+        *ret = l;
+        l = (struct files_list){ 0 };
+        return 0;
+}

@@ -1,0 +1,93 @@
+/* Shared between the files of src/sandbox/ only: the in-memory registry of
+ * sandboxes and contexts, and the locks that guard it.
+ *
+ * Locking order: m->lock (hash, refs, LRU) is never held while taking
+ * s->lock; s->lock (a sandbox's rows, env, context list) may be held while
+ * taking m->lock; c->run_lock (one execution at a time per context) is taken
+ * without s->lock held. */
+#pragma once
+
+#include <pthread.h>
+
+#include "base/thread.h"
+
+#include "sandbox/sandbox.h"
+#include "sandbox/workspace.h"
+
+#define SBX_HASH_BUCKETS 4096
+
+struct sandbox;
+
+struct context {
+        struct context_row row;
+        const struct runtime *rt;
+        struct sandbox *sbx;
+        struct kproc *kp;            /* resident interpreter, or NULL */
+        bool need_reseed;            /* first run after a restore */
+        bool deleted;
+        int refs;                    /* executions holding it (sandbox lock) */
+        pthread_mutex_t run_lock;    /* serialises executions */
+        struct context *next;        /* sandbox's list, by created_at */
+        struct context *lru_prev, *lru_next; /* resident LRU (manager lock) */
+};
+
+struct sandbox {
+        struct sandbox_row row;
+        json_t *env;                 /* {string: string} */
+        struct workspace ws;
+        struct context *contexts;
+        pthread_mutex_t lock;
+        int refs;                    /* manager lock */
+        bool deleted;
+        struct sandbox *hnext;
+};
+
+struct sandbox_mgr {
+        struct sandbox_options opt;
+        struct engine *engine;
+        struct store *store;
+        pthread_mutex_t lock;        /* hash, refs, LRU */
+        struct sandbox *buckets[SBX_HASH_BUCKETS];
+        struct context *lru_head, *lru_tail;
+        size_t resident;
+        struct bg_thread reaper;     /* idle expiry, every TTL/10 */
+};
+
+/* registry.c */
+/* Looks up (loading or creating) a sandbox and takes a reference. */
+struct sandbox *sandbox_get(struct sandbox_mgr *m, const char *id, struct err *err);
+void sandbox_put(struct sandbox_mgr *m, struct sandbox *s);
+/* sandbox_get + lock + activity; NULL with err filled. */
+struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err *err);
+/* unlock + sandbox_put. */
+void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s);
+/* Mounts the workspace if needed (caller holds s->lock). */
+int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err);
+json_t *env_parse(const char *text);
+/* Applies {k: string|null} onto base (null unsets). */
+void env_merge(json_t *base, json_t *delta);
+
+/* lru.c: resident interpreters (each takes m->lock itself). */
+void lru_touch(struct sandbox_mgr *m, struct context *c);
+void lru_add(struct sandbox_mgr *m, struct context *c);
+/* Evicts least recently used idle interpreters beyond the cap. */
+void lru_evict(struct sandbox_mgr *m, struct context *keep);
+void context_drop_interpreter(struct sandbox_mgr *m, struct context *c);
+
+/* context.c */
+void context_free(struct sandbox_mgr *m, struct context *c);
+/* Builds a context from its stored row (registry load). NULL on ENOMEM. */
+struct context *context_from_row(struct sandbox_mgr *m, struct sandbox *s, const struct context_row *row);
+void context_info_fill(const struct context *c, struct sbx_context_info *ret);
+
+/* journal.c */
+/* The build that writes a journal: language, engine and kernel version. */
+void journal_build_id(const struct runtime *rt, char *buf, size_t len);
+/* Replays the journal into c's fresh interpreter (throw-away workspace);
+ * returns the number of cells that did not replay cleanly. */
+size_t journal_replay(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim);
+/* Appends one successful cell; *ret_ms: how long that took. */
+void journal_append(struct sandbox_mgr *m, struct context *c, const char *code, json_t *env,
+                    const char *cwd_before, bool ts, double *ret_ms);
+/* Resynchronises c's counters with the journal rows (the truth). */
+void journal_sync(struct sandbox_mgr *m, struct context *c);

@@ -1,0 +1,94 @@
+/* The cell journal: what makes a context's state last. Every cell that ran
+ * cleanly is appended (store) before the answer goes out; a context whose
+ * interpreter is gone (eviction, limit, daemon restart) is rebuilt by
+ * replaying its cells into a fresh interpreter whose /workspace is a
+ * throw-away overlay, so replay never rewrites real files. */
+#include "sandbox/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/util.h"
+#include "base/version.h"
+
+void journal_build_id(const struct runtime *rt, char *buf, size_t len)
+{
+        /* A journal replayed by another interpreter or kernel build may not
+         * rebuild the same state: the build is kept with the journal. */
+        snprintf(buf, len, "%s:%s:kernel-%s", rt->id, rt->engine[0] ? rt->engine : rt->engine_name,
+                 SANDBOXD_VERSION);
+}
+
+struct replay {
+        struct context *c;
+        struct exec_limits lim;
+        size_t cells, bad;
+};
+
+/* Re-runs one journaled cell; store_cell_each calls this without holding
+ * the store lock, so a long replay blocks nobody else. */
+static void replay_cell(const struct cell_row *cell, void *userdata)
+{
+        struct replay *rp = userdata;
+        rp->cells++;
+        if (!kproc_alive(rp->c->kp)) {
+                rp->bad++;
+                return;
+        }
+        json_t *env = env_parse(cell->env_json);
+        json_t *req = exec_build_request(cell->code, env, cell->cwd, cell->typescript, rp->lim.result_bytes, true);
+        struct exec_outcome o;
+        if (kproc_run(rp->c->kp, req, &rp->lim, &o) < 0 || o.died || o.limit != EXEC_LIMIT_NONE)
+                rp->bad++;
+        exec_outcome_done(&o);
+        json_decref(req);
+        json_decref(env);
+}
+
+size_t journal_replay(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim)
+{
+        struct replay rp = { .c = c, .lim = *lim };
+        rp.lim.output_bytes *= 4; /* output is discarded; never fail on it */
+        rp.lim.output_entries *= 4;
+        if (store_cell_each(m->store, c->row.id, replay_cell, &rp) < 0)
+                rp.bad++; /* an unreadable journal cannot have rebuilt the state */
+        if (rp.cells > 0 && kproc_alive(c->kp) && kproc_end_replay(c->kp) < 0)
+                rp.bad++;
+        return rp.bad;
+}
+
+void journal_sync(struct sandbox_mgr *m, struct context *c)
+{
+        uint64_t cells, bytes;
+        if (store_cell_stats(m->store, c->row.id, &cells, &bytes) == 0) {
+                c->row.snap_cells = cells;
+                c->row.snap_bytes = bytes;
+        }
+}
+
+void journal_append(struct sandbox_mgr *m, struct context *c, const char *code, json_t *env,
+                    const char *cwd_before, bool ts, double *ret_ms)
+{
+        uint64_t t0 = now_ns();
+        char *env_text = json_dumps(env, JSON_COMPACT | JSON_SORT_KEYS);
+        struct cell_row cell = { c->row.snap_cells + 1, code, env_text ? env_text : "{}", cwd_before, ts };
+        int r = store_cell_append(m->store, c->row.id, &cell);
+        if (r == -EINVAL) {
+                /* Our count lagged the journal: resynchronise and retry. */
+                journal_sync(m, c);
+                cell.seq = c->row.snap_cells + 1;
+                r = store_cell_append(m->store, c->row.id, &cell);
+        }
+        if (r == 0) {
+                c->row.snap_cells++;
+                c->row.snap_bytes += strlen(code);
+                c->row.snap_taken_at = wall_ms();
+                /* The build that last wrote it: it replays the whole journal. */
+                journal_build_id(c->rt, c->row.build, sizeof(c->row.build));
+        } else {
+                c->row.snap_stale = true;
+        }
+        free(env_text);
+        *ret_ms = (double)(now_ns() - t0) / 1e6;
+}

@@ -1,0 +1,519 @@
+/* The sandbox registry: ids, loading from the store, references, activity
+ * and idle expiry, destruction, env, and the workspace handed to the files
+ * operations. */
+#include "sandbox/internal.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/thread.h"
+#include "base/util.h"
+#include "jail/jail.h"
+
+static const char *const reserved_ids[] = { "www", "api", "admin", "root", "system", "cloudflare", "workers" };
+
+bool sbx_id_valid(const char *id)
+{
+        size_t n = strlen(id);
+        if (n == 0 || n > 63 || id[0] == '-' || id[n - 1] == '-' || strspn(id, ".") == n)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!isalnum((unsigned char)id[i]) && !strchr("._-", id[i]))
+                        return false;
+        for (size_t i = 0; i < ARRAY_SIZE(reserved_ids); i++)
+                if (strcasecmp(id, reserved_ids[i]) == 0)
+                        return false;
+        return true;
+}
+
+static unsigned hash_id(const char *s)
+{
+        uint32_t h = 2166136261u;
+        for (; *s; s++)
+                h = (h ^ (unsigned char)*s) * 16777619u;
+        return h % SBX_HASH_BUCKETS;
+}
+
+json_t *env_parse(const char *text)
+{
+        json_t *env = text ? json_loads(text, 0, NULL) : NULL;
+        if (!json_is_object(env)) {
+                json_decref(env);
+                env = json_object();
+        }
+        return env;
+}
+
+void env_merge(json_t *base, json_t *delta)
+{
+        const char *k;
+        json_t *v;
+        json_object_foreach(delta, k, v) {
+                if (json_is_null(v))
+                        json_object_del(base, k);
+                else
+                        json_object_set(base, k, v);
+        }
+}
+
+/* ---- loading ---- */
+
+static void sandbox_free(struct sandbox_mgr *m, struct sandbox *s)
+{
+        while (s->contexts) {
+                struct context *c = s->contexts;
+                s->contexts = c->next;
+                context_free(m, c);
+        }
+        workspace_close(&s->ws);
+        json_decref(s->env);
+        sandbox_row_done(&s->row);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+}
+
+struct load_ctx {
+        struct sandbox_mgr *m;
+        struct sandbox *sbx;
+        struct context **tail;
+        int r;
+};
+
+static void load_context_row(const struct context_row *row, void *userdata)
+{
+        struct load_ctx *lc = userdata;
+        struct context *c = context_from_row(lc->m, lc->sbx, row);
+        if (!c) {
+                lc->r = -ENOMEM;
+                return;
+        }
+        *lc->tail = c;
+        lc->tail = &c->next;
+}
+
+static uint64_t expiry_for(const struct sandbox_options *opt, uint64_t now)
+{
+        return opt->idle_ttl_ms ? now + opt->idle_ttl_ms : 0;
+}
+
+static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const char *id)
+{
+        uint64_t now = wall_ms();
+        snprintf(s->row.id, sizeof(s->row.id), "%s", id);
+        snprintf(s->row.org_id, sizeof(s->row.org_id), "%s", SBX_DEFAULT_ORG);
+        s->row.created_at = s->row.last_used = now;
+        s->row.expires_at = expiry_for(&m->opt, now);
+        s->row.env_json = strdup("{}");
+        if (!s->row.env_json)
+                return -ENOMEM;
+        /* A sandbox id reused after destroy/expiry starts empty. */
+        workspace_destroy(&s->ws);
+        return store_sandbox_put(m->store, &s->row);
+}
+
+static int sandbox_load(struct sandbox_mgr *m, const char *id, struct sandbox **ret)
+{
+        struct sandbox *s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        pthread_mutex_init(&s->lock, NULL);
+        workspace_init(&s->ws, m->opt.data_dir, id);
+        int r = store_sandbox_get(m->store, id, &s->row);
+        if (r == -ENOENT)
+                r = sandbox_create_row(m, s, id);
+        if (r < 0) {
+                sandbox_free(m, s);
+                return r;
+        }
+        s->env = env_parse(s->row.env_json);
+        struct load_ctx lc = { m, s, &s->contexts, 0 };
+        r = store_context_each(m->store, id, load_context_row, &lc);
+        if (r < 0 || lc.r < 0) {
+                sandbox_free(m, s);
+                return r < 0 ? r : lc.r;
+        }
+        *ret = s;
+        return 0;
+}
+
+/* ---- references ---- */
+
+struct sandbox *sandbox_get(struct sandbox_mgr *m, const char *id, struct err *err)
+{
+        if (!sbx_id_valid(id)) {
+                err_set(err, ERR_INVALID, 0, "Invalid sandbox id: %s", id);
+                err_detail(err, "id", id, (size_t)-1);
+                return NULL;
+        }
+        unsigned h = hash_id(id);
+        pthread_mutex_lock(&m->lock);
+        struct sandbox *s = m->buckets[h];
+        while (s && strcmp(s->row.id, id) != 0)
+                s = s->hnext;
+        if (!s) {
+                /* Loading under the manager lock keeps two first requests for
+                 * one id from creating it twice; it is a few store reads. */
+                int r = sandbox_load(m, id, &s);
+                if (r < 0) {
+                        pthread_mutex_unlock(&m->lock);
+                        err_set(err, ERR_INTERNAL, -r, "Cannot load sandbox: %s", strerror(-r));
+                        return NULL;
+                }
+                s->hnext = m->buckets[h];
+                m->buckets[h] = s;
+        }
+        s->refs++;
+        pthread_mutex_unlock(&m->lock);
+        return s;
+}
+
+void sandbox_put(struct sandbox_mgr *m, struct sandbox *s)
+{
+        pthread_mutex_lock(&m->lock);
+        bool last = --s->refs == 0 && s->deleted;
+        pthread_mutex_unlock(&m->lock);
+        if (last)
+                sandbox_free(m, s);
+}
+
+/* Every request is activity. The deadline is re-armed (and persisted) only
+ * when it would move by more than a tenth of the TTL, so two quick calls
+ * report the same expiresAt and idle deletion happens 0.9×TTL…TTL after the
+ * last use. Caller holds s->lock. */
+static void sandbox_touch(struct sandbox_mgr *m, struct sandbox *s)
+{
+        uint64_t now = wall_ms();
+        s->row.last_used = now;
+        uint64_t want = expiry_for(&m->opt, now);
+        if (want == 0 || s->row.expires_at == 0 || want - s->row.expires_at > m->opt.idle_ttl_ms / 10) {
+                s->row.expires_at = want;
+                store_sandbox_touch(m->store, s->row.id, now, want);
+        }
+}
+
+struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err *err)
+{
+        struct sandbox *s = sandbox_get(m, id, err);
+        if (!s)
+                return NULL;
+        pthread_mutex_lock(&s->lock);
+        sandbox_touch(m, s);
+        return s;
+}
+
+void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s)
+{
+        pthread_mutex_unlock(&s->lock);
+        sandbox_put(m, s);
+}
+
+int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err)
+{
+        int r = workspace_open(&s->ws, m->opt.workspace_bytes, m->opt.workspace_inodes);
+        if (r < 0)
+                return err_set(err, ERR_INTERNAL, -r, "Cannot open the workspace: %s", strerror(-r));
+        return 0;
+}
+
+/* ---- destruction ---- */
+
+/* Unlinks from the hash; the struct lives until its last reference goes. */
+static void sandbox_unhash(struct sandbox_mgr *m, struct sandbox *s)
+{
+        unsigned h = hash_id(s->row.id);
+        for (struct sandbox **pp = &m->buckets[h]; *pp; pp = &(*pp)->hnext)
+                if (*pp == s) {
+                        *pp = s->hnext;
+                        break;
+                }
+        s->deleted = true;
+}
+
+/* Destroys a sandbox: every interpreter killed, workspace and rows gone.
+ * Executions still running in it fail as their interpreter dies. */
+static int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
+{
+        pthread_mutex_lock(&m->lock);
+        sandbox_unhash(m, s);
+        pthread_mutex_unlock(&m->lock);
+        pthread_mutex_lock(&s->lock);
+        for (struct context *c = s->contexts; c; c = c->next) {
+                c->deleted = true;
+                if (c->kp)
+                        kproc_kill(c->kp);
+        }
+        int r = store_sandbox_delete(m->store, s->row.id);
+        int k = workspace_destroy(&s->ws);
+        pthread_mutex_unlock(&s->lock);
+        return r < 0 ? r : k;
+}
+
+int sbx_destroy(struct sandbox_mgr *m, const char *id, struct err *err)
+{
+        struct sandbox *s = sandbox_get(m, id, err);
+        if (!s)
+                return -EINVAL;
+        int r = sandbox_wipe(m, s);
+        sandbox_put(m, s);
+        if (r < 0)
+                return err_set(err, ERR_INTERNAL, -r, "Cannot destroy sandbox: %s", strerror(-r));
+        return 0;
+}
+
+/* ---- info and env ---- */
+
+void sbx_info_done(struct sbx_info *info)
+{
+        json_decref(info->env);
+        free(info->contexts);
+        memset(info, 0, sizeof(*info));
+}
+
+/* Only a workspace that exists is measured: reading info must not create
+ * one. Caller holds s->lock. */
+static void measure_workspace(struct sandbox_mgr *m, struct sandbox *s, struct sbx_info *info)
+{
+        bool exists = s->ws.mounted || access(s->ws.plain ? s->ws.mount : s->ws.image, F_OK) == 0;
+        if (exists && !s->ws.mounted)
+                workspace_open(&s->ws, m->opt.workspace_bytes, m->opt.workspace_inodes);
+        int fd = s->ws.mounted ? open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (fd >= 0) {
+                files_usage(fd, &info->ws_files, &info->ws_bytes);
+                close(fd);
+        }
+}
+
+static int contexts_snapshot(const struct sandbox *s, struct sbx_context_info **ret, size_t *ret_n)
+{
+        size_t n = 0;
+        for (const struct context *c = s->contexts; c; c = c->next)
+                n++;
+        struct sbx_context_info *arr = calloc(n ? n : 1, sizeof(*arr));
+        if (!arr)
+                return -ENOMEM;
+        size_t i = 0;
+        for (const struct context *c = s->contexts; c; c = c->next)
+                context_info_fill(c, &arr[i++]);
+        *ret = arr;
+        *ret_n = n;
+        return 0;
+}
+
+int sbx_info(struct sandbox_mgr *m, const char *id, struct sbx_info *ret, struct err *err)
+{
+        memset(ret, 0, sizeof(*ret));
+        struct sandbox *s = sandbox_enter(m, id, err);
+        if (!s)
+                return -EINVAL;
+        snprintf(ret->id, sizeof(ret->id), "%s", s->row.id);
+        snprintf(ret->org_id, sizeof(ret->org_id), "%s", s->row.org_id);
+        ret->created_at = s->row.created_at;
+        ret->last_used = s->row.last_used;
+        ret->expires_at = s->row.expires_at;
+        ret->env = json_deep_copy(s->env);
+        int r = contexts_snapshot(s, &ret->contexts, &ret->ncontexts);
+        if (r == 0)
+                measure_workspace(m, s, ret);
+        sandbox_leave(m, s);
+        if (r < 0 || !ret->env) {
+                sbx_info_done(ret);
+                return err_set(err, ERR_INTERNAL, ENOMEM, "Out of memory");
+        }
+        return 0;
+}
+
+int sbx_context_list(struct sandbox_mgr *m, const char *id, struct sbx_context_info **ret, size_t *ret_n,
+                     struct err *err)
+{
+        struct sandbox *s = sandbox_enter(m, id, err);
+        if (!s)
+                return -EINVAL;
+        int r = contexts_snapshot(s, ret, ret_n);
+        sandbox_leave(m, s);
+        if (r < 0)
+                return err_set(err, ERR_INTERNAL, -r, "Out of memory");
+        return 0;
+}
+
+int sbx_set_env(struct sandbox_mgr *m, const char *id, json_t *env, struct err *err)
+{
+        struct sandbox *s = sandbox_enter(m, id, err);
+        if (!s)
+                return -EINVAL;
+        json_t *next = json_deep_copy(s->env);
+        env_merge(next, env);
+        char *text = json_dumps(next, JSON_COMPACT | JSON_SORT_KEYS);
+        int r = text ? store_sandbox_set_env(m->store, s->row.id, text) : -ENOMEM;
+        free(text);
+        if (r == 0) {
+                json_decref(s->env);
+                s->env = next;
+        } else {
+                json_decref(next);
+        }
+        sandbox_leave(m, s);
+        if (r < 0)
+                return err_set(err, ERR_INTERNAL, -r, "Cannot store env: %s", strerror(-r));
+        return 0;
+}
+
+/* ---- workspace for file operations ---- */
+
+int sbx_workspace_acquire(struct sandbox_mgr *m, const char *id, struct sbx_workspace *ret, struct err *err)
+{
+        memset(ret, 0, sizeof(*ret));
+        ret->root_fd = -1;
+        struct sandbox *s = sandbox_enter(m, id, err);
+        if (!s)
+                return -EINVAL;
+        int r = sandbox_open_workspace(m, s, err);
+        int fd = r == 0 ? open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (fd < 0) {
+                if (r == 0)
+                        r = err_set(err, ERR_INTERNAL, errno, "Cannot open the workspace: %s", strerror(errno));
+                sandbox_leave(m, s);
+                return r;
+        }
+        *ret = (struct sbx_workspace){
+                .root_fd = fd,
+                .limits = { m->opt.file_bytes, m->opt.workspace_bytes, m->opt.workspace_inodes },
+                .created_at = s->row.created_at,
+                .uid = JAIL_UID,
+                .gid = JAIL_GID,
+                .sbx = s,
+        };
+        return 0;
+}
+
+void sbx_workspace_release(struct sandbox_mgr *m, struct sbx_workspace *ws)
+{
+        struct sandbox *s = ws->sbx;
+        if (!s)
+                return;
+        if (ws->root_fd >= 0)
+                close(ws->root_fd);
+        ws->root_fd = -1;
+        ws->sbx = NULL;
+        sandbox_leave(m, s);
+}
+
+size_t sbx_resident_count(struct sandbox_mgr *m)
+{
+        pthread_mutex_lock(&m->lock);
+        size_t n = m->resident;
+        pthread_mutex_unlock(&m->lock);
+        return n;
+}
+
+/* ---- idle expiry ---- */
+
+struct expired_ids {
+        char (*ids)[STORE_ID_MAX];
+        size_t n, cap;
+};
+
+static void collect_expired(const char *id, void *userdata)
+{
+        struct expired_ids *e = userdata;
+        if (e->n == e->cap) {
+                size_t cap = e->cap ? e->cap * 2 : 16;
+                void *n = realloc(e->ids, cap * sizeof(*e->ids));
+                if (!n)
+                        return;
+                e->ids = n;
+                e->cap = cap;
+        }
+        snprintf(e->ids[e->n++], STORE_ID_MAX, "%s", id);
+}
+
+static void reap_one(struct sandbox_mgr *m, const char *id)
+{
+        struct err err = { 0 };
+        /* Look up without touching: re-check the deadline under the lock,
+         * since a request may have just renewed it. */
+        struct sandbox *s = sandbox_get(m, id, &err);
+        err_done(&err);
+        if (!s)
+                return;
+        pthread_mutex_lock(&s->lock);
+        bool expired = s->row.expires_at && s->row.expires_at <= wall_ms();
+        pthread_mutex_unlock(&s->lock);
+        if (expired) {
+                log_info("msg=\"sandbox expired\" sandbox=%s", id);
+                sandbox_wipe(m, s);
+        }
+        sandbox_put(m, s);
+}
+
+void sbx_reap_expired(struct sandbox_mgr *m)
+{
+        struct expired_ids e = { 0 };
+        store_sandbox_each_expired(m->store, wall_ms(), collect_expired, &e);
+        for (size_t i = 0; i < e.n; i++)
+                reap_one(m, e.ids[i]);
+        free(e.ids);
+}
+
+static void reaper_loop(void *arg)
+{
+        struct sandbox_mgr *m = arg;
+        uint64_t period_ms = m->opt.idle_ttl_ms / 10;
+        if (period_ms < 100)
+                period_ms = 100;
+        if (period_ms > 60000)
+                period_ms = 60000;
+        bg_thread_lock(&m->reaper);
+        while (bg_thread_wait(&m->reaper, now_ns() + period_ms * 1000000ULL)) {
+                bg_thread_unlock(&m->reaper);
+                sbx_reap_expired(m);
+                bg_thread_lock(&m->reaper);
+        }
+        bg_thread_unlock(&m->reaper);
+}
+
+/* ---- the manager ---- */
+
+int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct store *store,
+                struct sandbox_mgr **ret)
+{
+        struct sandbox_mgr *m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->opt = *opt;
+        m->engine = engine;
+        m->store = store;
+        pthread_mutex_init(&m->lock, NULL);
+        int r = bg_thread_init(&m->reaper, NULL);
+        if (r == 0)
+                r = store_org_ensure(store, SBX_DEFAULT_ORG, "Default organisation");
+        if (r == 0 && opt->idle_ttl_ms)
+                r = bg_thread_start(&m->reaper, "sbx-reaper", 1, reaper_loop, m);
+        if (r < 0) {
+                sbx_mgr_free(m);
+                return r;
+        }
+        *ret = m;
+        return 0;
+}
+
+void sbx_mgr_free(struct sandbox_mgr *m)
+{
+        if (!m)
+                return;
+        bg_thread_done(&m->reaper);
+        for (size_t i = 0; i < SBX_HASH_BUCKETS; i++) {
+                while (m->buckets[i]) {
+                        struct sandbox *s = m->buckets[i];
+                        m->buckets[i] = s->hnext;
+                        sandbox_free(m, s);
+                }
+        }
+        workspace_unmount_all(m->opt.data_dir);
+        pthread_mutex_destroy(&m->lock);
+        free(m);
+}

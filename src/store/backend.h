@@ -1,0 +1,104 @@
+/* The store's backend interface (crun's cgroup-manager idea): store.c keeps
+ * what every backend shares (URL parsing, argument checks, locking for
+ * single-connection backends, snapshot-then-callback iteration) and calls a
+ * backend through struct store_ops. Only src/store/ includes this header.
+ *
+ * A backend embeds struct store as the first member of its own handle,
+ * allocates it in ->open and frees it in ->close. Ops receive arguments
+ * already validated by store.c: ids are non-empty and shorter than
+ * STORE_ID_MAX, the fixed-size text fields fit their row fields, and
+ * row/out pointers are non-NULL. Ops return 0 or -errno with the meanings
+ * documented in store.h.
+ *
+ * Adding a backend (the PostgreSQL one): implement every op in
+ * src/store/<name>/ (SQL stays there), export a const struct store_ops
+ * below, add its scheme row to backends[] in store.c, and make
+ * STORE_URL=<url> build/unit/store/test_store_contract pass. */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+/* A growable array of rows a backend fills while the store core holds its
+ * lock; the core runs the caller's callbacks after releasing it. Items are
+ * zeroed when pushed and released with done (which must accept a half-filled
+ * item) by store_rows_done(). */
+struct store_rows {
+        void *items;
+        size_t n, cap, size;
+        void (*done)(void *item);
+};
+/* Appends a zeroed item and returns it, or NULL on -ENOMEM. */
+void *store_rows_push(struct store_rows *l);
+
+/* Item of a sandbox_list_expired result. */
+struct store_id {
+        char id[STORE_ID_MAX];
+};
+
+/* Item of a cell_list result: one allocation (buf) holds the three strings
+ * row points into. */
+struct store_cell {
+        struct cell_row row;
+        char *buf;
+};
+
+struct store_ops {
+        const char *name;   /* "sqlite": used in messages */
+        /* true: the core holds s->lock around every op (one connection, as
+         * SQLite here); false: the backend is thread-safe on its own (e.g.
+         * a connection pool) and ops may run concurrently. */
+        bool serialize;
+
+        /* url is the whole URL as given ("postgres://u@h/db"); rest is what
+         * follows "scheme:" (for SQLite, the file path). On failure err gets
+         * a message and *ret is untouched. */
+        int (*open)(const char *url, const char *rest, struct store **ret, char *err, size_t errlen);
+        void (*close)(struct store *s);   /* frees the backend's handle */
+        int (*integrity_check)(struct store *s, char *msg, size_t len);
+        int (*schema_version)(struct store *s);
+
+        int (*org_ensure)(struct store *s, const char *id, const char *name);
+        int (*org_get)(struct store *s, const char *id, struct org_row *ret);
+
+        int (*sandbox_get)(struct store *s, const char *id, struct sandbox_row *ret);
+        int (*sandbox_put)(struct store *s, const struct sandbox_row *row);
+        int (*sandbox_touch)(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at);
+        int (*sandbox_set_env)(struct store *s, const char *id, const char *env_json);
+        int (*sandbox_delete)(struct store *s, const char *id);   /* cascades */
+        /* Pushes struct store_id items ordered by expires_at, then id. */
+        int (*sandbox_list_expired)(struct store *s, uint64_t now, struct store_rows *out);
+        int (*sandbox_count)(struct store *s, uint64_t *ret);
+
+        int (*context_insert)(struct store *s, const struct context_row *row);
+        int (*context_update)(struct store *s, const struct context_row *row);
+        int (*context_get)(struct store *s, const char *id, struct context_row *ret);
+        int (*context_delete)(struct store *s, const char *id);   /* cascades */
+        /* Pushes struct context_row items ordered by created_at, then id. */
+        int (*context_list)(struct store *s, const char *sandbox_id, struct store_rows *out);
+        int (*context_count)(struct store *s, const char *sandbox_id, uint64_t *ret);
+
+        /* Must refuse (-EINVAL) any seq but MAX(seq) + 1, atomically. */
+        int (*cell_append)(struct store *s, const char *context_id, const struct cell_row *cell);
+        /* Pushes struct store_cell items ordered by seq. */
+        int (*cell_list)(struct store *s, const char *context_id, struct store_rows *out);
+        int (*cells_delete)(struct store *s, const char *context_id);
+        int (*cell_stats)(struct store *s, const char *context_id, uint64_t *ret_count,
+                          uint64_t *ret_bytes);
+};
+
+/* The part of every backend handle the core owns. */
+struct store {
+        const struct store_ops *ops;
+        pthread_mutex_t lock;   /* used when ops->serialize */
+};
+
+/* Backends, listed by scheme in store.c. */
+extern const struct store_ops store_sqlite_ops;
+
+/* snprintf into an optional message buffer (NULL or 0 length: no-op). */
+void store_set_msg(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

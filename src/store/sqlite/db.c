@@ -1,0 +1,200 @@
+/* The SQLite backend's connection: open (file mode, pragmas, migrations),
+ * close, integrity check, and the ops table the store core dispatches to. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/sqlite/sqlite.h"
+
+/* Runs a PRAGMA that reports its effective value and returns it as text. */
+static int pragma_text(sqlite3 *db, const char *sql, char *buf, size_t len)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r;
+
+        r = sq_prepare(db, sql, &st);
+        if (r < 0)
+                return r;
+        r = sq_step(st);
+        if (r < 0)
+                return r;
+        if (r == 0)   /* pragma unknown to this SQLite build */
+                return -EOPNOTSUPP;
+        return sq_column_copy(st, 0, buf, len);
+}
+
+static int configure(sqlite3 *db, char *err, size_t errlen)
+{
+        char val[32];
+        int r;
+
+        /* Before journal_mode: switching to WAL needs a lock another
+         * process may briefly hold. */
+        r = sq_exec(db, "PRAGMA busy_timeout=5000", err, errlen);
+        if (r < 0)
+                return r;
+        /* WAL lets readers proceed during a write and makes each commit one
+         * sequential append. The setting is persistent in the file. */
+        r = pragma_text(db, "PRAGMA journal_mode=WAL", val, sizeof(val));
+        if (r < 0)
+                return sq_err(db, r, err, errlen, "PRAGMA journal_mode=WAL");
+        /* In-memory databases (empty filename) cannot do WAL; anything else
+         * that refuses it would silently lose the durability we promise. */
+        if (strcmp(val, "wal") != 0 && sqlite3_db_filename(db, "main")[0] != '\0') {
+                store_set_msg(err, errlen, "journal_mode is '%s', wanted 'wal'", val);
+                return -EIO;
+        }
+        /* FULL fsyncs the WAL on every commit. NORMAL (the usual WAL
+         * pairing) only survives process crashes: a power loss can drop
+         * commits that were already acknowledged to clients. Per
+         * connection, so it must be set on every open. */
+        r = sq_exec(db, "PRAGMA synchronous=FULL", err, errlen);
+        if (r < 0)
+                return r;
+        /* Per connection and off by default; the cascades from sandboxes to
+         * contexts to cells depend on it. It is a no-op inside a
+         * transaction, hence here before any. */
+        r = sq_exec(db, "PRAGMA foreign_keys=ON", err, errlen);
+        if (r < 0)
+                return r;
+        r = pragma_text(db, "PRAGMA foreign_keys", val, sizeof(val));
+        if (r < 0 || strcmp(val, "1") != 0) {
+                store_set_msg(err, errlen, "foreign keys unavailable in this SQLite build");
+                return -EOPNOTSUPP;
+        }
+        return 0;
+}
+
+/* SQLite creates new files 0644 (minus umask); env_json may hold secrets,
+ * so create the file 0600 first. SQLite gives the -wal and -shm files the
+ * mode of the main file. ":memory:" and "" are not files. */
+static int precreate(const char *path)
+{
+        _cleanup_close_ int fd = -1;
+
+        if (path[0] == '\0' || strcmp(path, ":memory:") == 0)
+                return 0;
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        return 0;
+}
+
+static void sq_close(struct store *s)
+{
+        struct sq_store *q = (struct sq_store *)s;
+
+        /* Statements are per call, so none are outstanding here and the
+         * plain close cannot fail with SQLITE_BUSY. */
+        sqlite3_close(q->db);
+        free(q);
+}
+
+static void sq_closep(struct sq_store **q)
+{
+        if (*q)
+                sq_close(&(*q)->base);
+}
+
+/* "sqlite:///abs/path" (the SQLAlchemy spelling) names "/abs/path". */
+static const char *path_of(const char *rest)
+{
+        return strncmp(rest, "//", 2) == 0 ? rest + 2 : rest;
+}
+
+static int sq_open(const char *url, const char *rest, struct store **ret, char *err, size_t errlen)
+{
+        _cleanup_(sq_closep) struct sq_store *q = NULL;
+        const char *path = path_of(rest);
+        int rc, r;
+
+        (void)url;
+        q = calloc(1, sizeof(*q));
+        if (!q) {
+                store_set_msg(err, errlen, "out of memory");
+                return -ENOMEM;
+        }
+        r = precreate(path);
+        if (r < 0) {
+                store_set_msg(err, errlen, "create '%s': %s", path, strerror(-r));
+                return r;
+        }
+        /* NOMUTEX: the store core already serialises every use of the
+         * connection, so SQLite's per-call mutex would be pure overhead.
+         * The unix VFS opens its files O_CLOEXEC, so jailed children never
+         * inherit them. */
+        rc = sqlite3_open_v2(path, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             NULL);
+        if (rc != SQLITE_OK) {
+                if (q->db)
+                        return sq_err(q->db, sq_errno(rc), err, errlen, "open");
+                store_set_msg(err, errlen, "open: %s", sqlite3_errstr(rc));
+                return sq_errno(rc);
+        }
+        /* Extended codes let sq_errno tell a duplicate key from a missing
+         * foreign-key parent. */
+        sqlite3_extended_result_codes(q->db, 1);
+
+        r = configure(q->db, err, errlen);
+        if (r < 0)
+                return r;
+        r = sq_migrate(q->db, err, errlen);
+        if (r < 0)
+                return r;
+        *ret = &TAKE_PTR(q)->base;
+        return 0;
+}
+
+static int sq_integrity_check(struct store *s, char *msg, size_t len)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        sqlite3 *db = sq_db(s);
+        char first[512];
+        int r;
+
+        r = sq_prepare(db, "PRAGMA integrity_check", &st);
+        if (r < 0)
+                return sq_err(db, r, msg, len, "integrity_check");
+        r = sq_step(st);
+        if (r < 0)
+                return sq_err(db, r, msg, len, "integrity_check");
+        if (r == 0) {
+                store_set_msg(msg, len, "integrity_check returned nothing");
+                return -EIO;
+        }
+        /* Problems may be longer than our buffer; any prefix will do. */
+        snprintf(first, sizeof(first), "%s", (const char *)sqlite3_column_text(st, 0) ?: "");
+        store_set_msg(msg, len, "%s", first);
+        return strcmp(first, "ok") == 0 ? 0 : -EIO;
+}
+
+const struct store_ops store_sqlite_ops = {
+        .name = "sqlite",
+        .serialize = true,
+        .open = sq_open,
+        .close = sq_close,
+        .integrity_check = sq_integrity_check,
+        .schema_version = sq_schema_version,
+        .org_ensure = sq_org_ensure,
+        .org_get = sq_org_get,
+        .sandbox_get = sq_sandbox_get,
+        .sandbox_put = sq_sandbox_put,
+        .sandbox_touch = sq_sandbox_touch,
+        .sandbox_set_env = sq_sandbox_set_env,
+        .sandbox_delete = sq_sandbox_delete,
+        .sandbox_list_expired = sq_sandbox_list_expired,
+        .sandbox_count = sq_sandbox_count,
+        .context_insert = sq_context_insert,
+        .context_update = sq_context_update,
+        .context_get = sq_context_get,
+        .context_delete = sq_context_delete,
+        .context_list = sq_context_list,
+        .context_count = sq_context_count,
+        .cell_append = sq_cell_append,
+        .cell_list = sq_cell_list,
+        .cells_delete = sq_cells_delete,
+        .cell_stats = sq_cell_stats,
+};

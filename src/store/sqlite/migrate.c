@@ -1,0 +1,144 @@
+/* Schema migrations of the SQLite backend. Migration N is migrations[N-1];
+ * each runs once, in its own transaction, recorded in schema_migrations. */
+#include <errno.h>
+
+#include "store/sqlite/sqlite.h"
+
+/* Append only: an applied migration is never edited, because databases in
+ * the field already ran it. */
+static const char *const migrations[] = {
+        /* 1: initial schema. */
+        "CREATE TABLE orgs("
+        "  id TEXT PRIMARY KEY,"
+        "  name TEXT,"
+        "  created_at INTEGER);"
+        "CREATE TABLE sandboxes("
+        "  id TEXT PRIMARY KEY,"
+        "  org_id TEXT NOT NULL REFERENCES orgs(id),"
+        "  created_at INTEGER NOT NULL DEFAULT 0,"
+        "  last_used INTEGER NOT NULL DEFAULT 0,"
+        "  expires_at INTEGER NOT NULL DEFAULT 0," /* 0 = never */
+        "  env_json TEXT NOT NULL DEFAULT '{}');"
+        "CREATE TABLE contexts("
+        "  id TEXT PRIMARY KEY,"
+        "  sandbox_id TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,"
+        "  binding TEXT NOT NULL DEFAULT '',"
+        "  language TEXT NOT NULL DEFAULT '',"
+        "  cwd TEXT NOT NULL DEFAULT '',"
+        "  env_json TEXT NOT NULL DEFAULT '{}',"
+        "  created_at INTEGER NOT NULL DEFAULT 0,"
+        "  last_used INTEGER NOT NULL DEFAULT 0,"
+        "  executions INTEGER NOT NULL DEFAULT 0,"
+        "  snap_taken_at INTEGER NOT NULL DEFAULT 0,"
+        "  snap_cells INTEGER NOT NULL DEFAULT 0,"
+        "  snap_bytes INTEGER NOT NULL DEFAULT 0,"
+        "  snap_stale INTEGER NOT NULL DEFAULT 0);"
+        "CREATE TABLE cells("
+        "  context_id TEXT NOT NULL REFERENCES contexts(id) ON DELETE CASCADE,"
+        "  seq INTEGER NOT NULL,"
+        "  code TEXT NOT NULL,"
+        "  env_json TEXT NOT NULL,"
+        "  cwd TEXT NOT NULL,"
+        "  typescript INTEGER NOT NULL,"
+        "  PRIMARY KEY(context_id, seq));"
+        "CREATE INDEX sandboxes_expires_at ON sandboxes(expires_at);"
+        /* Also serves the ON DELETE CASCADE lookup from sandboxes, which
+         * would otherwise scan every context on each sandbox delete. */
+        "CREATE INDEX contexts_sandbox_created ON contexts(sandbox_id, created_at);",
+
+        /* 2: the journal's provenance (issue 9): which kernel and
+         * interpreter build wrote a context's cells. Existing journals get
+         * '' (unknown build). */
+        "ALTER TABLE contexts ADD COLUMN build TEXT NOT NULL DEFAULT '';",
+};
+
+int sq_schema_latest(void)
+{
+        return (int)ARRAY_SIZE(migrations);
+}
+
+static int schema_version(sqlite3 *db)
+{
+        uint64_t v;
+        int r;
+
+        r = sq_query_u64(db, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations", NULL, &v);
+        if (r < 0)
+                return r;
+        return v > INT32_MAX ? -ERANGE : (int)v;
+}
+
+int sq_schema_version(struct store *s)
+{
+        return schema_version(sq_db(s));
+}
+
+/* 1 when applied, 0 when not, -errno. */
+static int migration_applied(sqlite3 *db, int version)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = sq_query_row(db, "SELECT 1 FROM schema_migrations WHERE version = ?", &st, "u", (uint64_t)version);
+
+        return r == -ENOENT ? 0 : r < 0 ? r : 1;
+}
+
+static int migration_record(sqlite3 *db, int version)
+{
+        return sq_run(db, "INSERT INTO schema_migrations(version, applied_at) VALUES(?, ?)", "uu",
+                      (uint64_t)version, wall_ms());
+}
+
+/* The applied check runs inside the migration's own transaction so two
+ * processes opening a fresh database cannot both apply it. */
+static int migration_apply(sqlite3 *db, int version, const char *sql, char *err, size_t errlen)
+{
+        _cleanup_tx_ sqlite3 *tx = NULL;
+        int r;
+
+        r = sq_tx_begin(db, &tx);
+        if (r < 0)
+                return sq_err(db, r, err, errlen, "begin migration");
+        r = migration_applied(db, version);
+        if (r < 0)
+                return sq_err(db, r, err, errlen, "read schema_migrations");
+        if (r > 0)
+                return 0;
+        r = sq_exec(db, sql, err, errlen);
+        if (r < 0)
+                return r;
+        r = migration_record(db, version);
+        if (r < 0)
+                return sq_err(db, r, err, errlen, "record migration");
+        r = sq_tx_commit(&tx);
+        if (r < 0)
+                return sq_err(db, r, err, errlen, "commit migration");
+        return 0;
+}
+
+int sq_migrate(sqlite3 *db, char *err, size_t errlen)
+{
+        int r, current;
+
+        r = sq_exec(db,
+                    "CREATE TABLE IF NOT EXISTS schema_migrations("
+                    "version INTEGER PRIMARY KEY, applied_at INTEGER)",
+                    err, errlen);
+        if (r < 0)
+                return r;
+        current = schema_version(db);
+        if (current < 0)
+                return sq_err(db, current, err, errlen, "read schema version");
+        /* A newer daemon migrated this file; an older one would misread the
+         * tables it does not know about, so refuse rather than guess. */
+        if (current > sq_schema_latest()) {
+                store_set_msg(err, errlen, "database schema version %d is newer than supported (%d)",
+                              current, sq_schema_latest());
+                return -EPROTO;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(migrations); i++) {
+                r = migration_apply(db, (int)i + 1, migrations[i], err, errlen);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}

@@ -1,0 +1,79 @@
+/* The sandboxes table. */
+#include <errno.h>
+
+#include "store/sqlite/sqlite.h"
+
+int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        _cleanup_(sandbox_row_done) struct sandbox_row row = {};
+        int r;
+
+        r = sq_query_row(sq_db(s),
+                         "SELECT id, org_id, created_at, last_used, expires_at, env_json "
+                         "FROM sandboxes WHERE id = ?",
+                         &st, "t", id);
+        if (r < 0)
+                return r;
+        if ((r = sq_column_copy(st, 0, row.id, sizeof(row.id))) < 0 ||
+            (r = sq_column_copy(st, 1, row.org_id, sizeof(row.org_id))) < 0 ||
+            (r = sq_column_dup(st, 5, "{}", &row.env_json)) < 0)
+                return r;
+        row.created_at = sq_column_u64(st, 2);
+        row.last_used = sq_column_u64(st, 3);
+        row.expires_at = sq_column_u64(st, 4);
+        *ret = row;
+        row.env_json = NULL;
+        return 0;
+}
+
+int sq_sandbox_put(struct store *s, const struct sandbox_row *row)
+{
+        /* An upsert, not INSERT OR REPLACE: REPLACE deletes the old row
+         * first, and with foreign keys on that cascades and wipes the
+         * sandbox's contexts and cells. */
+        return sq_run(sq_db(s),
+                      "INSERT INTO sandboxes(id, org_id, created_at, last_used, expires_at, env_json) "
+                      "VALUES(?, ?, ?, ?, ?, ?) "
+                      "ON CONFLICT(id) DO UPDATE SET org_id = excluded.org_id, "
+                      "created_at = excluded.created_at, last_used = excluded.last_used, "
+                      "expires_at = excluded.expires_at, env_json = excluded.env_json",
+                      "ttuuut", row->id, row->org_id, row->created_at, row->last_used, row->expires_at,
+                      sq_env_or_default(row->env_json));
+}
+
+int sq_sandbox_touch(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at)
+{
+        return sq_run_changed(sq_db(s), "UPDATE sandboxes SET last_used = ?, expires_at = ? WHERE id = ?",
+                              "uut", last_used, expires_at, id);
+}
+
+int sq_sandbox_set_env(struct store *s, const char *id, const char *env_json)
+{
+        return sq_run_changed(sq_db(s), "UPDATE sandboxes SET env_json = ? WHERE id = ?", "tt", env_json, id);
+}
+
+/* One statement, so the cascade to contexts and cells (ON DELETE CASCADE)
+ * is atomic without an explicit transaction. */
+int sq_sandbox_delete(struct store *s, const char *id)
+{
+        return sq_run_changed(sq_db(s), "DELETE FROM sandboxes WHERE id = ?", "t", id);
+}
+
+static int decode_id(sqlite3_stmt *st, void *item)
+{
+        struct store_id *e = item;
+        return sq_column_copy(st, 0, e->id, sizeof(e->id));
+}
+
+int sq_sandbox_list_expired(struct store *s, uint64_t now, struct store_rows *out)
+{
+        return sq_list(sq_db(s),
+                       "SELECT id FROM sandboxes WHERE expires_at > 0 AND expires_at <= ? ORDER BY expires_at, id",
+                       out, decode_id, "u", now);
+}
+
+int sq_sandbox_count(struct store *s, uint64_t *ret)
+{
+        return sq_query_u64(sq_db(s), "SELECT COUNT(*) FROM sandboxes", NULL, ret);
+}

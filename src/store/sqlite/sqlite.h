@@ -1,0 +1,121 @@
+/* The SQLite backend's internals, shared by its files and by its own unit
+ * tests; nothing outside src/store/sqlite/ (and tests/unit/store/) includes
+ * this. One connection per store, opened without SQLite's own mutexes: the
+ * store core serialises every op (store_sqlite_ops.serialize), and each
+ * multi-statement op runs in one transaction so it is atomic on disk too.
+ * Statements are prepared per call; all user data goes through
+ * sqlite3_bind_*, never into SQL text.
+ *
+ * Files: db.c connection, pragmas, open/close, the ops table; stmt.c
+ * statement, transaction and error helpers; migrate.c schema migrations;
+ * orgs.c, sandboxes.c, contexts.c, cells.c one table each. */
+#pragma once
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/util.h"
+#include "store/backend.h"
+
+struct sq_store {
+        struct store base;   /* first: the core's part */
+        sqlite3 *db;
+};
+
+static inline sqlite3 *sq_db(struct store *s)
+{
+        return ((struct sq_store *)s)->db;
+}
+
+/* ---- stmt.c ----------------------------------------------------------- */
+
+/* rc is an extended result code (enabled at open). */
+int sq_errno(int rc);
+/* Fills buf with "what: <sqlite message>" and returns r. Must be called
+ * before anything else runs on db, since a later ROLLBACK resets the
+ * message. */
+int sq_err(sqlite3 *db, int r, char *buf, size_t len, const char *what);
+
+void sq_finalizep(sqlite3_stmt **st);
+#define _cleanup_stmt_ _cleanup_(sq_finalizep)
+
+/* A transaction is represented by its connection; the cleanup rolls back
+ * unless sq_tx_commit() cleared it. */
+void sq_rollbackp(sqlite3 **tx);
+#define _cleanup_tx_ _cleanup_(sq_rollbackp)
+int sq_tx_begin(sqlite3 *db, sqlite3 **ret_tx);
+int sq_tx_commit(sqlite3 **tx);
+
+int sq_exec(sqlite3 *db, const char *sql, char *err, size_t errlen);
+int sq_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **ret);
+int sq_bind_text(sqlite3_stmt *st, int idx, const char *v);
+int sq_bind_u64(sqlite3_stmt *st, int idx, uint64_t v);   /* -ERANGE above INT64_MAX */
+int sq_bind_bool(sqlite3_stmt *st, int idx, bool v);
+int sq_step(sqlite3_stmt *st);           /* 1 row, 0 done, -errno */
+int sq_step_done(sqlite3_stmt *st);      /* a statement that returns no rows */
+
+/* The helpers below prepare sql and bind the arguments that follow types
+ * to its parameters 1, 2, ...: types has one letter per argument, 't' for
+ * a const char *, 'u' for a uint64_t (exactly: cast literals), 'b' for a
+ * bool. */
+int sq_prepare_bound(sqlite3 *db, const char *sql, sqlite3_stmt **ret, const char *types, ...);
+/* Runs a statement that returns no rows (INSERT, a DELETE of many). */
+int sq_run(sqlite3 *db, const char *sql, const char *types, ...);
+/* UPDATE/DELETE by key: -ENOENT when no row changed. */
+int sq_run_changed(sqlite3 *db, const char *sql, const char *types, ...);
+/* Steps to the first row and hands the statement over; -ENOENT: no row. */
+int sq_query_row(sqlite3 *db, const char *sql, sqlite3_stmt **ret, const char *types, ...);
+/* Fills one item of a store_rows from the current row; may leave it half
+ * filled on failure (out->done frees it). */
+typedef int (*sq_decode_fn)(sqlite3_stmt *st, void *item);
+/* The backend's one collect loop: pushes an item per row into out. */
+int sq_list(sqlite3 *db, const char *sql, struct store_rows *out, sq_decode_fn decode, const char *types, ...);
+/* A one-row, one-integer query with an optional text parameter. */
+int sq_query_u64(sqlite3 *db, const char *sql, const char *arg, uint64_t *ret);
+
+uint64_t sq_column_u64(sqlite3_stmt *st, int col);
+/* Copies a text column into a char[size] field; never truncates
+ * (-ENAMETOOLONG). NULL reads as "". */
+int sq_column_copy(sqlite3_stmt *st, int col, char *dst, size_t size);
+/* A malloc'd copy of a text column, or of dflt when NULL. */
+int sq_column_dup(sqlite3_stmt *st, int col, const char *dflt, char **ret);
+
+static inline const char *sq_env_or_default(const char *env_json)
+{
+        return env_json ? env_json : "{}";
+}
+
+/* ---- migrate.c -------------------------------------------------------- */
+
+int sq_migrate(sqlite3 *db, char *err, size_t errlen);
+int sq_schema_version(struct store *s);
+/* The number of migrations this build knows (its schema version). */
+int sq_schema_latest(void);
+
+/* ---- the ops, one file per table --------------------------------------- */
+
+int sq_org_ensure(struct store *s, const char *id, const char *name);
+int sq_org_get(struct store *s, const char *id, struct org_row *ret);
+
+int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret);
+int sq_sandbox_put(struct store *s, const struct sandbox_row *row);
+int sq_sandbox_touch(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at);
+int sq_sandbox_set_env(struct store *s, const char *id, const char *env_json);
+int sq_sandbox_delete(struct store *s, const char *id);
+int sq_sandbox_list_expired(struct store *s, uint64_t now, struct store_rows *out);
+int sq_sandbox_count(struct store *s, uint64_t *ret);
+
+int sq_context_insert(struct store *s, const struct context_row *row);
+int sq_context_update(struct store *s, const struct context_row *row);
+int sq_context_get(struct store *s, const char *id, struct context_row *ret);
+int sq_context_delete(struct store *s, const char *id);
+int sq_context_list(struct store *s, const char *sandbox_id, struct store_rows *out);
+int sq_context_count(struct store *s, const char *sandbox_id, uint64_t *ret);
+/* 0 when the context exists, -ENOENT when not (cells.c checks it). */
+int sq_context_exists(sqlite3 *db, const char *id);
+
+int sq_cell_append(struct store *s, const char *context_id, const struct cell_row *cell);
+int sq_cell_list(struct store *s, const char *context_id, struct store_rows *out);
+int sq_cells_delete(struct store *s, const char *context_id);
+int sq_cell_stats(struct store *s, const char *context_id, uint64_t *ret_count, uint64_t *ret_bytes);

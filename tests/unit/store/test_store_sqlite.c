@@ -1,0 +1,343 @@
+/* What only the SQLite backend promises, beyond the contract suite: the
+ * file on disk (mode, WAL, pragmas, schema, migrations from older schemas),
+ * its URL spellings, its integrity check and durability across kill -9.
+ * Reaches the connection through store/sqlite/sqlite.h (house style R11). */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "store/sqlite/sqlite.h"
+#include "store_fixture.h"
+
+static sqlite3 *open_raw(void)
+{
+        sqlite3 *db = NULL;
+        ASSERT_EQ(sqlite3_open_v2(db_path(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL), SQLITE_OK);
+        return db;
+}
+
+static void raw_exec_on(sqlite3 *db, const char *sql)
+{
+        char *msg = NULL;
+        if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+                TAP_FAIL("%s: %s", sql, msg ? msg : "?");
+}
+
+static void raw_exec(const char *sql)
+{
+        sqlite3 *db = open_raw();
+        raw_exec_on(db, sql);
+        sqlite3_close(db);
+}
+
+static long long raw_int(sqlite3 *db, const char *sql)
+{
+        sqlite3_stmt *st = NULL;
+        long long v;
+
+        ASSERT_EQ(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+        ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+        v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        return v;
+}
+
+static struct store *open_url(const char *url)
+{
+        struct store *s = NULL;
+        char err[256] = "";
+        int r = store_open(url, &s, err, sizeof(err));
+        if (r < 0)
+                TAP_FAIL("store_open(%s): %d %s", url, r, err);
+        return s;
+}
+
+/* Every test here is about SQLite files: it ignores STORE_URL. */
+static struct store *open_sqlite(void)
+{
+        return open_url(db_path());
+}
+
+TEST(sqlite_schema_on_disk)
+{
+        struct store *s = open_sqlite();
+        struct stat st;
+        sqlite3 *db;
+
+        ASSERT_STREQ(store_backend_name(s), "sqlite");
+        ASSERT_EQ(store_schema_version(s), 2);
+        ASSERT_EQ(store_schema_version(s), sq_schema_latest());
+        store_close(s);
+
+        /* env_json may hold secrets: the file must not be world-readable. */
+        ASSERT_EQ(stat(db_path(), &st), 0);
+        ASSERT_EQ(st.st_mode & 0777, 0600);
+
+        s = open_sqlite();
+        store_close(s);
+        /* Reopening must not re-run a migration. */
+        db = open_raw();
+        ASSERT_EQ(raw_int(db, "SELECT COUNT(*) FROM schema_migrations"), 2);
+        ASSERT_TRUE(raw_int(db, "SELECT applied_at FROM schema_migrations WHERE version = 2") > 0);
+        ASSERT_EQ(raw_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN "
+                              "('sandboxes_expires_at', 'contexts_sandbox_created')"),
+                  2);
+        ASSERT_EQ(raw_int(db, "SELECT COUNT(*) FROM pragma_table_info('contexts') WHERE name = 'build'"), 1);
+        sqlite3_close(db);
+}
+
+TEST(sqlite_url_spellings_name_one_file)
+{
+        char url[PATH_MAX + 32];
+        struct store *s;
+        struct org_row org;
+
+        snprintf(url, sizeof(url), "sqlite:%s", db_path());
+        s = open_url(url);
+        ASSERT_OK(store_org_ensure(s, "o1", "via sqlite:"));
+        store_close(s);
+
+        /* sqlite:///abs/path (three slashes: an empty authority). */
+        snprintf(url, sizeof(url), "sqlite://%s", db_path());
+        s = open_url(url);
+        ASSERT_OK(store_org_get(s, "o1", &org));
+        ASSERT_STREQ(org.name, "via sqlite:");
+        store_close(s);
+
+        /* The scheme is case-insensitive; a plain path is SQLite too. */
+        snprintf(url, sizeof(url), "SQLite:%s", db_path());
+        s = open_url(url);
+        store_close(s);
+        s = open_url(db_path());
+        ASSERT_OK(store_org_get(s, "o1", &org));
+        store_close(s);
+}
+
+TEST(sqlite_relative_paths)
+{
+        struct store *s;
+        struct stat st;
+
+        ASSERT_EQ(chdir(test_dir()), 0);
+        /* No scheme before the first '/' or with a leading '.': a path. */
+        s = open_url("./a:b.db");
+        store_close(s);
+        ASSERT_EQ(stat("a:b.db", &st), 0);
+        s = open_url("sqlite:c:d.db");
+        store_close(s);
+        ASSERT_EQ(stat("c:d.db", &st), 0);
+        s = open_url("plain.db");
+        store_close(s);
+        ASSERT_EQ(stat("plain.db", &st), 0);
+}
+
+TEST(sqlite_pragmas)
+{
+        struct store *s = open_sqlite();
+        sqlite3 *db = open_raw();
+        sqlite3_stmt *st = NULL;
+
+        /* journal_mode is a property of the file: visible from another handle. */
+        ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+        ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+        ASSERT_STREQ((const char *)sqlite3_column_text(st, 0), "wal");
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+
+        /* The others are per connection: ask the store's own. */
+        ASSERT_EQ(raw_int(sq_db(s), "PRAGMA synchronous"), 2);   /* FULL */
+        ASSERT_EQ(raw_int(sq_db(s), "PRAGMA foreign_keys"), 1);
+        ASSERT_EQ(raw_int(sq_db(s), "PRAGMA busy_timeout"), 5000);
+        store_close(s);
+}
+
+TEST(sqlite_integrity_check)
+{
+        struct store *s = open_sqlite();
+        char msg[64] = "";
+
+        put_sandbox(s, "sb1", 1, 0);
+        ASSERT_EQ(store_integrity_check(s, msg, sizeof(msg)), 0);
+        ASSERT_STREQ(msg, "ok");
+        ASSERT_EQ(store_integrity_check(s, NULL, 0), 0);
+        store_close(s);
+}
+
+TEST(sqlite_open_errors)
+{
+        struct store *s = NULL;
+        char err[256] = "";
+        const char *path = db_path();
+        FILE *f;
+
+        /* Not a database: SQLite's own message must reach the caller. */
+        f = fopen(path, "w");
+        ASSERT_TRUE(f != NULL);
+        for (int i = 0; i < 1024; i++)
+                fputs("garbage!", f);
+        fclose(f);
+        ASSERT_EQ(store_open(path, &s, err, sizeof(err)), -EIO);
+        ASSERT_TRUE(s == NULL);
+        ASSERT_TRUE(strstr(err, "not a database") != NULL);
+
+        err[0] = '\0';
+        ASSERT_EQ(store_open("/nonexistent-dir/x/store.db", &s, err, sizeof(err)), -ENOENT);
+        ASSERT_TRUE(err[0] != '\0');
+        ASSERT_TRUE(s == NULL);
+}
+
+TEST(sqlite_refuses_newer_schema)
+{
+        struct store *s = open_sqlite();
+        char err[256] = "";
+
+        store_close(s);
+        raw_exec("INSERT INTO schema_migrations(version, applied_at) VALUES(99, 0)");
+        s = NULL;
+        ASSERT_EQ(store_open(db_path(), &s, err, sizeof(err)), -EPROTO);
+        ASSERT_TRUE(s == NULL);
+        ASSERT_TRUE(strstr(err, "newer") != NULL);
+}
+
+/* The schema as schema version 1 created it, verbatim: migrations must
+ * bring such a file forward without losing a row. */
+static const char schema_v1[] =
+        "CREATE TABLE schema_migrations(version INTEGER PRIMARY KEY, applied_at INTEGER);"
+        "CREATE TABLE orgs(id TEXT PRIMARY KEY, name TEXT, created_at INTEGER);"
+        "CREATE TABLE sandboxes(id TEXT PRIMARY KEY, org_id TEXT NOT NULL REFERENCES orgs(id),"
+        "  created_at INTEGER NOT NULL DEFAULT 0, last_used INTEGER NOT NULL DEFAULT 0,"
+        "  expires_at INTEGER NOT NULL DEFAULT 0, env_json TEXT NOT NULL DEFAULT '{}');"
+        "CREATE TABLE contexts(id TEXT PRIMARY KEY,"
+        "  sandbox_id TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,"
+        "  binding TEXT NOT NULL DEFAULT '', language TEXT NOT NULL DEFAULT '',"
+        "  cwd TEXT NOT NULL DEFAULT '', env_json TEXT NOT NULL DEFAULT '{}',"
+        "  created_at INTEGER NOT NULL DEFAULT 0, last_used INTEGER NOT NULL DEFAULT 0,"
+        "  executions INTEGER NOT NULL DEFAULT 0, snap_taken_at INTEGER NOT NULL DEFAULT 0,"
+        "  snap_cells INTEGER NOT NULL DEFAULT 0, snap_bytes INTEGER NOT NULL DEFAULT 0,"
+        "  snap_stale INTEGER NOT NULL DEFAULT 0);"
+        "CREATE TABLE cells(context_id TEXT NOT NULL REFERENCES contexts(id) ON DELETE CASCADE,"
+        "  seq INTEGER NOT NULL, code TEXT NOT NULL, env_json TEXT NOT NULL, cwd TEXT NOT NULL,"
+        "  typescript INTEGER NOT NULL, PRIMARY KEY(context_id, seq));"
+        "CREATE INDEX sandboxes_expires_at ON sandboxes(expires_at);"
+        "CREATE INDEX contexts_sandbox_created ON contexts(sandbox_id, created_at);"
+        "INSERT INTO schema_migrations VALUES(1, 1700000000000);"
+        "INSERT INTO orgs VALUES('o1', 'Old Org', 5);"
+        "INSERT INTO sandboxes VALUES('sb1', 'o1', 10, 11, 12, '{\"K\":\"V\"}');"
+        "INSERT INTO contexts VALUES('c1', 'sb1', 'PYTHON', 'python3', '/workspace', '{}',"
+        "  20, 21, 2, 22, 2, 7, 0);"
+        "INSERT INTO cells VALUES('c1', 1, 'x = 1', '{}', '/workspace', 0);"
+        "INSERT INTO cells VALUES('c1', 2, 'y=2', '{}', '/workspace', 0);";
+
+TEST(sqlite_migrates_a_version_1_database)
+{
+        struct store *s;
+        struct context_row got = {};
+        struct seen cells = {};
+        uint64_t n, bytes;
+        sqlite3 *db = open_raw();
+
+        raw_exec_on(db, schema_v1);
+        sqlite3_close(db);
+
+        s = open_sqlite();
+        ASSERT_EQ(store_schema_version(s), 2);
+        /* Old rows read back whole, with the new column empty. */
+        ASSERT_OK(store_context_get(s, "c1", &got));
+        ASSERT_STREQ(got.build, "");
+        ASSERT_STREQ(got.binding, "PYTHON");
+        ASSERT_EQ(got.created_at, 20);
+        ASSERT_EQ(got.executions, 2);
+        ASSERT_EQ(got.snap_bytes, 7);
+        ASSERT_OK(store_cell_each(s, "c1", on_cell, &cells));
+        ASSERT_STREQ(cells.buf, "1:x = 1:{}:/workspace:0,2:y=2:{}:/workspace:0");
+        ASSERT_OK(store_cell_stats(s, "c1", &n, &bytes));
+        ASSERT_EQ(n, 2);
+        ASSERT_EQ(bytes, 8);
+
+        /* The new column is writable, and the cascade still holds. */
+        snprintf(got.build, sizeof(got.build), "python:CPython 3.11.2:kernel-abc");
+        ASSERT_OK(store_context_update(s, &got));
+        context_row_done(&got);
+        ASSERT_OK(store_context_get(s, "c1", &got));
+        ASSERT_STREQ(got.build, "python:CPython 3.11.2:kernel-abc");
+        context_row_done(&got);
+        store_close(s);
+
+        s = open_sqlite();   /* a second open migrates nothing */
+        ASSERT_EQ(store_schema_version(s), 2);
+        ASSERT_OK(store_sandbox_delete(s, "sb1"));
+        ASSERT_EQ(store_context_get(s, "c1", &got), -ENOENT);
+        store_close(s);
+
+        db = open_raw();
+        ASSERT_EQ(raw_int(db, "SELECT COUNT(*) FROM schema_migrations"), 2);
+        ASSERT_EQ(raw_int(db, "SELECT COUNT(*) FROM cells"), 0);
+        sqlite3_close(db);
+}
+
+TEST(sqlite_too_long_stored_value_not_truncated)
+{
+        struct store *s = open_sqlite();
+        struct context_row got = {};
+        struct seen v = {};
+
+        put_sandbox(s, "sb1", 1, 0);
+        put_context(s, "c1", "sb1", 1);
+        put_context(s, "c2", "sb1", 2);
+        /* Written behind the store's back, longer than binding[64]. */
+        raw_exec("UPDATE contexts SET binding = printf('%.100c', 'X') WHERE created_at = 2");
+        ASSERT_EQ(store_context_get(s, id("c2"), &got), -ENAMETOOLONG);
+        ASSERT_TRUE(got.env_json == NULL);
+        ASSERT_STREQ(got.id, "");
+        /* A list that fails half-way frees what it had read (ASan). */
+        ASSERT_EQ(store_context_each(s, id("sb1"), on_context, &v), -ENAMETOOLONG);
+        ASSERT_EQ(v.n, 0);
+        /* Exactly at the boundary: 64 bytes leave no room for the NUL. */
+        raw_exec("UPDATE contexts SET binding = printf('%.64c', 'X') WHERE created_at = 2");
+        ASSERT_EQ(store_context_get(s, id("c2"), &got), -ENAMETOOLONG);
+        raw_exec("UPDATE contexts SET binding = printf('%.63c', 'X') WHERE created_at = 2");
+        ASSERT_OK(store_context_get(s, id("c2"), &got));
+        ASSERT_EQ(strlen(got.binding), 63);
+        context_row_done(&got);
+        store_close(s);
+}
+
+TEST(sqlite_write_survives_kill9)
+{
+        struct store *s;
+        struct sandbox_row got = {};
+        char msg[64];
+        int status, acked[2];
+        pid_t pid;
+        char c;
+
+        db_path();
+        id("");   /* the namespace, shared with the child */
+        ASSERT_EQ(pipe2(acked, O_CLOEXEC), 0);
+        pid = fork();
+        ASSERT_TRUE(pid >= 0);
+        if (pid == 0) {
+                s = open_sqlite();
+                put_sandbox(s, "acked", 1, 0);
+                put_context(s, "c1", "acked", 1);
+                ASSERT_OK(append_cell(s, "c1", 1, "print(1)"));
+                /* Acknowledge, then wait to be killed: no close, no checkpoint. */
+                ASSERT_EQ(write(acked[1], "k", 1), 1);
+                for (;;)
+                        pause();
+        }
+        close(acked[1]);
+        ASSERT_EQ(read(acked[0], &c, 1), 1);
+        close(acked[0]);
+        ASSERT_EQ(kill(pid, SIGKILL), 0);
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+        s = open_sqlite();
+        ASSERT_OK(store_sandbox_get(s, id("acked"), &got));
+        sandbox_row_done(&got);
+        ASSERT_EQ(cell_count(s, "c1"), 1);
+        ASSERT_EQ(store_integrity_check(s, msg, sizeof(msg)), 0);
+        store_close(s);
+}
