@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "api/app.h"
+#include "api/workers/result_json.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "base/version.h"

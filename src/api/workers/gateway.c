@@ -9,6 +9,7 @@
 #include "api/workers/envelope.h"
 #include "api/workers/errors.h"
 #include "api/workers/files.h"
+#include "api/workers/result_json.h"
 #include "api/workers/views.h"
 #include "api/app.h"
 #include "api/workers/validate.h"

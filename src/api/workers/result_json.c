@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 
 #include "config/config.h"
-#include "engine/exec.h"
 #include "engine/proc.h"
 
 static json_t *split_lines(const struct buf *b)
@@ -156,7 +155,6 @@ json_t *exec_result_json(const struct runtime *rt, const char *code, const struc
         return res;
 }
 
-/* TRANSITION (engine/exec.h): sandbox/ still reads the config. */
 void exec_limits_from_config(const struct config *cfg, struct exec_limits *ret)
 {
         *ret = (struct exec_limits){

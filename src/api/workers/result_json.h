@@ -14,3 +14,8 @@
  * "signal":N}; its results are always []. */
 json_t *exec_result_json(const struct runtime *rt, const char *code, const struct exec_outcome *o,
                          const struct exec_limits *lim);
+
+struct config;
+/* The limits of one execution as the configuration sets them (the
+ * facade reports them in /languages and in every result's usage). */
+void exec_limits_from_config(const struct config *cfg, struct exec_limits *ret);
