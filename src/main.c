@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "api/app.h"
+#include "api/workers/result_json.h"
 #include "api/workers/routes.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -133,6 +134,49 @@ static int build_config(const struct cli *cli, struct config *cfg)
         return 0;
 }
 
+/* pool.<lang> takes any name in the config; only runtime ids mean something. */
+static int check_pool_langs(const struct config *cfg)
+{
+        for (size_t i = 0; i < cfg->npools; i++)
+                if (!runtime_find(cfg->pools[i].lang)) {
+                        fprintf(stderr, "sandboxd: pool.%s: unknown language\n", cfg->pools[i].lang);
+                        return -ENOENT;
+                }
+        return 0;
+}
+
+static int cgroup_force_of(const char *name)
+{
+        if (strcmp(name, "v1") == 0)
+                return CGROUP_V1;
+        if (strcmp(name, "v2") == 0)
+                return CGROUP_V2;
+        if (strcmp(name, "none") == 0)
+                return CGROUP_NONE;
+        return -1;
+}
+
+/* The engine's view of the configuration. */
+static void engine_options_from_config(const struct config *cfg, struct engine_options *o)
+{
+        *o = (struct engine_options){
+                .cgroup_force = cgroup_force_of(cfg->cgroup),
+                .templates = cfg->zygote,
+                .file_bytes = cfg->file_bytes, .nofile = cfg->nofile,
+                .tmp_bytes = cfg->tmp_bytes, .tmp_inodes = cfg->tmp_inodes,
+                .workspace_bytes = cfg->workspace_bytes, .workspace_inodes = cfg->workspace_inodes,
+                .workers = (unsigned)cfg->exec_workers,
+                .pool_refill_per_s = cfg->pool_refill_per_s,
+                .pool_memory_budget = cfg->pool_memory_budget,
+        };
+        snprintf(o->run_dir, sizeof(o->run_dir), "%s/run", cfg->data_dir);
+        snprintf(o->kernels_dir, sizeof(o->kernels_dir), "%s", cfg->kernels_dir);
+        snprintf(o->forkserver_dir, sizeof(o->forkserver_dir), "%s", cfg->forkserver_dir);
+        exec_limits_from_config(cfg, &o->limits);
+        for (size_t i = 0; i < runtime_count() && i < ENGINE_MAX_RUNTIMES; i++)
+                o->pool_size[i] = config_pool_size(cfg, runtime_at(i)->id);
+}
+
 /* Refuses to expose an unauthenticated daemon beyond this machine. */
 static int check_listen_policy(const struct config *cfg)
 {
@@ -246,7 +290,7 @@ int main(int argc, char **argv)
                 return 2;
         }
         log_set_level(lvl);
-        if (check_listen_policy(&cfg) < 0)
+        if (check_listen_policy(&cfg) < 0 || check_pool_langs(&cfg) < 0)
                 return 2;
 
         /* Block the shutdown signals in every thread; main waits for them. */
@@ -268,7 +312,9 @@ int main(int argc, char **argv)
 
         struct app app = { .cfg = &cfg, .started_ms = wall_ms() };
         const char *why = NULL;
-        r = engine_new(&cfg, &app.engine, &why);
+        static struct engine_options eopt;
+        engine_options_from_config(&cfg, &eopt);
+        r = engine_new(&eopt, &app.engine, &why);
         if (r < 0)
                 return log_error_errno(r, "msg=\"jail setup failed: %s\"", why), 1;
         char dbpath[4200], dberr[256] = "";

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -27,6 +28,11 @@ struct cfg_opt {
 #define BOOL(k, field, d, doc) \
         { k, CFG_BOOL, offsetof(struct config, field), 0, d, 0, 1, NULL, doc }
 
+#define POOL_DEFAULT 2
+#define POOL_MAX 64
+#define POOL_PREFIX "pool."
+#define POOL_DOC "warm pool size for one language, e.g. pool.python (overrides pool.size when set after it)"
+
 static const struct cfg_opt opts[] = {
         STR("listen", listen, "127.0.0.1:8787", "HOST:PORT to listen on"),
         STR("data_dir", data_dir, "./data", "where sandboxes, the store and run files live"),
@@ -41,11 +47,7 @@ static const struct cfg_opt opts[] = {
         U64("http.timeout_s", http_timeout_s, 30, 1, 3600, "idle/read timeout per connection"),
         U64("http.header_bytes", http_header_bytes, 32 * KiB, 4 * KiB, 1 * MiB, "per-connection header memory"),
         BOOL("pool.zygote", zygote, 1, "fork executions from a warm, jailed template (python, perl)"),
-        U64("pool.size", pool_size, 2, 0, 64, "warm jailed interpreters per language (0 disables); sets every pool.<lang>"),
-        U64("pool.python", pool_python, 2, 0, 64, "warm pool size for python (overrides pool.size when set after it)"),
-        U64("pool.javascript", pool_javascript, 2, 0, 64, "warm pool size for javascript"),
-        U64("pool.perl", pool_perl, 2, 0, 64, "warm pool size for perl"),
-        U64("pool.ruby", pool_ruby, 2, 0, 64, "warm pool size for ruby"),
+        U64("pool.size", pool_size, POOL_DEFAULT, 0, POOL_MAX, "warm jailed interpreters per language (0 disables); sets every pool.<lang>"),
         U64("pool.refill_per_s", pool_refill_per_s, 50, 0, 100000, "pool members started per second at most (0: no cap)"),
         U64("pool.memory_budget", pool_memory_budget, 1 * GiB, 0, UINT64_MAX / 2, "memory all warm pool members may hold (0: no cap)"),
         U64("exec.workers", exec_workers, 8, 1, 1024, "executions running at once"),
@@ -141,40 +143,77 @@ static int parse_bool(const char *v, bool *ret)
         return 0;
 }
 
+/* "pool.<lang>": a language id is lower-case letters, digits, '_' or '-'. */
+static const char *pool_lang_of(const char *key)
+{
+        if (strncmp(key, POOL_PREFIX, strlen(POOL_PREFIX)) != 0)
+                return NULL;
+        const char *lang = key + strlen(POOL_PREFIX);
+        size_t n = strlen(lang);
+        if (n == 0 || n >= CONFIG_LANG_MAX || strspn(lang, "abcdefghijklmnopqrstuvwxyz0123456789_-") != n)
+                return NULL;
+        return lang;
+}
+
+static struct config_pool *pool_entry(struct config *c, const char *lang)
+{
+        for (size_t i = 0; i < c->npools; i++)
+                if (strcmp(c->pools[i].lang, lang) == 0)
+                        return &c->pools[i];
+        return NULL;
+}
+
+static int set_pool(struct config *c, const char *lang, const char *value)
+{
+        uint64_t v;
+        int r = config_parse_u64(value, &v);
+        if (r < 0)
+                return r;
+        if (v > POOL_MAX)
+                return -ERANGE;
+        struct config_pool *p = pool_entry(c, lang);
+        if (!p) {
+                if (c->npools >= CONFIG_POOLS_MAX)
+                        return -E2BIG;
+                p = &c->pools[c->npools++];
+                snprintf(p->lang, sizeof(p->lang), "%s", lang);
+        }
+        p->size = v;
+        return 0;
+}
+
+static int set_option(struct config *c, const struct cfg_opt *o, const char *value)
+{
+        if (o->type == CFG_STR)
+                return set_string(field(c, o), o->size, value);
+        if (o->type == CFG_BOOL)
+                return parse_bool(value, field(c, o));
+        uint64_t v;
+        int r = config_parse_u64(value, &v);
+        if (r < 0)
+                return r;
+        if (v < o->min || v > o->max)
+                return -ERANGE;
+        *(uint64_t *)field(c, o) = v;
+        if (strcmp(o->key, "pool.size") == 0) /* the shorthand: later pool.<lang> keys still win */
+                c->npools = 0;
+        return 0;
+}
+
 int config_set(struct config *c, const char *key, const char *value)
 {
-        for (size_t i = 0; i < ARRAY_SIZE(opts); i++) {
-                const struct cfg_opt *o = &opts[i];
-                if (strcmp(o->key, key) != 0)
-                        continue;
-                if (o->type == CFG_STR)
-                        return set_string(field(c, o), o->size, value);
-                if (o->type == CFG_BOOL)
-                        return parse_bool(value, field(c, o));
-                uint64_t v;
-                int r = config_parse_u64(value, &v);
-                if (r < 0)
-                        return r;
-                if (v < o->min || v > o->max)
-                        return -ERANGE;
-                *(uint64_t *)field(c, o) = v;
-                if (strcmp(key, "pool.size") == 0) /* the shorthand: later pool.<lang> keys still win */
-                        c->pool_python = c->pool_javascript = c->pool_perl = c->pool_ruby = v;
-                return 0;
-        }
-        return -ENOENT;
+        for (size_t i = 0; i < ARRAY_SIZE(opts); i++)
+                if (strcmp(opts[i].key, key) == 0)
+                        return set_option(c, &opts[i], value);
+        const char *lang = pool_lang_of(key);
+        return lang ? set_pool(c, lang, value) : -ENOENT;
 }
 
 uint64_t config_pool_size(const struct config *c, const char *lang)
 {
-        if (strcmp(lang, "python") == 0)
-                return c->pool_python;
-        if (strcmp(lang, "javascript") == 0)
-                return c->pool_javascript;
-        if (strcmp(lang, "perl") == 0)
-                return c->pool_perl;
-        if (strcmp(lang, "ruby") == 0)
-                return c->pool_ruby;
+        for (size_t i = 0; i < c->npools; i++)
+                if (strcmp(c->pools[i].lang, lang) == 0)
+                        return c->pools[i].size;
         return c->pool_size;
 }
 
@@ -230,5 +269,7 @@ void config_print_table(FILE *f)
                         fprintf(f, "| `%s` | %s | bool | %s |\n", o->key, o->def ? "true" : "false", o->doc);
                 else
                         fprintf(f, "| `%s` | `%s` | string | %s |\n", o->key, o->sdef, o->doc);
+                if (strcmp(o->key, "pool.size") == 0)
+                        fprintf(f, "| `pool.<lang>` | pool.size | 0 … %d | %s |\n", POOL_MAX, POOL_DOC);
         }
 }

@@ -7,6 +7,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#define CONFIG_LANG_MAX 24
+#define CONFIG_POOLS_MAX 16
+
 struct config {
         char listen[256];
         char data_dir[4096];
@@ -23,7 +26,13 @@ struct config {
         uint64_t http_header_bytes;
 
         uint64_t pool_size;       /* pre-started jailed interpreters per language */
-        uint64_t pool_python, pool_javascript, pool_perl, pool_ruby; /* per-language override */
+        /* pool.<lang> overrides, in the order set. config/ knows no language:
+         * main.c checks the names against the runtime table at start-up. */
+        struct config_pool {
+                char lang[CONFIG_LANG_MAX];
+                uint64_t size;
+        } pools[CONFIG_POOLS_MAX];
+        size_t npools;
         uint64_t pool_refill_per_s; /* pool members started per second at most (0: no cap) */
         uint64_t pool_memory_budget; /* bytes all warm members may hold (0: no cap) */
         bool zygote;              /* fork-server templates where the kernel has one */
@@ -58,7 +67,8 @@ void config_defaults(struct config *c);
 /* Sets one key from its textual value, checking type and bounds.
  * Returns 0, -ENOENT for an unknown key, -EINVAL/-ERANGE for a bad value. */
 int config_set(struct config *c, const char *key, const char *value);
-/* The warm pool target for a language id (pool.<id>, else pool.size). */
+/* The warm pool target for a language id (pool.<id>, else pool.size).
+ * pool.<id> takes any id: validated by the caller (config_pool_at). */
 uint64_t config_pool_size(const struct config *c, const char *lang);
 /* Parses "key = value" lines ('#' comments). ret_line gets the failing line. */
 int config_load_file(struct config *c, const char *path, int *ret_line);

@@ -6,7 +6,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mount.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,15 +48,16 @@ static void setup_fds(struct child_args *a)
         const struct jail_spec *s = a->spec;
         /* Move sources above the target range first so that dup2 order cannot
          * clobber them. */
-        int out = fcntl(s->stdout_fd, F_DUPFD_CLOEXEC, 10);
-        int err = fcntl(s->stderr_fd, F_DUPFD_CLOEXEC, 10);
+        /* A terminal takes 0-2 later (open_terminal): /dev/null until then. */
+        int out = fcntl(s->pty ? a->devnull_fd : s->stdout_fd, F_DUPFD_CLOEXEC, 10);
+        int err = fcntl(s->pty ? a->devnull_fd : s->stderr_fd, F_DUPFD_CLOEXEC, 10);
         int ctl = s->ctl_fd >= 0 ? fcntl(s->ctl_fd, F_DUPFD_CLOEXEC, 10) : -1;
-        int nul = fcntl(a->devnull_fd, F_DUPFD_CLOEXEC, 10);
+        int in = fcntl(a->devnull_fd, F_DUPFD_CLOEXEC, 10);
         int rep = fcntl(a->report_fd, F_DUPFD_CLOEXEC, 10);
-        if (out < 0 || err < 0 || nul < 0 || rep < 0 || (s->ctl_fd >= 0 && ctl < 0))
+        if (out < 0 || err < 0 || in < 0 || rep < 0 || (s->ctl_fd >= 0 && ctl < 0))
                 jail_child_fail(a, STEP_FDS, errno);
         a->report_fd = rep;
-        CHECK(a, STEP_FDS, dup2(nul, 0));
+        CHECK(a, STEP_FDS, dup2(in, 0));
         CHECK(a, STEP_FDS, dup2(out, 1));
         CHECK(a, STEP_FDS, dup2(err, 2));
         if (ctl >= 0)
@@ -62,6 +65,52 @@ static void setup_fds(struct child_args *a)
         CHECK(a, STEP_FDS, dup3(rep, 4, O_CLOEXEC));
         a->report_fd = 4;
         CHECK(a, STEP_FDS, (int)syscall(SYS_close_range, 5U, ~0U, 0U));
+}
+
+/* Sends fd over sock as one byte 'T' (SCM_RIGHTS). No allocation. */
+static int send_fd(int sock, int fd)
+{
+        char byte = 'T';
+        struct iovec iov = { &byte, 1 };
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        memset(&u, 0, sizeof(u));
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+        return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
+/* The workload's terminal, as the jail user (the slave is then its own):
+ * a new session whose controlling terminal is a fresh pair of the jail's
+ * devpts; the master goes to the daemon over fd 3, which is then closed. */
+static void open_terminal(const struct child_args *a)
+{
+        const struct jail_spec *s = a->spec;
+        int unlock = 0;
+        struct winsize ws = { .ws_row = s->pty_rows ? s->pty_rows : 24, .ws_col = s->pty_cols ? s->pty_cols : 80 };
+        CHECK(a, STEP_TTY, setsid());
+        int m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (m < 0)
+                jail_child_fail(a, STEP_TTY, errno);
+        CHECK(a, STEP_TTY, ioctl(m, TIOCSPTLCK, &unlock));
+        CHECK(a, STEP_TTY, ioctl(m, TIOCSWINSZ, &ws));
+        int slave = ioctl(m, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (slave < 0)
+                jail_child_fail(a, STEP_TTY, errno);
+        CHECK(a, STEP_TTY, ioctl(slave, TIOCSCTTY, 0));
+        CHECK(a, STEP_TTY, send_fd(3, m));
+        close(m);
+        close(3);
+        CHECK(a, STEP_TTY, dup2(slave, 0));
+        CHECK(a, STEP_TTY, dup2(slave, 1));
+        CHECK(a, STEP_TTY, dup2(slave, 2));
+        close(slave);
 }
 
 /* The workload starts like a login would start it: nothing blocked and
@@ -93,6 +142,8 @@ static __attribute__((noreturn)) void exec_workload(struct child_args *a)
         } else {
                 CHECK_R(a, STEP_PRIVS, privs_drop(JAIL_UID, JAIL_GID,
                                                   PRIVS_SETID | (a->ctx->userns ? 0 : PRIVS_SETGROUPS)));
+                if (s->pty)
+                        open_terminal(a);
                 confine(a);
         }
         CHECK(a, STEP_CHDIR, chdir(s->cwd ? s->cwd : JAIL_WORKSPACE));

@@ -22,7 +22,7 @@
 static const char *const step_names[_STEP_MAX] = {
         "sync", "netns", "hostname", "private-mounts", "root-tmpfs", "bind-usr", "etc",
         "tmp", "workspace", "kernels", "dev", "proc", "pivot_root", "ro-root", "fork",
-        "fds", "rlimit", "drop-privileges", "landlock", "seccomp", "chdir", "exec",
+        "fds", "rlimit", "drop-privileges", "landlock", "seccomp", "chdir", "exec", "tty",
 };
 
 /* Template jails map their root to JAIL_TEMPLATE_UID and the jail user to
@@ -153,7 +153,11 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
         }
         a.sync_fd = sync[0];
         a.report_fd = report[1];
-        a.devnull_fd = devnull;
+        a.devnull_fd = spec->has_stdin ? spec->stdin_fd : devnull;
+        if (spec->pty && (spec->ctl_fd < 0 || spec->template)) {
+                r = -EINVAL; /* the master goes back over ctl_fd */
+                goto fail;
+        }
 
         /* The cgroup namespace is unshared by the child after the parent has
          * attached it, so its root is the execution's own group. */

@@ -81,7 +81,17 @@ struct jail_spec {
         const char *cwd;                      /* inside the jail; NULL = /workspace */
         const char *cgroup_name;              /* unique name for the execution's group */
         struct jail_limits limits;
-        int stdout_fd, stderr_fd, ctl_fd;     /* become fds 1, 2 and 3; fd 0 is /dev/null */
+        int stdout_fd, stderr_fd, ctl_fd;     /* become fds 1, 2 and 3 */
+        bool has_stdin;                       /* stdin_fd becomes fd 0; else /dev/null */
+        int stdin_fd;
+        /* A terminal instead of fds 0-2 (stdout_fd/stderr_fd may be -1): the
+         * jail gets a fresh devpts instance (/dev/pts, /dev/ptmx); the
+         * workload opens a pair, makes the slave its controlling terminal
+         * (new session) and fds 0-2, and sends the master to the daemon
+         * over ctl_fd (required) as one byte 'T' with SCM_RIGHTS, then
+         * closes fd 3. Size pty_rows x pty_cols (0: 24x80). */
+        bool pty;
+        unsigned short pty_rows, pty_cols;
         /* Replay isolation (code-context restore): when >= 0, /workspace starts
          * as an overlay whose writes land in a throw-away tmpfs. When the
          * daemon writes one byte to the other end of this socket, the jail's

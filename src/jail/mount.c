@@ -98,6 +98,14 @@ static void setup_dev(const struct child_args *a)
         CHECK(a, STEP_DEV, symlink("/proc/self/fd/1", path_join(dst, dev, "stdout")));
         CHECK(a, STEP_DEV, symlink("/proc/self/fd/2", path_join(dst, dev, "stderr")));
         CHECK(a, STEP_DEV, symlink("/tmp", path_join(dst, dev, "shm")));
+        if (a->spec->pty) {
+                /* A devpts of its own: the jail sees only its own terminals
+                 * and cannot open the host's; ptmx is this instance's. */
+                CHECK(a, STEP_DEV, mkdir(path_join(dst, dev, "pts"), 0755));
+                CHECK(a, STEP_DEV, mount("devpts", dst, "devpts", MS_NOSUID | MS_NOEXEC,
+                                         "newinstance,ptmxmode=0666,mode=0620"));
+                CHECK(a, STEP_DEV, symlink("pts/ptmx", path_join(dst, dev, "ptmx")));
+        }
         CHECK(a, STEP_DEV, mount(NULL, dev, NULL, MS_REMOUNT | MS_NOSUID | MS_NOEXEC | MS_RDONLY, "size=64k,mode=755"));
 }
 

@@ -13,6 +13,7 @@
 static struct runtime table[] = {
         {
                 .id = "javascript", .name = "JavaScript", .package = "nodejs", .engine_name = "Node.js",
+                .kernel = "node_kernel.js",
                 .argv = { "/usr/bin/node", "@HEAP@", "--stack-size=984", "@KERNEL@", "@MODE@" },
                 .version_argv = { "/usr/bin/node", "-p", "process.versions.node" },
                 .capabilities = { "console", "env-vars", "last-expression-result", "promises", "typescript",
@@ -21,6 +22,7 @@ static struct runtime table[] = {
         },
         {
                 .id = "python", .name = "Python", .package = "python3", .engine_name = "CPython",
+                .kernel = "python_kernel.py",
                 .argv = { "/usr/bin/python3", "-I", "@KERNEL@", "@MODE@" },
                 .version_argv = { "/usr/bin/python3", "-I", "-S", "-c",
                                   "import platform; print(platform.python_version())" },
@@ -31,6 +33,7 @@ static struct runtime table[] = {
         },
         {
                 .id = "perl", .name = "Perl", .package = "perl", .engine_name = "Perl",
+                .kernel = "perl_kernel.pl",
                 .argv = { "/usr/bin/perl", "@KERNEL@", "@MODE@" },
                 .version_argv = { "/usr/bin/perl", "-e", "printf qq{%vd\\n}, $^V" },
                 .capabilities = { "stdout", "env-vars", "last-expression-result", "standard-library" },
@@ -39,15 +42,21 @@ static struct runtime table[] = {
         },
         {
                 .id = "ruby", .name = "Ruby", .package = "ruby", .engine_name = "CRuby",
+                .kernel = "ruby_kernel.rb",
                 .argv = { "/usr/bin/ruby", "--disable-gems", "@KERNEL@", "@MODE@" },
                 .version_argv = { "/usr/bin/ruby", "--disable-gems", "-e", "puts RUBY_VERSION" },
                 .capabilities = { "stdout", "env-vars", "last-expression-result", "standard-library" },
                 .contexts = true,
         },
-};
-
-static const char *const kernel_files[] = {
-        "node_kernel.js", "python_kernel.py", "perl_kernel.pl", "ruby_kernel.rb",
+        {
+                /* No kernel: each request is `bash -c CODE` in a fresh jail. */
+                .id = "shell", .name = "Shell", .package = "bash", .engine_name = "Bash",
+                .kind = RUNTIME_PROCESS,
+                .argv = { "/bin/bash", "-c" },
+                .version_argv = { "/bin/bash", "-c",
+                                  "echo ${BASH_VERSINFO[0]}.${BASH_VERSINFO[1]}.${BASH_VERSINFO[2]}" },
+                .capabilities = { "stdout", "env-vars", "exit-status" },
+        },
 };
 
 size_t runtime_count(void)
@@ -75,6 +84,7 @@ const char *runtime_normalize(const char *name)
                 { "javascript", "javascript" }, { "js", "javascript" }, { "node", "javascript" },
                 { "typescript", "typescript" }, { "ts", "typescript" },
                 { "perl", "perl" }, { "ruby", "ruby" }, { "rb", "ruby" },
+                { "shell", "shell" }, { "bash", "shell" }, { "sh", "shell" },
         };
         for (size_t i = 0; name && i < sizeof(aliases) / sizeof(aliases[0]); i++)
                 if (strcasecmp(aliases[i][0], name) == 0)
@@ -132,15 +142,12 @@ void runtime_probe_versions(char *ret_missing, size_t len)
         }
 }
 
-static const char *kernel_file(const struct runtime *rt)
-{
-        return kernel_files[rt - table];
-}
-
 int runtime_build_argv(const struct runtime *rt, const char *mode, unsigned heap_mb,
                        const char **out, size_t max, char *scratch, size_t scratch_len)
 {
         size_t n = 0, used = 0;
+        if (rt->kind != RUNTIME_KERNEL)
+                return -EOPNOTSUPP; /* no kernel to start */
         for (size_t i = 0; i < RUNTIME_MAX_ARGV && rt->argv[i]; i++) {
                 const char *a = rt->argv[i];
                 if (n + 1 >= max)
@@ -151,7 +158,7 @@ int runtime_build_argv(const struct runtime *rt, const char *mode, unsigned heap
                 }
                 int w;
                 if (strcmp(a, "@KERNEL@") == 0)
-                        w = snprintf(scratch + used, scratch_len - used, "%s/%s", JAIL_KERNELS_DIR, kernel_file(rt));
+                        w = snprintf(scratch + used, scratch_len - used, "%s/%s", JAIL_KERNELS_DIR, rt->kernel);
                 else if (strcmp(a, "@HEAP@") == 0)
                         w = snprintf(scratch + used, scratch_len - used, "--max-old-space-size=%u", heap_mb);
                 else {

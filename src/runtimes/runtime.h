@@ -7,11 +7,18 @@
 
 #define RUNTIME_MAX_ARGV 8
 
+enum runtime_kind {
+        RUNTIME_KERNEL,   /* an interpreter running a kernel script (JSON lines) */
+        RUNTIME_PROCESS,  /* a plain process: argv + the code as its last argument */
+};
+
 struct runtime {
         const char *id;           /* canonical id, e.g. "python" */
         const char *name;         /* display name */
         const char *package;      /* Debian package providing the interpreter */
         const char *engine_name;  /* e.g. "CPython" */
+        enum runtime_kind kind;
+        const char *kernel;       /* kernel script in the kernels dir (RUNTIME_KERNEL) */
         const char *argv[RUNTIME_MAX_ARGV]; /* "@KERNEL@", "@MODE@", "@HEAP_MB@" expand */
         const char *version_argv[RUNTIME_MAX_ARGV]; /* prints the version on stdout */
         const char *capabilities[8];
@@ -24,12 +31,12 @@ struct runtime {
 
 /* Looks up a canonical id. NULL if unknown (safe for names like "__proto__"). */
 const struct runtime *runtime_find(const char *id);
-/* Runtimes in listing order (javascript first). */
+/* Runtimes in listing order (javascript first, shell last). */
 size_t runtime_count(void);
 const struct runtime *runtime_at(size_t i);
 
 /* Normalises a user-supplied language name (case-insensitive aliases:
- * python3→python, js/node→javascript, ts→typescript). Returns the canonical
+ * python3→python, js/node→javascript, ts→typescript, bash/sh→shell). Returns the canonical
  * name ("typescript" stays "typescript") or NULL if unknown. */
 const char *runtime_normalize(const char *name);
 /* Resolves a path/body language to the runtime that executes it and whether

@@ -1,5 +1,5 @@
 /* Fuzzes the encoding of arbitrary guest output into an ExecutionResult
- * (exec_result_json in src/engine/exec.c) and the UTF-8 helpers in
+ * (exec_result_json in src/api/workers/result_json.c) and the UTF-8 helpers in
  * src/base/util.c.
  *
  * Input layout: 4 control bytes, then a payload. If the payload contains
@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 
 #include "engine/exec.h"
+#include "api/workers/result_json.h"
 #include "base/util.h"
 #include "fuzz.h"
 #include "http/server.h"

@@ -9,6 +9,7 @@
 #include "api/workers/envelope.h"
 #include "api/workers/errors.h"
 #include "api/workers/files.h"
+#include "api/workers/result_json.h"
 #include "api/workers/routes.h"
 #include "api/workers/views.h"
 #include "api/app.h"
@@ -29,7 +30,8 @@ static bool gw_begin(struct http_request *req, struct http_response *res, struct
         g->app = req->app;
         g->rt = runtime_resolve(req->captures[0], NULL);
         g->id = req->captures[1];
-        if (!g->rt) {
+        /* Sandboxes hold kernels (contexts); a process runtime has none. */
+        if (!g->rt || g->rt->kind != RUNTIME_KERNEL) {
                 workers_errorf(res, 400, "VALIDATION_FAILED", "Unsupported language: %s", req->captures[0]);
                 return false;
         }

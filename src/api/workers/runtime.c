@@ -5,6 +5,7 @@
 
 #include "api/workers/envelope.h"
 #include "api/app.h"
+#include "api/workers/result_json.h"
 #include "api/workers/validate.h"
 #include "base/log.h"
 #include "runtimes/runtime.h"
@@ -32,7 +33,12 @@ static void run_stateless(struct http_request *req, struct http_response *res, c
          * TypeScript (types stripped), so every JS route accepts TS. */
         typescript = strcmp(rt->id, "javascript") == 0;
         const char *err = NULL;
-        json_t *result = exec_stateless(app->engine, rt, body.code, body.env, typescript, &err);
+        struct exec_outcome o;
+        json_t *result = NULL;
+        if (exec_stateless(app->engine, rt, body.code, body.env, typescript, &o, &err) == 0) {
+                result = exec_result_json(rt, body.code, &o, engine_limits(app->engine));
+                exec_outcome_done(&o);
+        }
         exec_body_done(&body);
         if (!result) {
                 workers_errorf(res, 502, "INTERNAL_ERROR", "Engine execution failed (%s)", err ? err : "unknown");
@@ -106,6 +112,26 @@ static void h_health(struct http_request *req, struct http_response *res)
         http_json(res, 200, json_pack("{s:s}", "status", "ok"));
 }
 
+/* {lang: {ready, target, hits, misses, memberBytes[, template: {alive, forks, failures}]}} */
+static json_t *pool_stats_json(struct engine *e)
+{
+        struct engine_pool_stats st[ENGINE_MAX_RUNTIMES];
+        size_t n = engine_pool_stats(e, st, ARRAY_SIZE(st));
+        json_t *o = json_object();
+        for (size_t i = 0; i < n; i++) {
+                json_t *entry = json_pack("{s:I, s:I, s:I, s:I, s:I}", "ready", (json_int_t)st[i].ready, "target",
+                                          (json_int_t)st[i].target, "hits", (json_int_t)st[i].hits, "misses",
+                                          (json_int_t)st[i].misses, "memberBytes", (json_int_t)st[i].member_bytes);
+                if (st[i].has_template)
+                        json_object_set_new(entry, "template",
+                                            json_pack("{s:b, s:I, s:I}", "alive", st[i].template_alive, "forks",
+                                                      (json_int_t)st[i].template_forks, "failures",
+                                                      (json_int_t)st[i].template_failures));
+                json_object_set_new(o, st[i].lang, entry);
+        }
+        return o;
+}
+
 static void h_ready(struct http_request *req, struct http_response *res)
 {
         struct app *app = app_of(req);
@@ -117,7 +143,7 @@ static void h_ready(struct http_request *req, struct http_response *res)
         http_json(res, 200, json_pack("{s:s, s:s, s:I, s:o, s:I}", "status", "ready", "cgroup",
                                       cgroup_backend_name(engine_cgroup_backend(app->engine)), "uptimeMs",
                                       (json_int_t)(wall_ms() - app->started_ms), "pools",
-                                      engine_pool_stats(app->engine), "residentContexts",
+                                      pool_stats_json(app->engine), "residentContexts",
                                       (json_int_t)sbx_resident_count(app->sandboxes)));
 }
 

@@ -11,7 +11,7 @@
 
 TEST(runtime_listing_order)
 {
-        static const char *const ids[] = { "javascript", "python", "perl", "ruby" };
+        static const char *const ids[] = { "javascript", "python", "perl", "ruby", "shell" };
         ASSERT_EQ(runtime_count(), ARRAY_SIZE(ids));
         for (size_t i = 0; i < ARRAY_SIZE(ids); i++) {
                 const struct runtime *rt = runtime_at(i);
@@ -48,6 +48,7 @@ TEST(runtime_normalize_aliases)
                 { "typescript", "typescript" }, { "TypeScript", "typescript" }, { "ts", "typescript" },
                 { "TS", "typescript" },        { "perl", "perl" },          { "PERL", "perl" },
                 { "ruby", "ruby" },            { "rb", "ruby" },            { "Ruby", "ruby" },
+                { "shell", "shell" },          { "bash", "shell" },         { "SH", "shell" },
         };
         for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
                 const char *got = runtime_normalize(cases[i].in);
@@ -171,6 +172,8 @@ TEST(build_argv_every_runtime)
 {
         for (size_t i = 0; i < runtime_count(); i++) {
                 const struct runtime *rt = runtime_at(i);
+                if (rt->kind != RUNTIME_KERNEL)
+                        continue;
                 const char *out[JAIL_MAX_ARGS + 1];
                 char scratch[512];
                 static const char mode[] = "once";
@@ -215,6 +218,8 @@ TEST(build_argv_scratch_too_small)
 {
         for (size_t i = 0; i < runtime_count(); i++) {
                 const struct runtime *rt = runtime_at(i);
+                if (rt->kind != RUNTIME_KERNEL)
+                        continue;
                 const char *out[JAIL_MAX_ARGS + 1];
                 static const size_t lens[] = { 0, 1, 8, 24 };
                 for (size_t l = 0; l < ARRAY_SIZE(lens); l++) {
@@ -235,6 +240,8 @@ TEST(build_argv_scratch_exact)
 {
         for (size_t i = 0; i < runtime_count(); i++) {
                 const struct runtime *rt = runtime_at(i);
+                if (rt->kind != RUNTIME_KERNEL)
+                        continue;
                 const char *out[JAIL_MAX_ARGS + 1];
                 char scratch[512];
                 ASSERT_OK(runtime_build_argv(rt, "once", 4096, out, ARRAY_SIZE(out), scratch, sizeof(scratch)));
@@ -263,4 +270,22 @@ TEST(build_argv_out_too_small)
         rt = runtime_find("javascript"); /* 5 args + NULL */
         ASSERT_OK(runtime_build_argv(rt, "once", 64, out, 6, scratch, sizeof(scratch)));
         ASSERT_EQ(runtime_build_argv(rt, "once", 64, out, 5, scratch, sizeof(scratch)), -E2BIG);
+}
+
+/* shell is a process runtime: no kernel to build an argv for; bash -c. */
+TEST(shell_is_a_process_runtime)
+{
+        const struct runtime *rt = runtime_find("shell");
+        ASSERT_TRUE(rt != NULL);
+        ASSERT_EQ(rt->kind, RUNTIME_PROCESS);
+        ASSERT_STREQ(rt->argv[0], "/bin/bash");
+        ASSERT_STREQ(rt->argv[1], "-c");
+        ASSERT_TRUE(rt->argv[2] == NULL);
+        ASSERT_TRUE(!rt->contexts && !rt->zygote);
+        const char *out[JAIL_MAX_ARGS + 1];
+        char scratch[512];
+        ASSERT_EQ(runtime_build_argv(rt, "once", 64, out, ARRAY_SIZE(out), scratch, sizeof(scratch)), -EOPNOTSUPP);
+        for (size_t i = 0; i < runtime_count(); i++)
+                if (runtime_at(i)->kind == RUNTIME_KERNEL)
+                        ASSERT_TRUE(runtime_at(i)->kernel != NULL);
 }

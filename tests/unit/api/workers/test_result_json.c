@@ -1,10 +1,12 @@
-/* Unit tests for the pure half of src/engine/exec.c: turning a synthetic
+/* Unit tests for the pure half of src/api/workers/result_json.c (and exec_build_request, src/engine/kproc.c): turning a synthetic
  * struct exec_outcome into the ExecutionResult object, and building the
  * kernel wire request. No kernel process is spawned. */
 #include <errno.h>
 #include <signal.h>
 #include <sys/wait.h>
 
+#include "api/workers/result_json.h"
+#include "config/config.h"
 #include "engine/exec.h"
 #include "tap.h"
 
@@ -474,4 +476,69 @@ TEST(outcome_done_resets)
         ASSERT_EQ(o.limit, EXEC_LIMIT_NONE);
         ASSERT_EQ(o.died, false);
         exec_outcome_done(&o); /* twice is fine */
+}
+
+/* A process runtime (shell): no kernel answer; the exit status decides. */
+static json_t *shell_result(int wait_status, enum exec_limit limit)
+{
+        const struct runtime *rt = runtime_find("shell");
+        ASSERT_TRUE(rt != NULL && rt->kind == RUNTIME_PROCESS);
+        struct exec_outcome o;
+        outcome(&o, S("hi\n"), NULL, 0, NULL);
+        o.died = true;
+        o.exit_status = wait_status;
+        o.limit = limit;
+        json_t *r = exec_result_json(rt, "echo hi", &o, &LIM);
+        exec_outcome_done(&o);
+        ASSERT_TRUE(json_is_object(r));
+        ASSERT_STREQ(json_string_value(json_object_get(r, "language")), "shell");
+        ASSERT_EQ(json_array_size(json_object_get(r, "results")), 0);
+        return r;
+}
+
+TEST(result_shell_exit_status)
+{
+        json_t *r = shell_result(0, EXEC_LIMIT_NONE);
+        ASSERT_TRUE(json_object_get(r, "error") == NULL);
+        ASSERT_STREQ(json_string_value(json_array_get(json_object_get(json_object_get(r, "logs"), "stdout"), 0)), "hi");
+        json_decref(r);
+
+        r = shell_result(3 << 8, EXEC_LIMIT_NONE);
+        json_t *err = json_object_get(r, "error");
+        ASSERT_STREQ(json_string_value(json_object_get(err, "name")), "ExitError");
+        ASSERT_STREQ(json_string_value(json_object_get(err, "message")), "exit status 3");
+        ASSERT_EQ(json_integer_value(json_object_get(err, "exitCode")), 3);
+        ASSERT_TRUE(json_object_get(err, "signal") == NULL);
+        json_decref(r);
+
+        /* The jail's init reports a workload killed by signal N as 128+N;
+         * the daemon's own SIGKILL of the jail is a real signal status. */
+        static const int statuses[] = { (128 + SIGTERM) << 8, SIGKILL };
+        static const int signals[] = { SIGTERM, SIGKILL };
+        for (size_t i = 0; i < ARRAY_SIZE(statuses); i++) {
+                r = shell_result(statuses[i], EXEC_LIMIT_NONE);
+                err = json_object_get(r, "error");
+                ASSERT_STREQ(json_string_value(json_object_get(err, "name")), "ExitError");
+                ASSERT_EQ(json_integer_value(json_object_get(err, "signal")), signals[i]);
+                ASSERT_TRUE(json_object_get(err, "exitCode") == NULL);
+                json_decref(r);
+        }
+}
+
+TEST(result_shell_limits_win)
+{
+        json_t *r = shell_result(SIGKILL, EXEC_LIMIT_WALL);
+        json_t *err = json_object_get(r, "error");
+        ASSERT_STREQ(json_string_value(json_object_get(err, "name")), "ExecutionLimitError");
+        json_decref(r);
+        /* A failed fork that the script survived (exit 0) is no error... */
+        r = shell_result(0, EXEC_LIMIT_PIDS);
+        ASSERT_TRUE(json_object_get(r, "error") == NULL);
+        json_decref(r);
+        /* ...one it did not survive is the process limit, not exit status 1. */
+        r = shell_result(1 << 8, EXEC_LIMIT_PIDS);
+        err = json_object_get(r, "error");
+        ASSERT_STREQ(json_string_value(json_object_get(err, "name")), "ExecutionLimitError");
+        ASSERT_TRUE(strstr(json_string_value(json_object_get(err, "message")), "Process limit") != NULL);
+        json_decref(r);
 }

@@ -1,0 +1,291 @@
+/* Engine lifecycle, live-process tracking and the reaper thread. */
+#include "engine/internal.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+
+static void reaper_main(void *arg);
+
+static void add_runtimes(struct engine *e, bool templates)
+{
+        for (size_t i = 0; i < runtime_count() && e->npools < ARRAY_SIZE(e->pools); i++) {
+                const struct runtime *rt = runtime_at(i);
+                /* Process runtimes (shell) start in a few ms: nothing to keep warm. */
+                if (!rt->version[0] || rt->kind != RUNTIME_KERNEL)
+                        continue;
+                /* A template serves its language better than a pool; it
+                 * needs a second mapped uid, i.e. a privileged daemon. */
+                if (rt->zygote && templates) {
+                        struct zygote *z = &e->zygotes[e->nzygotes++];
+                        z->rt = rt;
+                        pthread_mutex_init(&z->lock, NULL);
+                }
+                struct pool *p = &e->pools[e->npools++];
+                p->rt = rt;
+                p->target = i < ENGINE_MAX_RUNTIMES ? e->opt.pool_size[i] : 0;
+        }
+}
+
+static bool wants_filler(const struct engine *e)
+{
+        for (size_t i = 0; i < e->npools; i++)
+                if (e->pools[i].target > 0)
+                        return true;
+        return e->nzygotes > 0;
+}
+
+int engine_new(const struct engine_options *opt, struct engine **ret, const char **ret_err)
+{
+        struct engine *e = calloc(1, sizeof(*e));
+        if (!e)
+                return -ENOMEM;
+        e->opt = *opt;
+        pthread_mutex_init(&e->lock, NULL);
+        int r = jail_ctx_init(&e->jail, opt->run_dir, opt->kernels_dir, opt->cgroup_force, ret_err);
+        if (r < 0) {
+                jail_ctx_done(&e->jail);
+                pthread_mutex_destroy(&e->lock);
+                free(e);
+                return r;
+        }
+        bool templates = opt->templates && !e->jail.userns;
+        if (templates && (r = jail_ctx_set_forkserver_dir(&e->jail, opt->forkserver_dir)) < 0) {
+                log_warn("msg=\"no fork-server templates: %s/%s not usable\" err=\"%s\"", opt->forkserver_dir,
+                         JAIL_FORKSERVER_LIB, strerror(-r));
+                templates = false;
+        }
+        if ((r = bg_thread_init(&e->reaper, &e->lock)) < 0 || (r = bg_thread_init(&e->filler, &e->lock)) < 0 ||
+            (r = bg_thread_start(&e->reaper, "reaper", 1, reaper_main, e)) < 0) {
+                *ret_err = "threads";
+                engine_free(e);
+                return r;
+        }
+        add_runtimes(e, templates);
+        /* Without a filler, members are spawned on demand (a warning, not fatal). */
+        if (wants_filler(e) && (r = bg_thread_start(&e->filler, "pool-filler", 1, filler_main, e)) < 0)
+                log_warn("msg=\"no pool filler thread\" err=\"%s\"", strerror(-r));
+        *ret = e;
+        return 0;
+}
+
+void engine_free(struct engine *e)
+{
+        if (!e)
+                return;
+        bg_thread_stop(&e->filler);
+        for (size_t i = 0; i < e->nzygotes; i++) {
+                engine_bury(e, e->zygotes[i].kp ? &e->zygotes[i].kp->p : NULL);
+                e->zygotes[i].kp = NULL;
+        }
+        for (size_t i = 0; i < e->npools; i++)
+                while (e->pools[i].n > 0)
+                        engine_bury(e, &e->pools[i].ready[--e->pools[i].n]->p);
+        /* The reaper frees what was buried before it stops. */
+        bg_thread_stop(&e->reaper);
+        /* Whatever was buried after the reaper left. */
+        while (e->dead) {
+                struct proc *p = e->dead;
+                e->dead = p->dead_next;
+                p->destroy(p);
+        }
+        engine_kill_all(e);
+        bg_thread_done(&e->filler);
+        bg_thread_done(&e->reaper);
+        jail_ctx_done(&e->jail);
+        pthread_mutex_destroy(&e->lock);
+        free(e);
+}
+
+enum cgroup_backend engine_cgroup_backend(const struct engine *e)
+{
+        return cgroup_root_backend(e->jail.cgroot);
+}
+
+const struct exec_limits *engine_limits(const struct engine *e)
+{
+        return &e->opt.limits;
+}
+
+size_t engine_pool_stats(struct engine *e, struct engine_pool_stats *out, size_t max)
+{
+        size_t n = 0;
+        pthread_mutex_lock(&e->lock);
+        for (size_t i = 0; i < e->npools && n < max; i++, n++) {
+                struct pool *p = &e->pools[i];
+                out[n] = (struct engine_pool_stats){
+                        .lang = p->rt->id, .ready = p->n, .target = p->target, .hits = p->hits,
+                        .misses = p->misses, .member_bytes = p->member_bytes,
+                };
+        }
+        pthread_mutex_unlock(&e->lock);
+        for (size_t i = 0; i < n; i++) {
+                struct zygote *z = zygote_for(e, runtime_find(out[i].lang));
+                if (!z)
+                        continue;
+                pthread_mutex_lock(&z->lock);
+                out[i].has_template = true;
+                out[i].template_alive = kproc_alive(z->kp);
+                out[i].template_forks = z->forks;
+                out[i].template_failures = z->failures;
+                pthread_mutex_unlock(&z->lock);
+        }
+        return n;
+}
+
+void engine_kill_all(struct engine *e)
+{
+        pthread_mutex_lock(&e->lock);
+        for (struct proc *p = e->live; p; p = p->next)
+                jail_kill(&p->jp);
+        pthread_mutex_unlock(&e->lock);
+}
+
+size_t engine_live_count(struct engine *e)
+{
+        pthread_mutex_lock(&e->lock);
+        size_t n = e->nlive;
+        pthread_mutex_unlock(&e->lock);
+        return n;
+}
+
+void engine_track(struct engine *e, struct proc *p)
+{
+        pthread_mutex_lock(&e->lock);
+        p->next = e->live;
+        if (e->live)
+                e->live->prev = p;
+        e->live = p;
+        e->nlive++;
+        pthread_mutex_unlock(&e->lock);
+}
+
+void engine_untrack(struct engine *e, struct proc *p)
+{
+        pthread_mutex_lock(&e->lock);
+        if (p->prev)
+                p->prev->next = p->next;
+        else if (e->live == p)
+                e->live = p->next;
+        if (p->next)
+                p->next->prev = p->prev;
+        p->prev = p->next = NULL;
+        e->nlive--;
+        pthread_mutex_unlock(&e->lock);
+}
+
+void engine_next_cgroup_name(struct engine *e, char *buf, size_t len)
+{
+        pthread_mutex_lock(&e->lock);
+        snprintf(buf, len, "x%llu", (unsigned long long)++e->seq);
+        pthread_mutex_unlock(&e->lock);
+}
+
+struct jail_limits engine_jail_limits(const struct engine *e, const struct exec_limits *lim)
+{
+        const struct engine_options *o = &e->opt;
+        return (struct jail_limits){
+                /* Without a cgroup (rootless, no delegation) the per-process
+                 * data limit is the only memory bound left. */
+                .data_bytes = cgroup_root_backend(e->jail.cgroot) == CGROUP_NONE ? lim->memory_bytes : 0,
+                .memory_bytes = lim->memory_bytes,
+                .pids = lim->pids,
+                /* Backstop only: the daemon samples cgroup CPU and kills first. */
+                .cpu_seconds = lim->cpu_ms / 1000 + 2,
+                .file_bytes = o->file_bytes,
+                .nofile = o->nofile,
+                .tmp_bytes = o->tmp_bytes,
+                .tmp_inodes = o->tmp_inodes,
+                .workspace_bytes = o->workspace_bytes,
+                .workspace_inodes = o->workspace_inodes,
+        };
+}
+
+/* Counts the stateless executions in progress. A refill waits until none
+ * is, or REFILL_GRACE_MS (see filler_main): started next to a request (a
+ * cold node start is ~100 ms of CPU) it competes with it for the cores and
+ * delays its answer; after the answer it competes with nothing. */
+void engine_inflight(struct engine *e, int delta)
+{
+        pthread_mutex_lock(&e->lock);
+        e->inflight += (size_t)delta;
+        if (e->inflight == 0)
+                bg_thread_wake(&e->filler);
+        pthread_mutex_unlock(&e->lock);
+}
+
+void exec_outcome_done(struct exec_outcome *o)
+{
+        json_decref(o->response);
+        buf_free(&o->out);
+        buf_free(&o->err);
+        *o = (struct exec_outcome){ 0 };
+}
+
+int set_nonblock(int fd)
+{
+        int fl = fcntl(fd, F_GETFL);
+        return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
+}
+
+void close_pair(int p[2])
+{
+        for (int i = 0; i < 2; i++)
+                if (p[i] >= 0)
+                        close(p[i]);
+}
+
+bool pidfd_exited(int pidfd)
+{
+        struct pollfd p = { pidfd, POLLIN, 0 };
+        return poll(&p, 1, 0) == 1;
+}
+
+/* ---- off-request-path teardown ---- */
+
+void engine_bury_locked(struct engine *e, struct proc *p)
+{
+        p->dead_next = e->dead;
+        e->dead = p;
+        bg_thread_wake(&e->reaper);
+}
+
+/* Hands a used process to the reaper thread, which kills it, reaps it,
+ * recycles its cgroup and closes its fds — all off the request path (a
+ * once-mode kernel is already exiting by itself). */
+void engine_bury(struct engine *e, struct proc *p)
+{
+        if (!p)
+                return;
+        pthread_mutex_lock(&e->lock);
+        engine_bury_locked(e, p);
+        pthread_mutex_unlock(&e->lock);
+}
+
+static void reaper_main(void *arg)
+{
+        struct engine *e = arg;
+        bg_thread_lock(&e->reaper);
+        for (;;) {
+                bool running = bg_thread_running(&e->reaper);
+                struct proc *list = e->dead;
+                e->dead = NULL;
+                if (!list && !running)
+                        break;
+                if (!list) {
+                        bg_thread_wait(&e->reaper, 0);
+                        continue;
+                }
+                bg_thread_unlock(&e->reaper);
+                while (list) {
+                        struct proc *p = list;
+                        list = p->dead_next;
+                        p->destroy(p);
+                }
+                bg_thread_lock(&e->reaper);
+        }
+        bg_thread_unlock(&e->reaper);
+}

@@ -1,0 +1,84 @@
+/* The execution engine: the process-wide jail context, the limits every
+ * execution runs under, bookkeeping of live jails (so shutdown can kill
+ * them), warm pools and fork-server templates. engine/ knows no config
+ * file, no HTTP and no JSON view: main.c fills struct engine_options. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/util.h"
+#include "jail/jail.h"
+
+/* At most this many runtimes get a warm pool (runtime table order). */
+#define ENGINE_MAX_RUNTIMES 8
+
+enum exec_limit {
+        EXEC_LIMIT_NONE,
+        EXEC_LIMIT_CPU,
+        EXEC_LIMIT_WALL,
+        EXEC_LIMIT_MEMORY,
+        EXEC_LIMIT_OUTPUT,
+        EXEC_LIMIT_PIDS,
+        _EXEC_LIMIT_MAX
+};
+
+/* What one execution may use. */
+struct exec_limits {
+        uint64_t cpu_ms, wall_ms, memory_bytes, pids;
+        uint64_t output_bytes, output_entries, result_bytes;
+};
+
+/* What one execution produced (a kernel request or a whole process run). */
+struct exec_outcome {
+        json_t *response;       /* the kernel's answer {results, error, cwd}, or NULL */
+        struct buf out, err;    /* raw guest stdout / stderr (capped) */
+        enum exec_limit limit;  /* limit that ended the run, if any */
+        bool died;              /* the process is gone */
+        int exit_status;        /* wait status of the jail's init when died
+                                 * (see proc_status_decode) */
+        uint64_t duration_ns;
+        uint64_t cpu_ns;        /* CPU used by this run */
+        uint64_t memory_peak;
+};
+void exec_outcome_done(struct exec_outcome *o);
+
+struct engine_options {
+        char run_dir[4200];          /* the jails' root dirs live here */
+        char kernels_dir[4096];      /* bound read-only at JAIL_KERNELS_DIR */
+        char forkserver_dir[4096];   /* holds JAIL_FORKSERVER_LIB */
+        int cgroup_force;            /* -1: auto, else an enum cgroup_backend */
+        bool templates;              /* fork-server templates where a runtime has one */
+        struct exec_limits limits;   /* default limits of every execution */
+        uint64_t file_bytes, nofile; /* rlimits */
+        uint64_t tmp_bytes, tmp_inodes, workspace_bytes, workspace_inodes;
+        unsigned workers;            /* executions at once (sizes a template's pids) */
+        uint64_t pool_size[ENGINE_MAX_RUNTIMES]; /* warm members, by runtime_at() index */
+        uint64_t pool_refill_per_s;  /* pool starts per second at most (0: no cap) */
+        uint64_t pool_memory_budget; /* bytes all warm members may hold (0: no cap) */
+};
+
+struct engine;
+
+/* Returns 0 or -errno (ret_err: the failing step). The options are copied. */
+int engine_new(const struct engine_options *opt, struct engine **ret, const char **ret_err);
+void engine_free(struct engine *e);
+enum cgroup_backend engine_cgroup_backend(const struct engine *e);
+/* The default limits (engine_options.limits). */
+const struct exec_limits *engine_limits(const struct engine *e);
+
+/* Warm-start statistics of one runtime. */
+struct engine_pool_stats {
+        const char *lang;
+        uint64_t ready, target, hits, misses, member_bytes;
+        bool has_template, template_alive;
+        uint64_t template_forks, template_failures;
+};
+/* Fills at most max entries; returns how many. */
+size_t engine_pool_stats(struct engine *e, struct engine_pool_stats *out, size_t max);
+
+/* SIGKILLs every live jail (shutdown). */
+void engine_kill_all(struct engine *e);
+size_t engine_live_count(struct engine *e);

@@ -1,0 +1,148 @@
+/* Shared by the files of engine/ only: the engine, process and kernel
+ * structs and the helpers they call across files. */
+#pragma once
+
+#include <pthread.h>
+
+#include "base/thread.h"
+
+#include "engine/engine.h"
+#include "engine/kproc.h"
+#include "engine/proc.h"
+
+/* A jailed process (proc.c). A kernel embeds one as its first member. */
+struct proc {
+        struct engine *engine;
+        struct jail_proc jp;
+        int in_fd, out_fd, err_fd;  /* daemon ends, non-blocking, or -1;
+                                     * a terminal's master is out_fd */
+        bool pty;
+        bool alive;
+        int wait_status;            /* once reaped */
+        /* Frees the whole object (proc or kproc): the reaper calls it. */
+        void (*destroy)(struct proc *p);
+        struct proc *prev, *next;   /* engine's live list */
+        struct proc *dead_next;     /* engine's reap queue */
+};
+
+struct kproc {
+        struct proc p;
+        const struct runtime *rt;
+        int ctl_fd;                 /* daemon end of the control socket, non-blocking */
+        int replay_fd;              /* daemon end of the replay socket, or -1 */
+        bool once;
+        bool counters_fresh;        /* cgroup counters already reset after boot */
+        uint64_t pool_bytes;        /* memory counted against pool.memory_budget */
+        bool forked;                /* forked from a template: its random state is the template's */
+        struct buf ctl_in;          /* partial control-channel input */
+};
+
+#define POOL_MAX 64
+
+/* Warm interpreters of one language: already jailed, booted and waiting
+ * for their single request. */
+struct pool {
+        const struct runtime *rt;
+        struct kproc *ready[POOL_MAX];
+        size_t n;
+        uint64_t target;       /* pool.<lang> */
+        uint64_t member_bytes; /* memory of the last member started (its cgroup's peak) */
+        uint64_t hits, misses;
+};
+
+/* A fork-server template of one language (see python_kernel.py "zygote"). */
+struct zygote {
+        const struct runtime *rt;
+        struct kproc *kp;
+        pthread_mutex_t lock;
+        uint64_t forks, failures, retry_at_ns;
+};
+
+struct engine {
+        struct engine_options opt;
+        struct zygote zygotes[ENGINE_MAX_RUNTIMES];
+        size_t nzygotes;
+        struct jail_ctx jail;
+        pthread_mutex_t lock;
+        uint64_t seq;
+        struct proc *live;
+        size_t nlive;
+
+        /* Pools and the background thread that fills them. */
+        struct pool pools[ENGINE_MAX_RUNTIMES];
+        size_t npools;
+        struct bg_thread filler;  /* on the engine lock */
+        size_t inflight;        /* stateless executions being served right now */
+        uint64_t refill_at_ns;  /* refill even with executions in flight from then */
+        uint64_t next_spawn_ns; /* pool.refill_per_s: earliest next pool start */
+        uint64_t pool_bytes;    /* memory held by warm members (pool.memory_budget) */
+
+        /* Used processes waiting to be killed and reaped off the request path. */
+        struct proc *dead;
+        struct bg_thread reaper;  /* on the engine lock */
+};
+
+/* engine.c */
+void engine_track(struct engine *e, struct proc *p);
+void engine_untrack(struct engine *e, struct proc *p);
+/* Hands a used process to the reaper thread (NULL-safe). */
+void engine_bury(struct engine *e, struct proc *p);
+/* Queues p for the reaper; engine lock held. */
+void engine_bury_locked(struct engine *e, struct proc *p);
+void engine_next_cgroup_name(struct engine *e, char *buf, size_t len);
+struct jail_limits engine_jail_limits(const struct engine *e, const struct exec_limits *lim);
+void engine_inflight(struct engine *e, int delta);
+int set_nonblock(int fd);
+void close_pair(int p[2]);
+bool pidfd_exited(int pidfd);
+
+/* proc.c */
+/* Spawns spec's jail with stdout/stderr pipes made here (the daemon ends
+ * go to p); stdin, ctl_fd and the rest of spec are the caller's. Fills and
+ * tracks p. */
+int proc_spawn_jail(struct engine *e, struct jail_spec *spec, struct proc *p, const char **ret_err);
+/* Adopts a template's executor with the given pipe ends (taken). */
+int proc_adopt(struct engine *e, pid_t pid, const struct exec_limits *lim, int out_fd, int err_fd,
+               struct proc *p);
+/* Kills, reaps (wait_status), untracks, releases the cgroup, closes fds. */
+void proc_release(struct proc *p);
+void proc_reap(struct proc *p);
+
+/* run.c: the poll loop shared by kernels and plain processes. */
+struct run_state {
+        struct proc *p;
+        struct kproc *kp;       /* the JSON-line protocol, or NULL */
+        const struct exec_limits *lim;
+        struct exec_outcome *o;
+        const char *pending;    /* bytes not yet written (ctl for kernels, stdin for procs) */
+        size_t pending_len, pending_off;
+        uint64_t start_ns, deadline_ns, cpu_base;
+        uint64_t newlines;
+        uint64_t bytes;         /* stdout+stderr bytes seen, kept or not */
+        bool out_eof, err_eof;
+};
+void run_init(struct run_state *s, struct proc *p, const struct exec_limits *lim, struct exec_outcome *o);
+/* Until the kernel answers or the process exits or a limit kills it. */
+int run_loop(struct run_state *s);
+/* After run_loop: reads what is left, samples usage, kills and reaps if
+ * the run ended the process. */
+void run_finish(struct run_state *s, int r);
+void run_hit_limit(struct run_state *s, enum exec_limit l);
+
+/* kproc.c: the protocol side of run_loop. */
+int kproc_read_ctl(struct run_state *s);
+void run_write_pending(struct run_state *s, int fd);
+int kproc_wait_line(struct kproc *kp, int timeout_ms, const char *flag);
+int kproc_wait_ready(struct kproc *kp, int timeout_ms);
+/* A kproc around an adopted or spawned proc (ctl taken). */
+struct kproc *kproc_new(const struct runtime *rt, int ctl_fd, int replay_fd, bool once,
+                        const struct exec_limits *lim);
+
+/* pool.c */
+struct kproc *pool_take(struct engine *e, const struct runtime *rt);
+void filler_main(void *arg);
+
+/* zygote.c */
+struct zygote *zygote_for(struct engine *e, const struct runtime *rt);
+struct kproc *zygote_fork(struct engine *e, const struct runtime *rt, const struct exec_limits *lim);
+void zygotes_start(struct engine *e);

@@ -1,0 +1,50 @@
+/* A kernel: a jailed process (engine/proc.h) running one language
+ * interpreter's kernel script, plus the JSON-line protocol on its control
+ * socket (docs/kernel-protocol.md). Used for stateless runs (one request,
+ * then the jail is torn down) and by code contexts (many requests). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "engine/engine.h"
+#include "runtimes/runtime.h"
+
+struct kproc;
+
+/* Spawns a kernel in MODE ("once" or "repl") with workspace_dir bound at
+ * /workspace (NULL: a private tmpfs). replay_overlay: start with /workspace
+ * as a throw-away overlay until kproc_end_replay() (context restore).
+ * Returns 0 or -errno (ret_err: step). */
+int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
+                const char *workspace_dir, bool replay_overlay, const struct exec_limits *lim,
+                struct kproc **ret, const char **ret_err);
+/* Swaps the real workspace in after a replay. Returns 0 or -errno. */
+int kproc_end_replay(struct kproc *kp);
+/* Sends one request and collects everything until the answer (and, for a
+ * kernel that exits, until it is gone). Kills the kernel on any limit.
+ * Returns 0 (outcome filled, even on limits) or -errno on internal error. */
+int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
+              struct exec_outcome *ret);
+bool kproc_alive(const struct kproc *kp);
+/* SIGKILLs the jail without reaping (safe from another thread while a
+ * kproc_run is in progress: that run then reports the kernel died). */
+void kproc_kill(struct kproc *kp);
+/* Kills (if still running), reaps and frees. NULL-safe. */
+void kproc_free(struct kproc *kp);
+
+/* Builds the wire request for a kernel. env is borrowed. */
+json_t *exec_build_request(const char *code, json_t *env, const char *cwd, bool typescript,
+                           uint64_t result_limit, bool replay);
+
+/* The start-up environment of a runtime's process, as "K=V" strings. */
+size_t exec_base_env(const struct runtime *rt, const char **out, size_t max);
+
+/* One stateless execution end to end (fresh jail, run, tear down) under
+ * the engine's limits: a warm kernel, a template fork or a cold kernel,
+ * or for a process runtime (shell) its argv with the code. env (a JSON
+ * object of strings) may be NULL. Returns 0 with ret filled (limits and
+ * guest failures included; exec_outcome_done it), or -errno with ret_err
+ * set on an internal error. */
+int exec_stateless(struct engine *e, const struct runtime *rt, const char *code, json_t *env,
+                   bool typescript, struct exec_outcome *ret, const char **ret_err);

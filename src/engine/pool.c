@@ -1,0 +1,169 @@
+/* Warm pools: booted kernels waiting for their single request, and the
+ * background thread that keeps them filled. */
+#include "engine/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+
+/* A cold refill waits for the request that drained the pool to finish, at
+ * most this long (back-to-back requests never leave the daemon idle). A
+ * refill forked from a template is cheap and does not wait. */
+#define REFILL_GRACE_MS 25
+
+static struct pool *pool_of(struct engine *e, const struct runtime *rt)
+{
+        for (size_t i = 0; i < e->npools; i++)
+                if (e->pools[i].rt == rt)
+                        return &e->pools[i];
+        return NULL;
+}
+
+struct kproc *pool_take(struct engine *e, const struct runtime *rt)
+{
+        struct kproc *k = NULL;
+        pthread_mutex_lock(&e->lock);
+        struct pool *p = pool_of(e, rt);
+        while (p && p->n > 0 && !k) {
+                k = p->ready[--p->n];
+                e->pool_bytes -= k->pool_bytes;
+                if (pidfd_exited(k->p.jp.pidfd)) {
+                        /* Died while waiting (e.g. killed at shutdown). */
+                        engine_bury_locked(e, &k->p);
+                        k = NULL;
+                }
+        }
+        if (p) {
+                if (k)
+                        p->hits++;
+                else
+                        p->misses++;
+                e->refill_at_ns = now_ns() + REFILL_GRACE_MS * 1000000ULL;
+                bg_thread_wake(&e->filler);
+        }
+        pthread_mutex_unlock(&e->lock);
+        return k;
+}
+
+/* The emptiest pool below its target, or NULL (engine lock held). */
+static struct pool *pool_to_fill(struct engine *e)
+{
+        struct pool *best = NULL;
+        uint64_t budget = e->opt.pool_memory_budget;
+        for (size_t i = 0; i < e->npools; i++) {
+                struct pool *p = &e->pools[i];
+                bool over_budget = budget && e->pool_bytes + p->member_bytes > budget;
+                if (p->n < p->target && p->n < POOL_MAX && !over_budget && (!best || p->n < best->n))
+                        best = p;
+        }
+        return best;
+}
+
+/* A pool member forked from the language's template, or NULL when there
+ * is none. Its first request is a warm-up (docs/kernel-protocol.md): the
+ * copy-on-write faults of the request path land here, off that path. */
+static struct kproc *pool_fork(struct engine *e, const struct runtime *rt, const struct exec_limits *lim)
+{
+        if (!zygote_for(e, rt))
+                return NULL;
+        struct kproc *k = zygote_fork(e, rt, lim);
+        if (!k)
+                return NULL;
+        /* A request like any other (same fields, same answer), so the
+         * warm-up walks the real request path. */
+        json_t *req = exec_build_request("1+1", NULL, JAIL_WORKSPACE, false, lim->result_bytes, false);
+        json_object_set_new(req, "warmup", json_true());
+        char *line = json_dumps(req, JSON_COMPACT);
+        json_decref(req);
+        int r = line ? write_all(k->ctl_fd, line, strlen(line)) : -ENOMEM;
+        free(line);
+        if (r < 0 || write_all(k->ctl_fd, "\n", 1) < 0 || kproc_wait_line(k, 10000, NULL) < 0) {
+                engine_bury(e, &k->p);
+                return NULL;
+        }
+        return k;
+}
+
+/* Starts one member (forked or cold, booted, counters reset), or NULL. */
+static struct kproc *pool_start_member(struct engine *e, const struct runtime *rt, unsigned *failures)
+{
+        const char *why = NULL;
+        int r = 0;
+        struct kproc *k = pool_fork(e, rt, &e->opt.limits);
+        if (!k) {
+                r = kproc_spawn(e, rt, "once", NULL, false, &e->opt.limits, &k, &why);
+                if (r == 0 && (r = kproc_wait_ready(k, 10000)) < 0)
+                        why = "boot";
+        }
+        if (r < 0) {
+                log_warn("msg=\"pool spawn failed\" lang=%s step=%s err=\"%s\"", rt->id, why ? why : "?",
+                         strerror(-r));
+                engine_bury(e, k ? &k->p : NULL);
+                /* Back off so a broken runtime cannot spin a core. */
+                usleep(100000U << (*failures < 5 ? (*failures)++ : 5));
+                return NULL;
+        }
+        *failures = 0;
+        struct cgroup_usage u = { 0 };
+        if (k->p.jp.cg && cgroup_read_usage(k->p.jp.cg, &u) == 0)
+                k->pool_bytes = u.memory_peak; /* what it costs to keep it */
+        if (k->p.jp.cg && cgroup_reset(k->p.jp.cg) == 0)
+                k->counters_fresh = true; /* boot is not the request's usage */
+        return k;
+}
+
+/* What the filler does next (engine lock held): a pool to fill now, or
+ * NULL after having waited. */
+static struct pool *filler_next(struct engine *e)
+{
+        struct pool *p = pool_to_fill(e);
+        uint64_t now = now_ns();
+        if (p && now < e->next_spawn_ns) { /* pool.refill_per_s */
+                bg_thread_wait(&e->filler, e->next_spawn_ns);
+                return NULL;
+        }
+        if (p && e->inflight && now < e->refill_at_ns && !zygote_for(e, p->rt)) {
+                /* Wait for the request to finish, or for the grace period
+                 * to end under back-to-back requests. */
+                bg_thread_wait(&e->filler, e->refill_at_ns);
+                return NULL;
+        }
+        if (!p) {
+                bg_thread_wait(&e->filler, 0);
+                return NULL;
+        }
+        if (e->opt.pool_refill_per_s)
+                e->next_spawn_ns = now + 1000000000ULL / e->opt.pool_refill_per_s;
+        return p;
+}
+
+/* Keeps every language's pool at its pool.<lang> target, within
+ * pool.refill_per_s and pool.memory_budget: forks from the language's
+ * template where there is one, else spawns one kernel at a time, waits until
+ * it has booted (imports done), then publishes it. */
+void filler_main(void *arg)
+{
+        struct engine *e = arg;
+        unsigned failures = 0;
+        zygotes_start(e);
+        bg_thread_lock(&e->filler);
+        while (bg_thread_running(&e->filler)) {
+                struct pool *p = filler_next(e);
+                if (!p)
+                        continue;
+                bg_thread_unlock(&e->filler);
+                struct kproc *k = pool_start_member(e, p->rt, &failures);
+                bg_thread_lock(&e->filler);
+                if (!k)
+                        continue;
+                p->member_bytes = k->pool_bytes;
+                if (bg_thread_running(&e->filler) && p->n < POOL_MAX) {
+                        p->ready[p->n++] = k;
+                        e->pool_bytes += k->pool_bytes;
+                } else {
+                        engine_bury_locked(e, &k->p);
+                }
+        }
+        bg_thread_unlock(&e->filler);
+}

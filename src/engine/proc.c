@@ -1,0 +1,343 @@
+/* Jailed processes: spawn, fds, signals, exit status, teardown. */
+#include "engine/internal.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+static void close_fd(int *fd)
+{
+        if (*fd >= 0)
+                close(*fd);
+        *fd = -1;
+}
+
+static void proc_destroy(struct proc *p)
+{
+        proc_release(p);
+        free(p);
+}
+
+/* A started jail becomes a live, tracked proc with these pipe ends. */
+static void proc_attach(struct engine *e, struct proc *p, int out_fd, int err_fd)
+{
+        p->engine = e;
+        p->out_fd = out_fd;
+        p->err_fd = err_fd;
+        p->in_fd = -1;
+        p->alive = true;
+        if (!p->destroy)
+                p->destroy = proc_destroy;
+        set_nonblock(p->out_fd);
+        set_nonblock(p->err_fd);
+        engine_track(e, p);
+}
+
+int proc_spawn_jail(struct engine *e, struct jail_spec *spec, struct proc *p, const char **ret_err)
+{
+        int out[2] = { -1, -1 }, err[2] = { -1, -1 }, r;
+        char cgname[64];
+        *ret_err = "pipes";
+        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        spec->stdout_fd = out[1];
+        spec->stderr_fd = err[1];
+        engine_next_cgroup_name(e, cgname, sizeof(cgname));
+        spec->cgroup_name = cgname;
+        r = jail_spawn(&e->jail, spec, &p->jp, ret_err);
+        if (r < 0)
+                goto fail;
+        close(out[1]);
+        close(err[1]);
+        proc_attach(e, p, out[0], err[0]);
+        return 0;
+fail:
+        close_pair(out);
+        close_pair(err);
+        return r;
+}
+
+int proc_adopt(struct engine *e, pid_t pid, const struct exec_limits *lim, int out_fd, int err_fd,
+               struct proc *p)
+{
+        char cgname[64];
+        engine_next_cgroup_name(e, cgname, sizeof(cgname));
+        struct jail_limits jl = engine_jail_limits(e, lim);
+        int r = jail_adopt(&e->jail, pid, &jl, cgname, &p->jp);
+        if (r < 0)
+                return r;
+        proc_attach(e, p, out_fd, err_fd);
+        return 0;
+}
+
+static int spawn_with_pipes(struct engine *e, struct jail_spec *spec, bool stdin_pipe, struct proc *p,
+                            const char **ret_err)
+{
+        int in[2] = { -1, -1 };
+        if (stdin_pipe) {
+                *ret_err = "pipes";
+                if (pipe2(in, O_CLOEXEC) < 0)
+                        return -errno;
+                spec->has_stdin = true;
+                spec->stdin_fd = in[0];
+        }
+        int r = proc_spawn_jail(e, spec, p, ret_err);
+        close_fd(&in[0]);
+        if (r < 0) {
+                close_fd(&in[1]);
+                return r;
+        }
+        p->in_fd = in[1];
+        if (p->in_fd >= 0)
+                set_nonblock(p->in_fd);
+        return 0;
+}
+
+/* Receives the terminal master the workload sent before exec (already
+ * queued: jail_spawn returns only after the exec). */
+static int recv_master(int sock)
+{
+        char byte;
+        struct iovec iov = { &byte, 1 };
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+        ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        if (n != 1 || byte != 'T')
+                return n < 0 ? -errno : -EPROTO;
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int)))
+                return -EPROTO;
+        int fd;
+        memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
+        return fd;
+}
+
+static int spawn_with_terminal(struct engine *e, struct jail_spec *spec, struct proc *p, const char **ret_err)
+{
+        int ctl[2] = { -1, -1 };
+        *ret_err = "pipes";
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0)
+                return -errno;
+        spec->ctl_fd = ctl[1];
+        int r = proc_spawn_jail(e, spec, p, ret_err);
+        close_fd(&ctl[1]);
+        if (r == 0 && (r = recv_master(ctl[0])) < 0)
+                *ret_err = "tty";
+        close_fd(&ctl[0]);
+        if (r < 0) {
+                if (p->engine)
+                        proc_release(p);
+                return r;
+        }
+        /* The unused pipes: a terminal carries everything on its master. */
+        close_fd(&p->out_fd);
+        close_fd(&p->err_fd);
+        p->out_fd = r;
+        p->pty = true;
+        set_nonblock(p->out_fd);
+        return 0;
+}
+
+int proc_spawn(struct engine *e, const struct proc_spec *ps, struct proc **ret, const char **ret_err)
+{
+        const struct exec_limits *lim = ps->limits ? ps->limits : engine_limits(e);
+        struct jail_spec spec = { .workspace_dir = ps->workspace_dir, .cwd = ps->cwd, .replay_fd = -1,
+                                  .ctl_fd = -1 };
+        size_t n = 0;
+        *ret_err = "argv";
+        for (; ps->argv[n]; n++) {
+                if (n >= JAIL_MAX_ARGS)
+                        return -E2BIG;
+                spec.argv[n] = ps->argv[n];
+        }
+        if (n == 0)
+                return -EINVAL;
+        for (n = 0; ps->envp && ps->envp[n]; n++) {
+                if (n >= JAIL_MAX_ENV)
+                        return -E2BIG;
+                spec.envp[n] = ps->envp[n];
+        }
+        spec.limits = engine_jail_limits(e, lim);
+        spec.pty = ps->io == PROC_IO_PTY;
+        spec.pty_rows = ps->rows;
+        spec.pty_cols = ps->cols;
+        _cleanup_free_ struct proc *p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        int r = spec.pty ? spawn_with_terminal(e, &spec, p, ret_err)
+                         : spawn_with_pipes(e, &spec, ps->stdin_pipe, p, ret_err);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+void proc_fds(const struct proc *p, struct proc_fds *ret)
+{
+        *ret = (struct proc_fds){ .stdin_fd = p->pty ? p->out_fd : p->in_fd, .stdout_fd = p->out_fd,
+                                  .stderr_fd = p->err_fd, .exit_fd = p->alive ? p->jp.pidfd : -1 };
+}
+
+ssize_t proc_read(struct proc *p, int which, void *buf, size_t len)
+{
+        int fd = which == 2 ? p->err_fd : p->out_fd;
+        if (fd < 0)
+                return -EBADF;
+        ssize_t n = read(fd, buf, len);
+        /* A terminal master reads EIO once every slave fd is closed: EOF. */
+        if (n < 0 && errno == EIO && p->pty)
+                return 0;
+        return n < 0 ? -errno : n;
+}
+
+ssize_t proc_write(struct proc *p, const void *buf, size_t len)
+{
+        int fd = p->pty ? p->out_fd : p->in_fd;
+        if (fd < 0)
+                return -EBADF;
+        ssize_t n = write(fd, buf, len);
+        return n < 0 ? -errno : n;
+}
+
+void proc_close_stdin(struct proc *p)
+{
+        if (!p->pty)
+                close_fd(&p->in_fd);
+}
+
+int proc_resize(struct proc *p, unsigned short rows, unsigned short cols)
+{
+        if (!p->pty)
+                return -ENOTTY;
+        struct winsize ws = { .ws_row = rows, .ws_col = cols };
+        return ioctl(p->out_fd, TIOCSWINSZ, &ws) < 0 ? -errno : 0;
+}
+
+/* The workload is the only child of the jail's init (init reaps orphans but
+ * starts nothing else). Signals from outside the pid namespace reach its
+ * init only as SIGKILL, so the workload is signalled directly. */
+static int workload_pidfd(const struct proc *p)
+{
+        char path[96], buf[64];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", p->jp.pid, p->jp.pid);
+        int r = read_file_small(path, buf, sizeof(buf), NULL);
+        if (r < 0)
+                return r;
+        pid_t child = (pid_t)strtol(buf, NULL, 10);
+        if (child <= 0)
+                return -ESRCH;
+        int fd = (int)syscall(SYS_pidfd_open, child, 0);
+        return fd < 0 ? -errno : fd;
+}
+
+int proc_signal(struct proc *p, int sig)
+{
+        if (!p->alive)
+                return -ESRCH;
+        if (sig == SIGKILL) {
+                jail_kill(&p->jp);
+                return 0;
+        }
+        _cleanup_close_ int fd = workload_pidfd(p);
+        if (fd < 0)
+                return fd;
+        return syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) < 0 ? -errno : 0;
+}
+
+void proc_status_decode(int status, struct proc_status *ret)
+{
+        *ret = (struct proc_status){ .exited = true };
+        if (WIFSIGNALED(status))
+                ret->signal = WTERMSIG(status);
+        else if (WIFEXITED(status) && WEXITSTATUS(status) > 128 && WEXITSTATUS(status) < 128 + NSIG)
+                ret->signal = WEXITSTATUS(status) - 128;
+        else
+                ret->code = WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+}
+
+void proc_reap(struct proc *p)
+{
+        if (!p->alive)
+                return;
+        jail_kill(&p->jp);
+        jail_reap(&p->jp, &p->wait_status);
+        p->alive = false;
+}
+
+int proc_wait(struct proc *p, int timeout_ms, struct proc_status *ret)
+{
+        if (p->alive) {
+                struct pollfd pf = { p->jp.pidfd, POLLIN, 0 };
+                int n = poll(&pf, 1, timeout_ms);
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return -ETIMEDOUT;
+                proc_reap(p);
+        }
+        proc_status_decode(p->wait_status, ret);
+        return 0;
+}
+
+int proc_usage(struct proc *p, uint64_t *ret_cpu_ns, uint64_t *ret_memory_peak)
+{
+        struct cgroup_usage u = { 0 };
+        int r = p->jp.cg ? cgroup_read_usage(p->jp.cg, &u) : -ENOENT;
+        *ret_cpu_ns = u.cpu_ns;
+        *ret_memory_peak = u.memory_peak;
+        return r;
+}
+
+int proc_run(struct proc *p, const void *stdin_data, size_t stdin_len, const struct exec_limits *lim,
+             struct exec_outcome *ret)
+{
+        if (!lim)
+                lim = engine_limits(p->engine);
+        *ret = (struct exec_outcome){ 0 };
+        buf_init(&ret->out, lim->output_bytes);
+        buf_init(&ret->err, lim->output_bytes);
+        if (!p->alive)
+                return -ESRCH;
+        struct run_state s;
+        run_init(&s, p, lim, ret);
+        if (p->in_fd >= 0 || p->pty) {
+                s.pending = stdin_data;
+                s.pending_len = stdin_data ? stdin_len : 0;
+        }
+        int r = run_loop(&s);
+        run_finish(&s, r);
+        return r;
+}
+
+void proc_release(struct proc *p)
+{
+        proc_reap(p);
+        engine_untrack(p->engine, p);
+        jail_proc_release(&p->jp);
+        close_fd(&p->in_fd);
+        close_fd(&p->out_fd);
+        close_fd(&p->err_fd);
+}
+
+void proc_free(struct proc *p)
+{
+        if (p)
+                p->destroy(p);
+}
+
+void proc_bury(struct proc *p)
+{
+        if (p)
+                engine_bury(p->engine, p);
+}
