@@ -247,6 +247,8 @@ static int start_server(struct app *app, sigset_t *sigs)
                 .default_max_body = app->cfg->request_bytes,
                 .workers = (unsigned)app->cfg->exec_workers,
                 .queue = (unsigned)app->cfg->exec_queue,
+                .max_streams = (unsigned)app->cfg->http_max_streams,
+                .stream_buffer = app->cfg->http_stream_buffer,
         };
         /* app->srv is set before listening: a request may reach it at once
          * through the app (GET /ready). */

@@ -24,6 +24,8 @@ struct config {
         uint64_t http_max_connections;
         uint64_t http_timeout_s;
         uint64_t http_header_bytes;
+        uint64_t http_max_streams;
+        uint64_t http_stream_buffer;
 
         uint64_t pool_size;       /* pre-started jailed interpreters per language */
         /* pool.<lang> overrides, in the order set. config/ knows no language:
