@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   gcc make pkg-config
   libmicrohttpd-dev libjansson-dev libseccomp-dev libsqlite3-dev libssl-dev libwslay-dev
-  python3 python3-pytest python3-pytest-xdist python3-websocket perl ruby nodejs esbuild
+  python3 python3-pytest perl ruby nodejs esbuild
   bubblewrap hyperfine sqlite3 clang libclang-rt-14-dev
 )
 
