@@ -48,9 +48,14 @@ static json_t *gw_begin_json(struct http_request *req, struct http_response *res
         return gw_begin(req, res, g) ? validate_json_object(req, res) : NULL;
 }
 
-static void success(struct http_response *res)
+/* Answers {success: true}, or the domain error r < 0 left in err. */
+static void answer_success(struct http_response *res, int r, struct err *err)
 {
-        http_json(res, 200, json_pack("{s:b}", "success", 1));
+        if (r < 0)
+                workers_error_from(res, err);
+        else
+                http_json(res, 200, json_pack("{s:b}", "success", 1));
+        err_done(err);
 }
 
 static void h_info(struct http_request *req, struct http_response *res)
@@ -73,13 +78,8 @@ static void h_destroy(struct http_request *req, struct http_response *res)
 {
         struct gw g;
         struct err err = { 0 };
-        if (!gw_begin(req, res, &g))
-                return;
-        if (sbx_destroy(g.app->sandboxes, g.id, &err) < 0)
-                workers_error_from(res, &err);
-        else
-                success(res);
-        err_done(&err);
+        if (gw_begin(req, res, &g))
+                answer_success(res, sbx_destroy(g.app->sandboxes, g.id, &err), &err);
 }
 
 /* Runs a validated execute request and answers its ExecutionResult. */
@@ -180,13 +180,8 @@ static void h_context_delete(struct http_request *req, struct http_response *res
 {
         struct gw g;
         struct err err = { 0 };
-        if (!gw_begin(req, res, &g))
-                return;
-        if (sbx_context_delete(g.app->sandboxes, g.id, req->captures[2], &err) < 0)
-                workers_error_from(res, &err);
-        else
-                success(res);
-        err_done(&err);
+        if (gw_begin(req, res, &g))
+                answer_success(res, sbx_context_delete(g.app->sandboxes, g.id, req->captures[2], &err), &err);
 }
 
 static void h_env(struct http_request *req, struct http_response *res)
@@ -201,11 +196,7 @@ static void h_env(struct http_request *req, struct http_response *res)
                 workers_error(res, 400, "VALIDATION_FAILED", "envVars must be an object", NULL);
         } else if ((env = validate_env(vars, ENV_REJECT_BAD_KEYS, true, res))) {
                 struct err err = { 0 };
-                if (sbx_set_env(g.app->sandboxes, g.id, env, &err) < 0)
-                        workers_error_from(res, &err);
-                else
-                        success(res);
-                err_done(&err);
+                answer_success(res, sbx_set_env(g.app->sandboxes, g.id, env, &err), &err);
         }
         json_decref(env);
         json_decref(root);
