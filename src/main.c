@@ -319,10 +319,13 @@ int main(int argc, char **argv)
         r = engine_new(&eopt, &app.engine, &why);
         if (r < 0)
                 return log_error_errno(r, "msg=\"jail setup failed: %s\"", why), 1;
-        char dbpath[4200], dberr[256] = "";
+        char dbpath[4200];
         snprintf(dbpath, sizeof(dbpath), "%s/sandboxd.db", cfg.data_dir);
-        if ((r = store_open(dbpath, &app.store, dberr, sizeof(dberr))) < 0) {
-                log_error("msg=\"cannot open the store\" path=\"%s\" err=\"%s\"", dbpath, dberr);
+        struct err err = { 0 };
+        if ((r = store_open(dbpath, &app.store, &err)) < 0) {
+                log_error("msg=\"cannot open the store\" path=\"%s\" reason=%s err=\"%s\"", dbpath,
+                          err_reason_name(err.reason), err.msg);
+                err_done(&err);
                 engine_free(app.engine);
                 return 1;
         }
