@@ -55,10 +55,10 @@ static uint64_t run_jail(struct jail_ctx *ctx, int i)
                 .stdout_fd = nul, .stderr_fd = nul, .ctl_fd = -1, .replay_fd = -1,
         };
         struct jail_proc p;
-        const char *why = NULL;
+        struct err why = { 0 };
         uint64_t t0 = now_ns();
         if (jail_spawn(ctx, &spec, &p, &why) < 0) {
-                fprintf(stderr, "jail_spawn failed at %s\n", why);
+                fprintf(stderr, "%s\n", why.msg);
                 exit(1);
         }
         jail_reap(&p, NULL);
@@ -78,9 +78,9 @@ int main(int argc, char **argv)
         if (!mkdtemp(run_dir))
                 return 1;
         struct jail_ctx ctx;
-        const char *why = NULL;
+        struct err why = { 0 };
         if (jail_ctx_init(&ctx, run_dir, kernels, -1, &why) < 0) {
-                fprintf(stderr, "jail_ctx_init failed: %s\n", why);
+                fprintf(stderr, "%s\n", why.msg);
                 return 1;
         }
         uint64_t *a = calloc((size_t)n, sizeof(*a)), *b = calloc((size_t)n, sizeof(*b)),

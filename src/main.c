@@ -272,6 +272,14 @@ static int start_server(struct app *app, sigset_t *sigs)
         return 0;
 }
 
+/* One log line for a start-up step that failed with err (then done). */
+static void log_start_failure(const char *what, const char *path, struct err *err)
+{
+        log_error("msg=\"%s\"%s%s%s reason=%s err=\"%s\"", what, path ? " path=\"" : "", path ? path : "",
+                  path ? "\"" : "", err_reason_name(err->reason), err->msg);
+        err_done(err);
+}
+
 int main(int argc, char **argv)
 {
         struct cli cli = { 0 };
@@ -313,16 +321,15 @@ int main(int argc, char **argv)
                 log_warn("msg=\"interpreters not found; those languages are disabled\" missing=\"%s\"", missing);
 
         struct app app = { .cfg = &cfg, .started_ms = wall_ms() };
-        const char *why = NULL;
+        struct err err = { 0 };
         static struct engine_options eopt;
         engine_options_from_config(&cfg, &eopt);
-        r = engine_new(&eopt, &app.engine, &why);
-        if (r < 0)
-                return log_error_errno(r, "msg=\"jail setup failed: %s\"", why), 1;
-        char dbpath[4200], dberr[256] = "";
+        if ((r = engine_new(&eopt, &app.engine, &err)) < 0)
+                return log_start_failure("cannot start the engine", NULL, &err), 1;
+        char dbpath[4200];
         snprintf(dbpath, sizeof(dbpath), "%s/sandboxd.db", cfg.data_dir);
-        if ((r = store_open(dbpath, &app.store, dberr, sizeof(dberr))) < 0) {
-                log_error("msg=\"cannot open the store\" path=\"%s\" err=\"%s\"", dbpath, dberr);
+        if ((r = store_open(dbpath, &app.store, &err)) < 0) {
+                log_start_failure("cannot open the store", dbpath, &err);
                 engine_free(app.engine);
                 return 1;
         }

@@ -38,14 +38,14 @@ static bool wants_filler(const struct engine *e)
         return e->nzygotes > 0;
 }
 
-int engine_new(const struct engine_options *opt, struct engine **ret, const char **ret_err)
+int engine_new(const struct engine_options *opt, struct engine **ret, struct err *err)
 {
         struct engine *e = calloc(1, sizeof(*e));
         if (!e)
-                return -ENOMEM;
+                return err_set(err, ERR_INTERNAL, ENOMEM, "engine start failed: out of memory");
         e->opt = *opt;
         pthread_mutex_init(&e->lock, NULL);
-        int r = jail_ctx_init(&e->jail, opt->run_dir, opt->kernels_dir, opt->cgroup_force, ret_err);
+        int r = jail_ctx_init(&e->jail, opt->run_dir, opt->kernels_dir, opt->cgroup_force, err);
         if (r < 0) {
                 jail_ctx_done(&e->jail);
                 pthread_mutex_destroy(&e->lock);
@@ -60,7 +60,7 @@ int engine_new(const struct engine_options *opt, struct engine **ret, const char
         }
         if ((r = bg_thread_init(&e->reaper, &e->lock)) < 0 || (r = bg_thread_init(&e->filler, &e->lock)) < 0 ||
             (r = bg_thread_start(&e->reaper, "reaper", 1, reaper_main, e)) < 0) {
-                *ret_err = "threads";
+                err_set(err, ERR_INTERNAL, -r, "engine start failed at threads: %s", strerror(-r));
                 engine_free(e);
                 return r;
         }

@@ -62,8 +62,9 @@ struct engine_options {
 
 struct engine;
 
-/* Returns 0 or -errno (ret_err: the failing step). The options are copied. */
-int engine_new(const struct engine_options *opt, struct engine **ret, const char **ret_err);
+/* Returns 0 or -errno (err: what failed, e.g. the jail context). The
+ * options are copied. */
+int engine_new(const struct engine_options *opt, struct engine **ret, struct err *err);
 void engine_free(struct engine *e);
 enum cgroup_backend engine_cgroup_backend(const struct engine *e);
 /* The default limits (engine_options.limits). */

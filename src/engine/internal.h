@@ -100,7 +100,7 @@ bool pidfd_exited(int pidfd);
 /* Spawns spec's jail with stdout/stderr pipes made here (the daemon ends
  * go to p); stdin, ctl_fd and the rest of spec are the caller's. Fills and
  * tracks p. */
-int proc_spawn_jail(struct engine *e, struct jail_spec *spec, struct proc *p, const char **ret_err);
+int proc_spawn_jail(struct engine *e, struct jail_spec *spec, struct proc *p, struct err *err);
 /* Adopts a template's executor with the given pipe ends (taken). */
 int proc_adopt(struct engine *e, pid_t pid, const struct exec_limits *lim, int out_fd, int err_fd,
                struct proc *p);
@@ -134,6 +134,9 @@ int kproc_read_ctl(struct run_state *s);
 void run_write_pending(struct run_state *s, int fd);
 int kproc_wait_line(struct kproc *kp, int timeout_ms, const char *flag);
 int kproc_wait_ready(struct kproc *kp, int timeout_ms);
+/* Fills err for a kernel that started but failed at STEP (boot, config…)
+ * with -errno r: "kernel start failed at STEP: <strerror>". Returns r. */
+int kproc_step_err(struct err *err, const char *step, int r);
 /* A kproc around an adopted or spawned proc (ctl taken). */
 struct kproc *kproc_new(const struct runtime *rt, int ctl_fd, int replay_fd, bool once,
                         const struct exec_limits *lim);

@@ -91,32 +91,36 @@ static int build_spec(struct engine *e, const struct runtime *rt, const char *mo
         return 0;
 }
 
+int kproc_step_err(struct err *err, const char *step, int r)
+{
+        err_set(err, ERR_UNAVAILABLE, -r, "kernel start failed at %s: %s", step, strerror(-r));
+        return r;
+}
+
 int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
                 const char *workspace_dir, bool replay_overlay, const struct exec_limits *lim,
-                struct kproc **ret, const char **ret_err)
+                struct kproc **ret, struct err *err)
 {
         int ctl[2] = { -1, -1 }, rep[2] = { -1, -1 }, r;
         char scratch[512];
         struct jail_spec spec = { .workspace_dir = workspace_dir, .replay_fd = -1 };
 
-        *ret_err = "argv";
         if ((r = build_spec(e, rt, mode, lim, &spec, scratch, sizeof(scratch))) < 0)
-                return r;
-        *ret_err = "pipes";
+                return err_set(err, ERR_INVALID, -r, "kernel start failed at argv: %s", strerror(-r));
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
             (replay_overlay && workspace_dir && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, rep) < 0)) {
-                r = -errno;
+                r = jail_step_err(err, "pipes", -errno);
                 goto fail;
         }
         spec.ctl_fd = ctl[1];
         spec.replay_fd = rep[1];
         struct kproc *k = kproc_new(rt, ctl[0], rep[0], strcmp(mode, "once") == 0, lim);
         if (!k) {
-                r = -ENOMEM;
+                r = err_set(err, ERR_INTERNAL, ENOMEM, "kernel start failed: out of memory");
                 goto fail;
         }
         ctl[0] = rep[0] = -1;
-        r = proc_spawn_jail(e, &spec, &k->p, ret_err);
+        r = proc_spawn_jail(e, &spec, &k->p, err);
         if (r < 0) {
                 kproc_free(k);
                 goto fail;

@@ -15,10 +15,10 @@ struct kproc;
 /* Spawns a kernel in MODE ("once" or "repl") with workspace_dir bound at
  * /workspace (NULL: a private tmpfs). replay_overlay: start with /workspace
  * as a throw-away overlay until kproc_end_replay() (context restore).
- * Returns 0 or -errno (ret_err: step). */
+ * Returns 0 or -errno (err: the failing step, as jail_spawn). */
 int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
                 const char *workspace_dir, bool replay_overlay, const struct exec_limits *lim,
-                struct kproc **ret, const char **ret_err);
+                struct kproc **ret, struct err *err);
 /* Swaps the real workspace in after a replay. Returns 0 or -errno. */
 int kproc_end_replay(struct kproc *kp);
 /* Sends one request and collects everything until the answer (and, for a
@@ -44,7 +44,7 @@ size_t exec_base_env(const struct runtime *rt, const char **out, size_t max);
  * the engine's limits: a warm kernel, a template fork or a cold kernel,
  * or for a process runtime (shell) its argv with the code. env (a JSON
  * object of strings) may be NULL. Returns 0 with ret filled (limits and
- * guest failures included; exec_outcome_done it), or -errno with ret_err
- * set on an internal error. */
+ * guest failures included; exec_outcome_done it), or -errno with err
+ * set on an internal error (logged here). */
 int exec_stateless(struct engine *e, const struct runtime *rt, const char *code, json_t *env,
-                   bool typescript, struct exec_outcome *ret, const char **ret_err);
+                   bool typescript, struct exec_outcome *ret, struct err *err);

@@ -88,17 +88,17 @@ static struct kproc *pool_fork(struct engine *e, const struct runtime *rt, const
 /* Starts one member (forked or cold, booted, counters reset), or NULL. */
 static struct kproc *pool_start_member(struct engine *e, const struct runtime *rt, unsigned *failures)
 {
-        const char *why = NULL;
+        struct err err = { 0 };
         int r = 0;
         struct kproc *k = pool_fork(e, rt, &e->opt.limits);
         if (!k) {
-                r = kproc_spawn(e, rt, "once", NULL, false, &e->opt.limits, &k, &why);
+                r = kproc_spawn(e, rt, "once", NULL, false, &e->opt.limits, &k, &err);
                 if (r == 0 && (r = kproc_wait_ready(k, 10000)) < 0)
-                        why = "boot";
+                        kproc_step_err(&err, "boot", r);
         }
         if (r < 0) {
-                log_warn("msg=\"pool spawn failed\" lang=%s step=%s err=\"%s\"", rt->id, why ? why : "?",
-                         strerror(-r));
+                log_warn("msg=\"pool spawn failed\" lang=%s err=\"%s\"", rt->id, err.msg);
+                err_done(&err);
                 engine_bury(e, k ? &k->p : NULL);
                 /* Back off so a broken runtime cannot spin a core. */
                 usleep(100000U << (*failures < 5 ? (*failures)++ : 5));

@@ -39,29 +39,28 @@ static void proc_attach(struct engine *e, struct proc *p, int out_fd, int err_fd
         engine_track(e, p);
 }
 
-int proc_spawn_jail(struct engine *e, struct jail_spec *spec, struct proc *p, const char **ret_err)
+int proc_spawn_jail(struct engine *e, struct jail_spec *spec, struct proc *p, struct err *err)
 {
-        int out[2] = { -1, -1 }, err[2] = { -1, -1 }, r;
+        int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, r;
         char cgname[64];
-        *ret_err = "pipes";
-        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-                r = -errno;
+        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+                r = jail_step_err(err, "pipes", -errno);
                 goto fail;
         }
         spec->stdout_fd = out[1];
-        spec->stderr_fd = err[1];
+        spec->stderr_fd = errp[1];
         engine_next_cgroup_name(e, cgname, sizeof(cgname));
         spec->cgroup_name = cgname;
-        r = jail_spawn(&e->jail, spec, &p->jp, ret_err);
+        r = jail_spawn(&e->jail, spec, &p->jp, err);
         if (r < 0)
                 goto fail;
         close(out[1]);
-        close(err[1]);
-        proc_attach(e, p, out[0], err[0]);
+        close(errp[1]);
+        proc_attach(e, p, out[0], errp[0]);
         return 0;
 fail:
         close_pair(out);
-        close_pair(err);
+        close_pair(errp);
         return r;
 }
 
@@ -79,17 +78,16 @@ int proc_adopt(struct engine *e, pid_t pid, const struct exec_limits *lim, int o
 }
 
 static int spawn_with_pipes(struct engine *e, struct jail_spec *spec, bool stdin_pipe, struct proc *p,
-                            const char **ret_err)
+                            struct err *err)
 {
         int in[2] = { -1, -1 };
         if (stdin_pipe) {
-                *ret_err = "pipes";
                 if (pipe2(in, O_CLOEXEC) < 0)
-                        return -errno;
+                        return jail_step_err(err, "pipes", -errno);
                 spec->has_stdin = true;
                 spec->stdin_fd = in[0];
         }
-        int r = proc_spawn_jail(e, spec, p, ret_err);
+        int r = proc_spawn_jail(e, spec, p, err);
         close_fd(&in[0]);
         if (r < 0) {
                 close_fd(&in[1]);
@@ -123,17 +121,16 @@ static int recv_master(int sock)
         return fd;
 }
 
-static int spawn_with_terminal(struct engine *e, struct jail_spec *spec, struct proc *p, const char **ret_err)
+static int spawn_with_terminal(struct engine *e, struct jail_spec *spec, struct proc *p, struct err *err)
 {
         int ctl[2] = { -1, -1 };
-        *ret_err = "pipes";
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0)
-                return -errno;
+                return jail_step_err(err, "pipes", -errno);
         spec->ctl_fd = ctl[1];
-        int r = proc_spawn_jail(e, spec, p, ret_err);
+        int r = proc_spawn_jail(e, spec, p, err);
         close_fd(&ctl[1]);
         if (r == 0 && (r = recv_master(ctl[0])) < 0)
-                *ret_err = "tty";
+                jail_step_err(err, "tty", r);
         close_fd(&ctl[0]);
         if (r < 0) {
                 if (p->engine)
@@ -149,23 +146,24 @@ static int spawn_with_terminal(struct engine *e, struct jail_spec *spec, struct 
         return 0;
 }
 
-int proc_spawn(struct engine *e, const struct proc_spec *ps, struct proc **ret, const char **ret_err)
+int proc_spawn(struct engine *e, const struct proc_spec *ps, struct proc **ret, struct err *err)
 {
         const struct exec_limits *lim = ps->limits ? ps->limits : engine_limits(e);
         struct jail_spec spec = { .workspace_dir = ps->workspace_dir, .cwd = ps->cwd, .replay_fd = -1,
                                   .ctl_fd = -1 };
         size_t n = 0;
-        *ret_err = "argv";
         for (; ps->argv[n]; n++) {
                 if (n >= JAIL_MAX_ARGS)
-                        return -E2BIG;
+                        return err_set(err, ERR_INVALID, E2BIG, "process start failed at argv: more than %d arguments",
+                                       JAIL_MAX_ARGS);
                 spec.argv[n] = ps->argv[n];
         }
         if (n == 0)
-                return -EINVAL;
+                return err_set(err, ERR_INVALID, EINVAL, "process start failed at argv: no program given");
         for (n = 0; ps->envp && ps->envp[n]; n++) {
                 if (n >= JAIL_MAX_ENV)
-                        return -E2BIG;
+                        return err_set(err, ERR_INVALID, E2BIG,
+                                       "process start failed at env: more than %d variables", JAIL_MAX_ENV);
                 spec.envp[n] = ps->envp[n];
         }
         spec.limits = engine_jail_limits(e, lim);
@@ -174,9 +172,9 @@ int proc_spawn(struct engine *e, const struct proc_spec *ps, struct proc **ret, 
         spec.pty_cols = ps->cols;
         _cleanup_free_ struct proc *p = calloc(1, sizeof(*p));
         if (!p)
-                return -ENOMEM;
-        int r = spec.pty ? spawn_with_terminal(e, &spec, p, ret_err)
-                         : spawn_with_pipes(e, &spec, ps->stdin_pipe, p, ret_err);
+                return err_set(err, ERR_INTERNAL, ENOMEM, "process start failed: out of memory");
+        int r = spec.pty ? spawn_with_terminal(e, &spec, p, err)
+                         : spawn_with_pipes(e, &spec, ps->stdin_pipe, p, err);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(p);

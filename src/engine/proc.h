@@ -31,8 +31,8 @@ struct proc_spec {
 struct proc;
 
 /* Spawns the jail; returns once the workload has exec'd. 0 or -errno
- * (ret_err: the failing step). */
-int proc_spawn(struct engine *e, const struct proc_spec *spec, struct proc **ret, const char **ret_err);
+ * (err: the failing step, as jail_spawn). */
+int proc_spawn(struct engine *e, const struct proc_spec *spec, struct proc **ret, struct err *err);
 
 /* The daemon's ends, non-blocking, -1 when absent. With PROC_IO_PTY,
  * stdout is the terminal master (read and write) and the others are -1. */

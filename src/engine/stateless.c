@@ -6,8 +6,15 @@
 
 #include "base/log.h"
 
+/* The process started but the engine lost it while running (not a guest
+ * failure, which is an outcome). */
+static void run_err(struct err *err, int r)
+{
+        err_set(err, ERR_INTERNAL, -r, "execution failed at run: %s", strerror(-r));
+}
+
 static int run_kernel(struct engine *e, const struct runtime *rt, const char *code, json_t *env,
-                      bool typescript, struct exec_outcome *o, const char **ret_err)
+                      bool typescript, struct exec_outcome *o, struct err *err)
 {
         const struct exec_limits *lim = &e->opt.limits;
         uint64_t t0 = now_ns();
@@ -19,7 +26,7 @@ static int run_kernel(struct engine *e, const struct runtime *rt, const char *co
                 kp = zygote_fork(e, rt, lim);
         bool pooled = kp != NULL;
         int r = 0;
-        if (!kp && (r = kproc_spawn(e, rt, "once", NULL, false, lim, &kp, ret_err)) < 0)
+        if (!kp && (r = kproc_spawn(e, rt, "once", NULL, false, lim, &kp, err)) < 0)
                 return r;
         json_t *req = exec_build_request(code, env, JAIL_WORKSPACE, typescript, lim->result_bytes, false);
         /* A fork below the interpreter (the shim) shares the template's
@@ -27,8 +34,8 @@ static int run_kernel(struct engine *e, const struct runtime *rt, const char *co
         if (kp->forked)
                 json_object_set_new(req, "reseed", json_true());
         uint64_t t1 = now_ns();
-        *ret_err = "run";
-        r = kproc_run(kp, req, lim, o);
+        if ((r = kproc_run(kp, req, lim, o)) < 0)
+                run_err(err, r);
         log_debug("msg=\"stateless\" lang=%s pooled=%d take_ms=%.2f run_ms=%.2f", rt->id, pooled,
                   (double)(t1 - t0) / 1e6, (double)(now_ns() - t1) / 1e6);
         json_decref(req);
@@ -59,7 +66,7 @@ static size_t add_guest_env(json_t *env, const char **envp, size_t n, size_t max
 
 /* A process runtime: its argv with the code as the last argument (bash -c). */
 static int run_process(struct engine *e, const struct runtime *rt, const char *code, json_t *env,
-                       struct exec_outcome *o, const char **ret_err)
+                       struct exec_outcome *o, struct err *err)
 {
         const char *argv[RUNTIME_MAX_ARGV + 2], *envp[JAIL_MAX_ENV + 1];
         size_t n = 0;
@@ -70,29 +77,30 @@ static int run_process(struct engine *e, const struct runtime *rt, const char *c
         size_t nenv = exec_base_env(rt, envp, JAIL_MAX_ENV);
         _cleanup_free_ char *scratch = malloc(64 * KiB);
         if (!scratch)
-                return -ENOMEM;
+                return err_set(err, ERR_INTERNAL, ENOMEM, "execution failed: out of memory");
         if (env)
                 add_guest_env(env, envp, nenv, JAIL_MAX_ENV, scratch, 64 * KiB);
         struct proc_spec spec = { .argv = argv, .envp = envp, .io = PROC_IO_PIPES };
         struct proc *p = NULL;
-        int r = proc_spawn(e, &spec, &p, ret_err);
+        int r = proc_spawn(e, &spec, &p, err);
         if (r < 0)
                 return r;
-        *ret_err = "run";
-        r = proc_run(p, NULL, 0, &e->opt.limits, o);
+        if ((r = proc_run(p, NULL, 0, &e->opt.limits, o)) < 0)
+                run_err(err, r);
         proc_bury(p);
         return r;
 }
 
 int exec_stateless(struct engine *e, const struct runtime *rt, const char *code, json_t *env,
-                   bool typescript, struct exec_outcome *ret, const char **ret_err)
+                   bool typescript, struct exec_outcome *ret, struct err *err)
 {
         *ret = (struct exec_outcome){ 0 };
         engine_inflight(e, +1);
-        int r = rt->kind == RUNTIME_PROCESS ? run_process(e, rt, code, env, ret, ret_err)
-                                            : run_kernel(e, rt, code, env, typescript, ret, ret_err);
+        int r = rt->kind == RUNTIME_PROCESS ? run_process(e, rt, code, env, ret, err)
+                                            : run_kernel(e, rt, code, env, typescript, ret, err);
         if (r < 0) {
-                log_error_errno(r, "msg=\"execution failed\" lang=%s step=%s", rt->id, *ret_err);
+                log_error("msg=\"execution failed\" lang=%s reason=%s err=\"%s\"", rt->id,
+                          err_reason_name(err->reason), err->msg);
                 exec_outcome_done(ret);
         }
         engine_inflight(e, -1);

@@ -47,21 +47,22 @@ static int zygote_send_config(struct engine *e, struct kproc *k, const struct ex
 static int zygote_start(struct engine *e, struct zygote *z)
 {
         const struct exec_limits *lim = &e->opt.limits;
-        const char *why = "spawn";
+        struct err err = { 0 };
         engine_bury(e, z->kp ? &z->kp->p : NULL);
         z->kp = NULL;
         struct kproc *k = NULL;
-        int r = kproc_spawn(e, z->rt, "zygote", NULL, false, lim, &k, &why);
+        int r = kproc_spawn(e, z->rt, "zygote", NULL, false, lim, &k, &err);
         /* Two "ready" lines: the kernel's once booted, then the shim's once
          * it has the configuration and serves forks. */
         if (r == 0 && (r = kproc_wait_ready(k, 10000)) < 0)
-                why = "boot";
+                kproc_step_err(&err, "boot", r);
         if (r == 0 && (r = zygote_send_config(e, k, lim)) < 0)
-                why = "config";
+                kproc_step_err(&err, "config", r);
         if (r == 0 && (r = kproc_wait_ready(k, 10000)) < 0)
-                why = "forkserver";
+                kproc_step_err(&err, "forkserver", r);
         if (r < 0) {
-                log_warn("msg=\"template start failed\" lang=%s step=%s err=\"%s\"", z->rt->id, why, strerror(-r));
+                log_warn("msg=\"template start failed\" lang=%s err=\"%s\"", z->rt->id, err.msg);
+                err_done(&err);
                 engine_bury(e, k ? &k->p : NULL);
                 z->failures++;
                 z->retry_at_ns = now_ns() + 1000000000ULL; /* fall back to pools/spawns meanwhile */

@@ -61,7 +61,27 @@ static int write_id_maps(const struct jail_ctx *ctx, pid_t pid)
  * not hold a worker, or a template's lock, forever. */
 #define CHILD_REPORT_TIMEOUT_MS 20000
 
-static int read_child_report(int fd, const char **ret_err)
+static enum err_reason step_reason(int errnum)
+{
+        switch (errnum) {
+        case EAGAIN:
+        case ENOMEM:
+        case EMFILE:
+        case ENFILE: return ERR_BUSY;
+        case ENOSPC: return ERR_NO_SPACE;
+        default: return ERR_UNAVAILABLE;
+        }
+}
+
+int jail_step_err(struct err *err, const char *step, int r)
+{
+        err_set(err, step_reason(-r), -r, "jail setup failed at %s: %s", step, strerror(-r));
+        return r;
+}
+
+/* The child's side of the report is fork-safe: a step number and an errno
+ * over the pipe; the names are given here. */
+static int read_child_report(int fd, struct err *err)
 {
         struct child_report rep;
         ssize_t n;
@@ -70,21 +90,18 @@ static int read_child_report(int fd, const char **ret_err)
         do
                 pr = poll(&p, 1, CHILD_REPORT_TIMEOUT_MS);
         while (pr < 0 && errno == EINTR);
-        if (pr == 0) {
-                *ret_err = "timeout";
-                return -ETIMEDOUT;
-        }
+        if (pr == 0)
+                return err_set(err, ERR_BUSY, ETIMEDOUT, "jail setup failed at timeout: no report from the child in %d s",
+                               CHILD_REPORT_TIMEOUT_MS / 1000);
         do
                 n = read(fd, &rep, sizeof(rep));
         while (n < 0 && errno == EINTR);
         if (n == 0)
                 return 0;
-        if (n != (ssize_t)sizeof(rep)) {
-                *ret_err = "report";
-                return -EIO;
-        }
-        *ret_err = rep.step >= 0 && rep.step < _STEP_MAX ? step_names[rep.step] : "unknown";
-        return rep.err > 0 ? -rep.err : -EIO;
+        if (n != (ssize_t)sizeof(rep))
+                return jail_step_err(err, "report", n < 0 ? -errno : -EIO);
+        const char *step = rep.step >= 0 && rep.step < _STEP_MAX ? step_names[rep.step] : "unknown";
+        return jail_step_err(err, step, rep.err > 0 ? -rep.err : -EIO);
 }
 
 static void format_opts(char *buf, size_t len, uint64_t bytes, uint64_t inodes, const char *mode)
@@ -125,12 +142,11 @@ static bool cgroup_give_back(struct jail_ctx *ctx, struct cgroup *cg, uint64_t m
 }
 
 int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_proc *ret,
-               const char **ret_err)
+               struct err *err)
 {
         int sync[2] = { -1, -1 }, report[2] = { -1, -1 }, r;
         struct cgroup *cg = NULL;
         struct child_args a = { .ctx = ctx, .spec = spec, .replay_fd = spec->replay_fd };
-        *ret_err = "setup";
 
         snprintf(a.root, sizeof(a.root), "%s", ctx->root_dir);
         format_opts(a.tmp_opts, sizeof(a.tmp_opts), spec->limits.tmp_bytes, spec->limits.tmp_inodes, "1777");
@@ -141,21 +157,21 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
         if (!cg) {
                 struct cgroup_limits cl = { spec->limits.memory_bytes, spec->limits.pids };
                 r = cgroup_create(ctx->cgroot, spec->cgroup_name, &cl, &cg);
-                if (r < 0) {
-                        *ret_err = "cgroup";
-                        return r;
-                }
+                if (r < 0)
+                        return jail_step_err(err, "cgroup", r);
         }
         _cleanup_close_ int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (devnull < 0 || pipe2(sync, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0) {
-                r = -errno;
+                r = jail_step_err(err, "pipes", -errno);
                 goto fail;
         }
         a.sync_fd = sync[0];
         a.report_fd = report[1];
         a.devnull_fd = spec->has_stdin ? spec->stdin_fd : devnull;
         if (spec->pty && (spec->ctl_fd < 0 || spec->template)) {
-                r = -EINVAL; /* the master goes back over ctl_fd */
+                /* the master goes back over ctl_fd */
+                r = err_set(err, ERR_INVALID, EINVAL, "jail setup failed: a terminal needs a control socket "
+                            "and cannot be given to a template");
                 goto fail;
         }
 
@@ -163,7 +179,7 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
          * attached it, so its root is the execution's own group. */
         unsigned long flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
         if (spec->template && ctx->userns) {
-                r = -EOPNOTSUPP;
+                r = err_set(err, ERR_INVALID, EOPNOTSUPP, "jail setup failed: template jails need a privileged daemon");
                 goto fail;
         }
         if (ctx->userns || spec->template)
@@ -173,8 +189,7 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
         int pidfd = -1;
         pid_t pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, &pidfd, NULL, 0);
         if (pid < 0) {
-                r = -errno;
-                *ret_err = "clone";
+                r = jail_step_err(err, "clone", -errno);
                 goto fail;
         }
         if (pid == 0)
@@ -184,17 +199,17 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
         close(report[1]);
         sync[0] = report[1] = -1;
         if ((r = cgroup_attach(cg, pid)) < 0)
-                *ret_err = "cgroup-attach";
+                jail_step_err(err, "cgroup-attach", r);
         else if (spec->template && (r = write_template_maps(pid)) < 0)
-                *ret_err = "id-maps";
+                jail_step_err(err, "id-maps", r);
         else if (ctx->userns && (r = write_id_maps(ctx, pid)) < 0)
-                *ret_err = "id-maps";
+                jail_step_err(err, "id-maps", r);
         if (r == 0 && write(sync[1], "g", 1) != 1)
-                r = -errno;
+                r = jail_step_err(err, "sync", -errno);
         close(sync[1]);
         sync[1] = -1;
         if (r == 0)
-                r = read_child_report(report[0], ret_err);
+                r = read_child_report(report[0], err);
         close(report[0]);
         report[0] = -1;
         if (r < 0) {
@@ -335,8 +350,14 @@ static int make_empty_netns(int *ret_fd)
         return r;
 }
 
+static int ctx_fail(struct err *err, enum err_reason reason, int r, const char *what, const char *path)
+{
+        return err_set(err, reason, -r, "jail setup failed: %s%s%s: %s", what, path ? " " : "", path ? path : "",
+                       strerror(-r));
+}
+
 int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels_dir,
-                  int cgroup_force, const char **ret_err)
+                  int cgroup_force, struct err *err)
 {
         int r;
         *ctx = (struct jail_ctx){ .netns_fd = -1, .kernels_fd = -1, .forkserver_dir_fd = -1 };
@@ -345,15 +366,11 @@ int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels
         ctx->outer_uid = geteuid();
         ctx->outer_gid = getegid();
 
-        if (!realpath(kernels_dir, ctx->kernels_dir)) {
-                *ret_err = "kernels directory not found";
-                return -errno;
-        }
+        if (!realpath(kernels_dir, ctx->kernels_dir))
+                return ctx_fail(err, ERR_INVALID, -errno, "kernels directory not found:", kernels_dir);
         ctx->kernels_fd = open(ctx->kernels_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (ctx->kernels_fd < 0) {
-                *ret_err = "cannot open the kernels directory";
-                return -errno;
-        }
+        if (ctx->kernels_fd < 0)
+                return ctx_fail(err, ERR_UNAVAILABLE, -errno, "cannot open the kernels directory", ctx->kernels_dir);
         /* The mount point for jail roots must be reachable by a template
          * jail's root (JAIL_TEMPLATE_UID), whatever the data dir's mode:
          * prefer a root-owned 0755 directory under /run. */
@@ -361,31 +378,23 @@ int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels
                 snprintf(ctx->root_dir, sizeof(ctx->root_dir), "/run/sandboxd/%d/jailroot", (int)getpid());
         else
                 snprintf(ctx->root_dir, sizeof(ctx->root_dir), "%s/jailroot", run_dir);
-        if ((r = mkdir_p(ctx->root_dir, 0755)) < 0) {
-                *ret_err = "cannot create the jail root directory";
-                return r;
-        }
+        if ((r = mkdir_p(ctx->root_dir, 0755)) < 0)
+                return ctx_fail(err, ERR_UNAVAILABLE, r, "cannot create the jail root directory", ctx->root_dir);
         /* Rootless mode cannot join a namespace owned by the host user
          * namespace, so each jail makes its own (empty) one instead. */
-        if (!ctx->userns && (r = make_empty_netns(&ctx->netns_fd)) < 0) {
-                *ret_err = "cannot create the empty network namespace";
-                return r;
-        }
+        if (!ctx->userns && (r = make_empty_netns(&ctx->netns_fd)) < 0)
+                return ctx_fail(err, ERR_UNAVAILABLE, r, "cannot create the empty network namespace", NULL);
         ctx->landlock = landlock_abi_version() >= 6;
         jail_find_host_strings();
-        if ((r = seccomp_prog_build(false, &ctx->seccomp)) < 0) {
-                *ret_err = "cannot build the seccomp policy";
-                return r;
-        }
+        if ((r = seccomp_prog_build(false, &ctx->seccomp)) < 0)
+                return ctx_fail(err, ERR_UNAVAILABLE, r, "cannot build the seccomp policy", NULL);
         char name[64];
         /* pid plus start time: a daemon killed with -9 leaves its (empty)
          * groups behind, and pids wrap around quickly on a busy host; a
          * restart that inherited the old pid must not collide with them. */
         snprintf(name, sizeof(name), "sandboxd-%d-%llx", (int)getpid(), (unsigned long long)wall_ms());
-        if ((r = cgroup_root_open(name, cgroup_force, &ctx->cgroot)) < 0) {
-                *ret_err = "cannot open the cgroup root";
-                return r;
-        }
+        if ((r = cgroup_root_open(name, cgroup_force, &ctx->cgroot)) < 0)
+                return ctx_fail(err, ERR_UNAVAILABLE, r, "cannot open the cgroup root", NULL);
         return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/err.h"
 #include "jail/cgroup.h"
 
 #define JAIL_UID 65534
@@ -53,9 +54,10 @@ struct jail_ctx {
 
 /* Creates the context: checks privileges, makes the shared netns, compiles
  * seccomp, opens the cgroup root. cgroup_force: -1 auto, or a backend.
- * Returns 0 or -errno; ret_err gets a short reason on failure. */
+ * Returns 0 or -errno; err names what failed ("jail setup failed: cannot
+ * open the cgroup root: …"). */
 int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels_dir,
-                  int cgroup_force, const char **ret_err);
+                  int cgroup_force, struct err *err);
 void jail_ctx_done(struct jail_ctx *ctx);
 /* Finds JAIL_FORKSERVER_LIB in dir, for template
  * jails. Returns 0 or -errno (templates are then unavailable). */
@@ -120,9 +122,16 @@ struct jail_proc {
 };
 
 /* Spawns the jail and returns once the workload has exec'd (or failed to).
- * On failure nothing is left running. Returns 0 or -errno (ret_err: step). */
+ * On failure nothing is left running. Returns 0 or -errno; err names the
+ * failing step ("jail setup failed at pivot_root: Permission denied"). */
 int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_proc *ret,
-               const char **ret_err);
+               struct err *err);
+/* Fills err for a jail start that failed at STEP with -errno r, in
+ * jail_spawn's words. The reason is ERR_BUSY for exhausted resources
+ * (EAGAIN, ENOMEM, EMFILE, ENFILE), ERR_NO_SPACE for ENOSPC, else
+ * ERR_UNAVAILABLE. Returns r. Also for the steps a caller adds around
+ * jail_spawn (its pipes, the terminal). */
+int jail_step_err(struct err *err, const char *step, int r);
 /* Adopts a process started by a template jail (not our child): opens a
  * pidfd for it and moves it into a fresh (or recycled) cgroup with the
  * given limits. Returns 0 or -errno. */

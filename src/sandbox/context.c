@@ -246,12 +246,14 @@ static int ensure_resident(struct sandbox_mgr *m, struct context *c, const struc
                 return 0;
         }
         context_drop_interpreter(m, c);
-        const char *why = NULL;
         bool restore = c->row.snap_cells > 0;
+        struct err why = { 0 };
         int r = kproc_spawn(m->engine, c->rt, "repl", c->sbx->ws.mount, restore, lim, &c->kp, &why);
         if (r < 0) {
-                err_set(err, ERR_UNAVAILABLE, -r, "Cannot start the %s interpreter (%s: %s)", c->rt->id, why,
-                        strerror(-r));
+                /* Always "unavailable" (an upstream failure to the client),
+                 * whatever the step's own reason. */
+                err_set(err, ERR_UNAVAILABLE, -r, "Cannot start the %s interpreter (%s)", c->rt->id, why.msg);
+                err_done(&why);
                 err->op = OP_EXECUTE;
                 return r;
         }

@@ -55,9 +55,9 @@ struct store_ops {
         bool serialize;
 
         /* url is the whole URL as given ("postgres://u@h/db"); rest is what
-         * follows "scheme:" (for SQLite, the file path). On failure err gets
-         * a message and *ret is untouched. */
-        int (*open)(const char *url, const char *rest, struct store **ret, char *err, size_t errlen);
+         * follows "scheme:" (for SQLite, the file path). On failure err is
+         * filled (ERR_INTERNAL) and *ret is untouched. */
+        int (*open)(const char *url, const char *rest, struct store **ret, struct err *err);
         void (*close)(struct store *s);   /* frees the backend's handle */
         int (*integrity_check)(struct store *s, char *msg, size_t len);
         int (*schema_version)(struct store *s);

@@ -184,7 +184,7 @@ static const struct store_ops *find_backend(const char *scheme, size_t len)
         return NULL;
 }
 
-int store_open(const char *url, struct store **ret, char *ret_err, size_t errlen)
+int store_open(const char *url, struct store **ret, struct err *err)
 {
         const struct store_ops *ops = &store_sqlite_ops;
         const char *rest;
@@ -192,26 +192,23 @@ int store_open(const char *url, struct store **ret, char *ret_err, size_t errlen
         size_t n;
         int r;
 
-        if (!url || !ret) {
-                store_set_msg(ret_err, errlen, "invalid arguments");
-                return -EINVAL;
-        }
+        if (!url || !ret)
+                return err_set(err, ERR_INVALID, EINVAL, "store open failed: invalid arguments");
         n = scheme_len(url);
         rest = n ? url + n + 1 : url;
         if (n) {
                 ops = find_backend(url, n);
-                if (!ops) {
-                        store_set_msg(ret_err, errlen, "no store backend for scheme '%.*s'", (int)n, url);
-                        return -EPROTONOSUPPORT;
-                }
+                if (!ops)
+                        return err_set(err, ERR_INVALID, EPROTONOSUPPORT, "no store backend for scheme '%.*s'",
+                                       (int)n, url);
         }
-        r = ops->open(url, rest, &s, ret_err, errlen);
+        r = ops->open(url, rest, &s, err);
         if (r < 0)
                 return r;
         s->ops = ops;
         r = -pthread_mutex_init(&s->lock, NULL);
         if (r < 0) {
-                store_set_msg(ret_err, errlen, "mutex init: %s", strerror(-r));
+                err_set(err, ERR_INTERNAL, -r, "store open failed at mutex init: %s", strerror(-r));
                 ops->close(s);
                 return r;
         }

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/err.h"
+
 struct store;
 
 /* Opens (creating if needed) the store named by url and applies schema
@@ -19,8 +21,9 @@ struct store;
  * "sqlite:PATH" or "./PATH". Other schemes ("postgres://...") select other
  * backends; an unknown scheme fails with -EPROTONOSUPPORT. Returns 0 or
  * -errno (-EIO for database errors, -EPROTO for a schema newer than this
- * build); ret_err (optional) gets a message on failure. */
-int store_open(const char *url, struct store **ret, char *ret_err, size_t errlen);
+ * build); err gets ERR_INVALID for a bad url or an unknown scheme and
+ * ERR_INTERNAL for a database that cannot be opened, with a message. */
+int store_open(const char *url, struct store **ret, struct err *err);
 void store_close(struct store *s);   /* NULL-safe */
 /* The backend's name ("sqlite"), for logs. */
 const char *store_backend_name(const struct store *s);

@@ -32,7 +32,7 @@ static void run_stateless(struct http_request *req, struct http_response *res, c
         /* As the reference: JavaScript that does not parse is retried as
          * TypeScript (types stripped), so every JS route accepts TS. */
         typescript = strcmp(rt->id, "javascript") == 0;
-        const char *err = NULL;
+        struct err err = { 0 };
         struct exec_outcome o;
         json_t *result = NULL;
         if (exec_stateless(app->engine, rt, body.code, body.env, typescript, &o, &err) == 0) {
@@ -41,7 +41,11 @@ static void run_stateless(struct http_request *req, struct http_response *res, c
         }
         exec_body_done(&body);
         if (!result) {
-                workers_errorf(res, 502, "INTERNAL_ERROR", "Engine execution failed (%s)", err ? err : "unknown");
+                /* Every engine failure is the gateway's upstream failure here,
+                 * whatever its reason (as the reference's dead Worker). */
+                workers_errorf(res, 502, "INTERNAL_ERROR", "Engine execution failed (%s)",
+                               err.msg[0] ? err.msg : "unknown");
+                err_done(&err);
                 return;
         }
         http_json(res, 200, result);

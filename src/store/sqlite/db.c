@@ -26,45 +26,41 @@ static int pragma_text(sqlite3 *db, const char *sql, char *buf, size_t len)
         return sq_column_copy(st, 0, buf, len);
 }
 
-static int configure(sqlite3 *db, char *err, size_t errlen)
+static int configure(sqlite3 *db, struct err *err)
 {
         char val[32];
         int r;
 
         /* Before journal_mode: switching to WAL needs a lock another
          * process may briefly hold. */
-        r = sq_exec(db, "PRAGMA busy_timeout=5000", err, errlen);
+        r = sq_exec(db, "PRAGMA busy_timeout=5000", err);
         if (r < 0)
                 return r;
         /* WAL lets readers proceed during a write and makes each commit one
          * sequential append. The setting is persistent in the file. */
         r = pragma_text(db, "PRAGMA journal_mode=WAL", val, sizeof(val));
         if (r < 0)
-                return sq_err(db, r, err, errlen, "PRAGMA journal_mode=WAL");
+                return sq_fail(db, r, err, "PRAGMA journal_mode=WAL");
         /* In-memory databases (empty filename) cannot do WAL; anything else
          * that refuses it would silently lose the durability we promise. */
-        if (strcmp(val, "wal") != 0 && sqlite3_db_filename(db, "main")[0] != '\0') {
-                store_set_msg(err, errlen, "journal_mode is '%s', wanted 'wal'", val);
-                return -EIO;
-        }
+        if (strcmp(val, "wal") != 0 && sqlite3_db_filename(db, "main")[0] != '\0')
+                return err_set(err, ERR_INTERNAL, EIO, "journal_mode is '%s', wanted 'wal'", val);
         /* FULL fsyncs the WAL on every commit. NORMAL (the usual WAL
          * pairing) only survives process crashes: a power loss can drop
          * commits that were already acknowledged to clients. Per
          * connection, so it must be set on every open. */
-        r = sq_exec(db, "PRAGMA synchronous=FULL", err, errlen);
+        r = sq_exec(db, "PRAGMA synchronous=FULL", err);
         if (r < 0)
                 return r;
         /* Per connection and off by default; the cascades from sandboxes to
          * contexts to cells depend on it. It is a no-op inside a
          * transaction, hence here before any. */
-        r = sq_exec(db, "PRAGMA foreign_keys=ON", err, errlen);
+        r = sq_exec(db, "PRAGMA foreign_keys=ON", err);
         if (r < 0)
                 return r;
         r = pragma_text(db, "PRAGMA foreign_keys", val, sizeof(val));
-        if (r < 0 || strcmp(val, "1") != 0) {
-                store_set_msg(err, errlen, "foreign keys unavailable in this SQLite build");
-                return -EOPNOTSUPP;
-        }
+        if (r < 0 || strcmp(val, "1") != 0)
+                return err_set(err, ERR_INTERNAL, EOPNOTSUPP, "foreign keys unavailable in this SQLite build");
         return 0;
 }
 
@@ -105,7 +101,7 @@ static const char *path_of(const char *rest)
         return strncmp(rest, "//", 2) == 0 ? rest + 2 : rest;
 }
 
-static int sq_open(const char *url, const char *rest, struct store **ret, char *err, size_t errlen)
+static int sq_open(const char *url, const char *rest, struct store **ret, struct err *err)
 {
         _cleanup_(sq_closep) struct sq_store *q = NULL;
         const char *path = path_of(rest);
@@ -113,15 +109,11 @@ static int sq_open(const char *url, const char *rest, struct store **ret, char *
 
         (void)url;
         q = calloc(1, sizeof(*q));
-        if (!q) {
-                store_set_msg(err, errlen, "out of memory");
-                return -ENOMEM;
-        }
+        if (!q)
+                return err_set(err, ERR_INTERNAL, ENOMEM, "out of memory");
         r = precreate(path);
-        if (r < 0) {
-                store_set_msg(err, errlen, "create '%s': %s", path, strerror(-r));
-                return r;
-        }
+        if (r < 0)
+                return err_set(err, ERR_INTERNAL, -r, "create '%s': %s", path, strerror(-r));
         /* NOMUTEX: the store core already serialises every use of the
          * connection, so SQLite's per-call mutex would be pure overhead.
          * The unix VFS opens its files O_CLOEXEC, so jailed children never
@@ -130,18 +122,17 @@ static int sq_open(const char *url, const char *rest, struct store **ret, char *
                              NULL);
         if (rc != SQLITE_OK) {
                 if (q->db)
-                        return sq_err(q->db, sq_errno(rc), err, errlen, "open");
-                store_set_msg(err, errlen, "open: %s", sqlite3_errstr(rc));
-                return sq_errno(rc);
+                        return sq_fail(q->db, sq_errno(rc), err, "open");
+                return err_set(err, ERR_INTERNAL, -sq_errno(rc), "open: %s", sqlite3_errstr(rc));
         }
         /* Extended codes let sq_errno tell a duplicate key from a missing
          * foreign-key parent. */
         sqlite3_extended_result_codes(q->db, 1);
 
-        r = configure(q->db, err, errlen);
+        r = configure(q->db, err);
         if (r < 0)
                 return r;
-        r = sq_migrate(q->db, err, errlen);
+        r = sq_migrate(q->db, err);
         if (r < 0)
                 return r;
         *ret = &TAKE_PTR(q)->base;

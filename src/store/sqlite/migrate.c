@@ -90,53 +90,52 @@ static int migration_record(sqlite3 *db, int version)
 
 /* The applied check runs inside the migration's own transaction so two
  * processes opening a fresh database cannot both apply it. */
-static int migration_apply(sqlite3 *db, int version, const char *sql, char *err, size_t errlen)
+static int migration_apply(sqlite3 *db, int version, const char *sql, struct err *err)
 {
         _cleanup_tx_ sqlite3 *tx = NULL;
         int r;
 
         r = sq_tx_begin(db, &tx);
         if (r < 0)
-                return sq_err(db, r, err, errlen, "begin migration");
+                return sq_fail(db, r, err, "begin migration");
         r = migration_applied(db, version);
         if (r < 0)
-                return sq_err(db, r, err, errlen, "read schema_migrations");
+                return sq_fail(db, r, err, "read schema_migrations");
         if (r > 0)
                 return 0;
-        r = sq_exec(db, sql, err, errlen);
+        r = sq_exec(db, sql, err);
         if (r < 0)
                 return r;
         r = migration_record(db, version);
         if (r < 0)
-                return sq_err(db, r, err, errlen, "record migration");
+                return sq_fail(db, r, err, "record migration");
         r = sq_tx_commit(&tx);
         if (r < 0)
-                return sq_err(db, r, err, errlen, "commit migration");
+                return sq_fail(db, r, err, "commit migration");
         return 0;
 }
 
-int sq_migrate(sqlite3 *db, char *err, size_t errlen)
+int sq_migrate(sqlite3 *db, struct err *err)
 {
         int r, current;
 
         r = sq_exec(db,
                     "CREATE TABLE IF NOT EXISTS schema_migrations("
                     "version INTEGER PRIMARY KEY, applied_at INTEGER)",
-                    err, errlen);
+                    err);
         if (r < 0)
                 return r;
         current = schema_version(db);
         if (current < 0)
-                return sq_err(db, current, err, errlen, "read schema version");
+                return sq_fail(db, current, err, "read schema version");
         /* A newer daemon migrated this file; an older one would misread the
          * tables it does not know about, so refuse rather than guess. */
         if (current > sq_schema_latest()) {
-                store_set_msg(err, errlen, "database schema version %d is newer than supported (%d)",
-                              current, sq_schema_latest());
-                return -EPROTO;
+                return err_set(err, ERR_INTERNAL, EPROTO, "database schema version %d is newer than supported (%d)",
+                               current, sq_schema_latest());
         }
         for (size_t i = 0; i < ARRAY_SIZE(migrations); i++) {
-                r = migration_apply(db, (int)i + 1, migrations[i], err, errlen);
+                r = migration_apply(db, (int)i + 1, migrations[i], err);
                 if (r < 0)
                         return r;
         }

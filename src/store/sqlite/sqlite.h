@@ -36,6 +36,8 @@ int sq_errno(int rc);
  * before anything else runs on db, since a later ROLLBACK resets the
  * message. */
 int sq_err(sqlite3 *db, int r, char *buf, size_t len, const char *what);
+/* The same into err (ERR_INTERNAL, errno -r): the open path. */
+int sq_fail(sqlite3 *db, int r, struct err *err, const char *what);
 
 void sq_finalizep(sqlite3_stmt **st);
 #define _cleanup_stmt_ _cleanup_(sq_finalizep)
@@ -47,7 +49,7 @@ void sq_rollbackp(sqlite3 **tx);
 int sq_tx_begin(sqlite3 *db, sqlite3 **ret_tx);
 int sq_tx_commit(sqlite3 **tx);
 
-int sq_exec(sqlite3 *db, const char *sql, char *err, size_t errlen);
+int sq_exec(sqlite3 *db, const char *sql, struct err *err);
 int sq_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **ret);
 int sq_bind_text(sqlite3_stmt *st, int idx, const char *v);
 int sq_bind_u64(sqlite3_stmt *st, int idx, uint64_t v);   /* -ERANGE above INT64_MAX */
@@ -88,7 +90,7 @@ static inline const char *sq_env_or_default(const char *env_json)
 
 /* ---- migrate.c -------------------------------------------------------- */
 
-int sq_migrate(sqlite3 *db, char *err, size_t errlen);
+int sq_migrate(sqlite3 *db, struct err *err);
 int sq_schema_version(struct store *s);
 /* The number of migrations this build knows (its schema version). */
 int sq_schema_latest(void);

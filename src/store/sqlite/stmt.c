@@ -35,6 +35,12 @@ int sq_err(sqlite3 *db, int r, char *buf, size_t len, const char *what)
         return r;
 }
 
+int sq_fail(sqlite3 *db, int r, struct err *err, const char *what)
+{
+        err_set(err, ERR_INTERNAL, -r, "%s: %s", what, db ? sqlite3_errmsg(db) : "out of memory");
+        return r;
+}
+
 void sq_finalizep(sqlite3_stmt **st)
 {
         if (*st)
@@ -72,11 +78,11 @@ int sq_tx_commit(sqlite3 **tx)
         return 0;
 }
 
-int sq_exec(sqlite3 *db, const char *sql, char *err, size_t errlen)
+int sq_exec(sqlite3 *db, const char *sql, struct err *err)
 {
         int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
         if (rc != SQLITE_OK)
-                return sq_err(db, sq_errno(rc), err, errlen, sql);
+                return sq_fail(db, sq_errno(rc), err, sql);
         return 0;
 }
 

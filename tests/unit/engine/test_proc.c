@@ -56,12 +56,12 @@ static struct engine *engine(void)
         };
         snprintf(o.run_dir, sizeof(o.run_dir), "%s", g_run);
         kernels_dir(o.kernels_dir, sizeof(o.kernels_dir));
-        const char *why = "";
+        struct err why = { 0 };
         int r = engine_new(&o, &g_engine, &why);
         if (r == -EPERM || r == -EACCES || r == -ENOSYS || r == -EOPNOTSUPP)
                 SKIP("namespaces or cgroups not available here");
         if (r < 0)
-                TAP_FAIL("engine_new: %d (%s)", r, why);
+                TAP_FAIL("engine_new: %d (%s)", r, why.msg);
         return g_engine;
 }
 
@@ -72,10 +72,10 @@ static struct proc *spawn(const char *const *argv, enum proc_io io, bool stdin_p
         struct proc_spec spec = { .argv = argv, .envp = ENV, .io = io, .stdin_pipe = stdin_pipe,
                                   .rows = 33, .cols = 101 };
         struct proc *p = NULL;
-        const char *why = "";
+        struct err why = { 0 };
         int r = proc_spawn(engine(), &spec, &p, &why);
         if (r < 0)
-                TAP_FAIL("proc_spawn %s: %d (%s)", argv[0], r, why);
+                TAP_FAIL("proc_spawn %s: %d (%s)", argv[0], r, why.msg);
         return p;
 }
 
@@ -320,7 +320,7 @@ TEST(proc_in_workspace)
         const char *env[] = { "PATH=/usr/bin:/bin", "MARK=from-the-jail", NULL };
         struct proc_spec spec = { .argv = argv, .envp = env, .workspace_dir = ws, .cwd = "/workspace/sub" };
         struct proc *p = NULL;
-        const char *why = "";
+        struct err why = { 0 };
         ASSERT_OK(proc_spawn(e, &spec, &p, &why));
         struct exec_outcome o;
         ASSERT_OK(proc_run(p, NULL, 0, NULL, &o));
@@ -332,4 +332,26 @@ TEST(proc_in_workspace)
         ASSERT_OK(read_file_small(path, buf, sizeof(buf), NULL));
         ASSERT_STREQ(buf, "from-the-jail\n");
         rm_rf(ws);
+}
+
+/* Spawn failures name their step; argument mistakes are the caller's. */
+TEST(proc_spawn_failures_name_the_step)
+{
+        struct engine *e = engine();
+        struct proc *p = NULL;
+        struct err why = { 0 };
+        const char *none[] = { NULL };
+        struct proc_spec spec = { .argv = none, .envp = ENV };
+        ASSERT_EQ(proc_spawn(e, &spec, &p, &why), -EINVAL);
+        ASSERT_EQ(why.reason, ERR_INVALID);
+        ASSERT_STREQ(why.msg, "process start failed at argv: no program given");
+
+        const char *missing[] = { "/no/such/program", NULL };
+        spec.argv = missing;
+        ASSERT_EQ(proc_spawn(e, &spec, &p, &why), -ENOENT);
+        ASSERT_EQ(why.reason, ERR_UNAVAILABLE);
+        ASSERT_EQ(why.errnum, ENOENT);
+        ASSERT_STREQ(why.msg, "jail setup failed at exec: No such file or directory");
+        ASSERT_TRUE(p == NULL);
+        err_done(&why);
 }

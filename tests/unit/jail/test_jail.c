@@ -72,13 +72,13 @@ static void require_jail(void)
         atexit(cleanup);
         snprintf(g_run, sizeof(g_run), "/tmp/sbx-jail-XXXXXX");
         ASSERT_TRUE(mkdtemp(g_run) != NULL);
-        const char *err = "";
+        struct err err = { 0 };
         int r = jail_ctx_init(&g_ctx, g_run, g_kernels, -1, &err);
         g_ctx_live = true;
         if (r == -EPERM || r == -EACCES || r == -ENOSYS || r == -EOPNOTSUPP)
                 SKIP("namespaces or cgroups not available here");
         if (r < 0)
-                TAP_FAIL("jail_ctx_init: %d (%s)", r, err);
+                TAP_FAIL("jail_ctx_init: %d (%s)", r, err.msg);
         ASSERT_STREQ(g_ctx.kernels_dir, g_kernels);
         ASSERT_TRUE(g_ctx.netns_fd >= 0);
         ASSERT_TRUE(g_ctx.seccomp != NULL);
@@ -115,20 +115,21 @@ struct run {
 };
 
 /* Spawns spec with fresh stdout/stderr pipes; returns our read ends. */
-static int spawn(struct jail_spec *spec, struct jail_proc *p, int *ret_out, int *ret_err, const char **ret_step)
+static int spawn(struct jail_spec *spec, struct jail_proc *p, int *ret_out, int *ret_errfd, struct err *e)
 {
         int out[2], err[2];
         ASSERT_OK(pipe2(out, O_CLOEXEC));
         ASSERT_OK(pipe2(err, O_CLOEXEC));
         spec->stdout_fd = out[1];
         spec->stderr_fd = err[1];
-        int r = jail_spawn(&g_ctx, spec, p, ret_step);
+        err_done(e);
+        int r = jail_spawn(&g_ctx, spec, p, e);
         close(out[1]);
         close(err[1]);
         if (r == 0)
                 g_proc = p;
         *ret_out = out[0];
-        *ret_err = err[0];
+        *ret_errfd = err[0];
         return r;
 }
 
@@ -175,10 +176,10 @@ static void run_spec(struct jail_spec *spec, struct run *res)
 {
         static struct jail_proc p;
         int out, err;
-        const char *step = NULL;
-        int r = spawn(spec, &p, &out, &err, &step);
+        struct err e = { 0 };
+        int r = spawn(spec, &p, &out, &err, &e);
         if (r < 0)
-                TAP_FAIL("jail_spawn: %d at step '%s'", r, step ? step : "?");
+                TAP_FAIL("jail_spawn: %d (%s)", r, e.msg);
         collect(&p, out, err, res);
         jail_proc_release(&p);
         g_proc = NULL;
@@ -378,11 +379,11 @@ TEST(jail_background_process_killed)
         spec.ctl_fd = ctl[1];
         static struct jail_proc p;
         int out, err;
-        const char *step = NULL;
-        int r = spawn(&spec, &p, &out, &err, &step);
+        struct err e = { 0 };
+        int r = spawn(&spec, &p, &out, &err, &e);
         close(ctl[1]);
         if (r < 0)
-                TAP_FAIL("jail_spawn: %d at step '%s'", r, step);
+                TAP_FAIL("jail_spawn: %d (%s)", r, e.msg);
 
         /* the sleep shows up on the host, in the jail's cgroup */
         bool seen = false;
@@ -479,10 +480,12 @@ TEST(jail_failed_exec_leaves_nothing)
         memset(&p, 0x5A, sizeof(p));
         struct jail_proc before = p;
         int out, err;
-        const char *step = NULL;
-        int r = spawn(&spec, &p, &out, &err, &step);
+        struct err e = { 0 };
+        int r = spawn(&spec, &p, &out, &err, &e);
         ASSERT_EQ(r, -ENOENT);
-        ASSERT_STREQ(step, "exec");
+        ASSERT_STREQ(e.msg, "jail setup failed at exec: No such file or directory");
+        ASSERT_EQ(e.reason, ERR_UNAVAILABLE);
+        ASSERT_EQ(e.errnum, ENOENT);
         ASSERT_TRUE(memcmp(&p, &before, sizeof(p)) == 0); /* ret untouched on failure */
         g_proc = NULL;
 
@@ -506,9 +509,9 @@ TEST(jail_failed_exec_leaves_nothing)
         /* a non-executable file fails the same way, with its own errno */
         base_spec(&spec, "t-noexec2");
         spec.argv[0] = "/etc/passwd";
-        r = spawn(&spec, &p, &out, &err, &step);
+        r = spawn(&spec, &p, &out, &err, &e);
         ASSERT_EQ(r, -EACCES);
-        ASSERT_STREQ(step, "exec");
+        ASSERT_STREQ(e.msg, "jail setup failed at exec: Permission denied");
         close(out);
         close(err);
         ASSERT_TRUE(!group_dir_exists("t-noexec2"));
@@ -530,12 +533,48 @@ TEST(jail_bad_cwd_fails_at_chdir)
         spec.cwd = "/no/such/dir";
         struct jail_proc p;
         int out, err;
-        const char *step = NULL;
-        ASSERT_EQ(spawn(&spec, &p, &out, &err, &step), -ENOENT);
-        ASSERT_STREQ(step, "chdir");
+        struct err e = { 0 };
+        ASSERT_EQ(spawn(&spec, &p, &out, &err, &e), -ENOENT);
+        ASSERT_STREQ(e.msg, "jail setup failed at chdir: No such file or directory");
+        err_done(&e);
         close(out);
         close(err);
         ASSERT_TRUE(!group_dir_exists("t-cwd"));
+}
+
+/* A spec that cannot work is the caller's mistake: ERR_INVALID, and the
+ * group taken for it is given back. */
+TEST(jail_bad_spec_is_invalid)
+{
+        require_jail();
+        struct jail_spec spec;
+        base_spec(&spec, "t-badspec");
+        spec.argv[0] = "/bin/true";
+        spec.pty = true; /* a terminal without a control socket */
+        struct jail_proc p;
+        int out, err;
+        struct err e = { 0 };
+        ASSERT_EQ(spawn(&spec, &p, &out, &err, &e), -EINVAL);
+        ASSERT_EQ(e.reason, ERR_INVALID);
+        ASSERT_TRUE(strstr(e.msg, "terminal") != NULL);
+        err_done(&e);
+        close(out);
+        close(err);
+        ASSERT_TRUE(!group_dir_exists("t-badspec"));
+}
+
+/* A missing kernels directory is a configuration mistake, named with its path. */
+TEST(jail_ctx_init_names_the_missing_kernels_dir)
+{
+        struct jail_ctx ctx;
+        struct err e = { 0 };
+        ASSERT_EQ(jail_ctx_init(&ctx, "/tmp", "/nonexistent/kernels-dir", -1, &e), -ENOENT);
+        ASSERT_EQ(e.reason, ERR_INVALID);
+        ASSERT_EQ(e.errnum, ENOENT);
+        ASSERT_STREQ(e.msg, "jail setup failed: kernels directory not found: /nonexistent/kernels-dir: "
+                            "No such file or directory");
+        err_done(&e);
+        jail_ctx_done(&ctx);
 }
 
 /* Released groups are pooled for reuse and jail_ctx_done removes them all,

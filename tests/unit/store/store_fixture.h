@@ -93,10 +93,10 @@ UNUSED static const char *unid(const char *full)
 UNUSED static struct store *open_store(void)
 {
         struct store *s = NULL;
-        char err[256] = "";
-        int r = store_open(store_url(), &s, err, sizeof(err));
+        struct err err = { 0 };
+        int r = store_open(store_url(), &s, &err);
         if (r < 0)
-                TAP_FAIL("store_open(%s): %d %s", store_url(), r, err);
+                TAP_FAIL("store_open(%s): %d %s", store_url(), r, err.msg);
         return s;
 }
 

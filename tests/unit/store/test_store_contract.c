@@ -56,15 +56,18 @@ TEST(contract_reopen_keeps_data)
 TEST(contract_open_bad_urls)
 {
         struct store *s = NULL;
-        char err[256] = "";
+        struct err err = { 0 };
 
-        ASSERT_EQ(store_open("nosuch-backend://host/db", &s, err, sizeof(err)), -EPROTONOSUPPORT);
+        ASSERT_EQ(store_open("nosuch-backend://host/db", &s, &err), -EPROTONOSUPPORT);
         ASSERT_TRUE(s == NULL);
-        ASSERT_TRUE(strstr(err, "nosuch-backend") != NULL);
-        ASSERT_EQ(store_open("x:", &s, NULL, 0), -EPROTONOSUPPORT);
-        ASSERT_EQ(store_open(NULL, &s, err, sizeof(err)), -EINVAL);
-        ASSERT_EQ(store_open(store_url(), NULL, err, sizeof(err)), -EINVAL);
+        ASSERT_TRUE(strstr(err.msg, "nosuch-backend") != NULL);
+        ASSERT_EQ(err.reason, ERR_INVALID);
+        ASSERT_EQ(store_open("x:", &s, &err), -EPROTONOSUPPORT);
+        ASSERT_EQ(store_open(NULL, &s, &err), -EINVAL);
+        ASSERT_EQ(err.reason, ERR_INVALID);
+        ASSERT_EQ(store_open(store_url(), NULL, &err), -EINVAL);
         ASSERT_TRUE(s == NULL);
+        err_done(&err);
 }
 
 TEST(contract_null_arguments)

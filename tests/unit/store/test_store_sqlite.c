@@ -46,10 +46,10 @@ static long long raw_int(sqlite3 *db, const char *sql)
 static struct store *open_url(const char *url)
 {
         struct store *s = NULL;
-        char err[256] = "";
-        int r = store_open(url, &s, err, sizeof(err));
+        struct err err = { 0 };
+        int r = store_open(url, &s, &err);
         if (r < 0)
-                TAP_FAIL("store_open(%s): %d %s", url, r, err);
+                TAP_FAIL("store_open(%s): %d %s", url, r, err.msg);
         return s;
 }
 
@@ -167,7 +167,7 @@ TEST(sqlite_integrity_check)
 TEST(sqlite_open_errors)
 {
         struct store *s = NULL;
-        char err[256] = "";
+        struct err err = { 0 };
         const char *path = db_path();
         FILE *f;
 
@@ -177,27 +177,34 @@ TEST(sqlite_open_errors)
         for (int i = 0; i < 1024; i++)
                 fputs("garbage!", f);
         fclose(f);
-        ASSERT_EQ(store_open(path, &s, err, sizeof(err)), -EIO);
+        ASSERT_EQ(store_open(path, &s, &err), -EIO);
         ASSERT_TRUE(s == NULL);
-        ASSERT_TRUE(strstr(err, "not a database") != NULL);
+        ASSERT_TRUE(strstr(err.msg, "not a database") != NULL);
+        ASSERT_EQ(err.reason, ERR_INTERNAL);
+        ASSERT_EQ(err.errnum, EIO);
 
-        err[0] = '\0';
-        ASSERT_EQ(store_open("/nonexistent-dir/x/store.db", &s, err, sizeof(err)), -ENOENT);
-        ASSERT_TRUE(err[0] != '\0');
+        err_done(&err);
+        ASSERT_EQ(store_open("/nonexistent-dir/x/store.db", &s, &err), -ENOENT);
+        ASSERT_TRUE(strstr(err.msg, "/nonexistent-dir/x/store.db") != NULL);
+        ASSERT_EQ(err.reason, ERR_INTERNAL);
+        ASSERT_EQ(err.errnum, ENOENT);
         ASSERT_TRUE(s == NULL);
+        err_done(&err);
 }
 
 TEST(sqlite_refuses_newer_schema)
 {
         struct store *s = open_sqlite();
-        char err[256] = "";
+        struct err err = { 0 };
 
         store_close(s);
         raw_exec("INSERT INTO schema_migrations(version, applied_at) VALUES(99, 0)");
         s = NULL;
-        ASSERT_EQ(store_open(db_path(), &s, err, sizeof(err)), -EPROTO);
+        ASSERT_EQ(store_open(db_path(), &s, &err), -EPROTO);
         ASSERT_TRUE(s == NULL);
-        ASSERT_TRUE(strstr(err, "newer") != NULL);
+        ASSERT_TRUE(strstr(err.msg, "newer") != NULL);
+        ASSERT_EQ(err.reason, ERR_INTERNAL);
+        err_done(&err);
 }
 
 /* The schema as schema version 1 created it, verbatim: migrations must
