@@ -277,7 +277,12 @@ static bool pid_alive(pid_t pid)
 TEST(proc_teardown_leaves_nothing)
 {
         struct engine *e = engine();
-        struct proc *p = bash("sleep 100 & sleep 100 & echo started; sleep 100", PROC_IO_PIPES);
+        /* A duration no other test (or another suite running at the same
+         * time on this host) uses, so the process scan below sees only ours. */
+        char secs[32], cmd[160], scan[160];
+        snprintf(secs, sizeof(secs), "100.%d", (int)getpid());
+        snprintf(cmd, sizeof(cmd), "sleep %s & sleep %s & echo started; sleep %s", secs, secs, secs);
+        struct proc *p = bash(cmd, PROC_IO_PIPES);
         ASSERT_EQ(engine_live_count(e), 1);
         char buf[64];
         struct pollfd pf = { p->out_fd, POLLIN, 0 };
@@ -289,7 +294,8 @@ TEST(proc_teardown_leaves_nothing)
         ASSERT_EQ(engine_live_count(e), 0);
         ASSERT_FALSE(pid_alive(init));
         /* Nothing of the jail's user is left on the host (its sleeps). */
-        FILE *ps = popen("ps -o pid= -u 65534 -o args= | grep -c '[s]leep 100'", "r");
+        snprintf(scan, sizeof(scan), "ps -o pid= -u 65534 -o args= | grep -c '[s]leep %s'", secs);
+        FILE *ps = popen(scan, "r");
         ASSERT_TRUE(ps != NULL);
         int n = -1;
         ASSERT_EQ(fscanf(ps, "%d", &n), 1);
