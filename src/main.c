@@ -168,6 +168,7 @@ static void engine_options_from_config(const struct config *cfg, struct engine_o
                 .workers = (unsigned)cfg->exec_workers,
                 .pool_refill_per_s = cfg->pool_refill_per_s,
                 .pool_memory_budget = cfg->pool_memory_budget,
+                .id_base = cfg->jail_id_base, .id_count = cfg->jail_id_count,
         };
         snprintf(o->run_dir, sizeof(o->run_dir), "%s/run", cfg->data_dir);
         snprintf(o->kernels_dir, sizeof(o->kernels_dir), "%s", cfg->kernels_dir);

@@ -41,6 +41,10 @@ static const struct cfg_opt opts[] = {
         STR("api_key", api_key, "", "bearer key required on every route but /health; env SANDBOXD_API_KEY"),
         STR("log_level", log_level, "info", "debug | info | warn | error"),
         STR("cgroup", cgroup, "auto", "auto | v1 | v2 | none"),
+        /* Host ids of jails (root mode): one per sandbox, a rotating set for
+         * stateless runs; checked at start against the accounts of the host. */
+        U64("jail.id_base", jail_id_base, 1000000000, 1, 4294967294ULL, "first host uid/gid of the range jails run as (root mode; no account may use one)"),
+        U64("jail.id_count", jail_id_count, 65536, 66, 1U << 30, "host ids in that range: 1 for templates, 64 rotating for stateless runs, the rest one per sandbox"),
         BOOL("insecure", insecure, 0, "allow a non-loopback listen address without an API key"),
         U64("http.threads", http_threads, 4, 1, 64, "HTTP polling threads"),
         U64("http.max_connections", http_max_connections, 4096, 16, 65536, "open connections at once"),

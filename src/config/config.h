@@ -19,6 +19,8 @@ struct config {
         char log_level[16];
         char cgroup[8];           /* auto | v1 | v2 | none */
         bool insecure;
+        uint64_t jail_id_base;    /* host ids of jails: [base, base + count) */
+        uint64_t jail_id_count;
 
         uint64_t http_threads;
         uint64_t http_max_connections;

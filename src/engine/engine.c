@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "jail/ids.h"
 
 static void reaper_main(void *arg);
 
@@ -46,6 +47,8 @@ int engine_new(const struct engine_options *opt, struct engine **ret, struct err
         e->opt = *opt;
         pthread_mutex_init(&e->lock, NULL);
         int r = jail_ctx_init(&e->jail, opt->run_dir, opt->kernels_dir, opt->cgroup_force, err);
+        if (r == 0 && opt->id_count)
+                r = jail_ctx_set_ids(&e->jail, opt->id_base, opt->id_count, err);
         if (r < 0) {
                 jail_ctx_done(&e->jail);
                 pthread_mutex_destroy(&e->lock);
@@ -288,4 +291,9 @@ static void reaper_main(void *arg)
                 bg_thread_lock(&e->reaper);
         }
         bg_thread_unlock(&e->reaper);
+}
+
+void engine_sandbox_ids(const struct engine *e, uid_t *first, uint32_t *n)
+{
+        jail_ids_sandbox_range(&e->jail, first, n);
 }

@@ -58,6 +58,7 @@ struct engine_options {
         uint64_t pool_size[ENGINE_MAX_RUNTIMES]; /* warm members, by runtime_at() index */
         uint64_t pool_refill_per_s;  /* pool starts per second at most (0: no cap) */
         uint64_t pool_memory_budget; /* bytes all warm members may hold (0: no cap) */
+        uint64_t id_base, id_count;  /* host ids of jails (jail/ids.h); count 0: none */
 };
 
 struct engine;
@@ -79,6 +80,10 @@ struct engine_pool_stats {
 };
 /* Fills at most max entries; returns how many. */
 size_t engine_pool_stats(struct engine *e, struct engine_pool_stats *out, size_t max);
+
+/* The host ids sandboxes are given, [*first, *first + *n) (jail/ids.h);
+ * n = 0: none (rootless: every jail maps the daemon's own id). */
+void engine_sandbox_ids(const struct engine *e, uid_t *first, uint32_t *n);
 
 /* SIGKILLs every live jail (shutdown). */
 void engine_kill_all(struct engine *e);

@@ -101,9 +101,16 @@ int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
                 const char *workspace_dir, bool replay_overlay, const struct exec_limits *lim,
                 struct kproc **ret, struct err *err)
 {
+        return kproc_spawn_as(e, rt, mode, workspace_dir, replay_overlay, 0, lim, ret, err);
+}
+
+int kproc_spawn_as(struct engine *e, const struct runtime *rt, const char *mode, const char *workspace_dir,
+                   bool replay_overlay, uid_t host_id, const struct exec_limits *lim, struct kproc **ret,
+                   struct err *err)
+{
         int ctl[2] = { -1, -1 }, rep[2] = { -1, -1 }, r;
         char scratch[512];
-        struct jail_spec spec = { .workspace_dir = workspace_dir, .replay_fd = -1 };
+        struct jail_spec spec = { .workspace_dir = workspace_dir, .replay_fd = -1, .host_id = host_id };
 
         if ((r = build_spec(e, rt, mode, lim, &spec, scratch, sizeof(scratch))) < 0)
                 return err_set(err, ERR_INVALID, -r, "kernel start failed at argv: %s", strerror(-r));
@@ -139,13 +146,7 @@ int kproc_end_replay(struct kproc *kp)
 {
         if (kp->replay_fd < 0)
                 return 0;
-        char c = 'g';
-        int r = write_all(kp->replay_fd, &c, 1);
-        if (r == 0) {
-                struct pollfd p = { kp->replay_fd, POLLIN, 0 };
-                int n = poll(&p, 1, 5000);
-                r = n == 1 && read(kp->replay_fd, &c, 1) == 1 && c == 'g' ? 0 : -EIO;
-        }
+        int r = jail_swap_workspace(&kp->p.jp);
         close(kp->replay_fd);
         kp->replay_fd = -1;
         return r;

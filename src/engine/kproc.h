@@ -19,6 +19,11 @@ struct kproc;
 int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
                 const char *workspace_dir, bool replay_overlay, const struct exec_limits *lim,
                 struct kproc **ret, struct err *err);
+/* kproc_spawn for a sandbox: its jails run as host_id (jail_spec.host_id;
+ * 0: a stateless id). */
+int kproc_spawn_as(struct engine *e, const struct runtime *rt, const char *mode, const char *workspace_dir,
+                   bool replay_overlay, uid_t host_id, const struct exec_limits *lim, struct kproc **ret,
+                   struct err *err);
 /* Swaps the real workspace in after a replay. Returns 0 or -errno. */
 int kproc_end_replay(struct kproc *kp);
 /* Sends one request and collects everything until the answer (and, for a

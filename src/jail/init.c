@@ -126,9 +126,53 @@ static void reset_signals(void)
         (void)sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+/* Per-namespace ceilings of the workload's own user namespace (written
+ * through the jail's /proc/sys/user as the namespace's root): no nested
+ * namespaces and no fanotify. Per-user counts such as inotify instances
+ * need no ceiling here: the kernel charges them, level by level, to the
+ * owner of each namespace, so a sandbox spends only its own host id's
+ * share. Entries the kernel lacks are skipped. */
+static const struct {
+        const char *name, *value;
+} userns_limits[] = {
+        { "max_user_namespaces", "0" }, { "max_mnt_namespaces", "0" }, { "max_net_namespaces", "0" },
+        { "max_pid_namespaces", "0" },  { "max_ipc_namespaces", "0" }, { "max_uts_namespaces", "0" },
+        { "max_cgroup_namespaces", "0" }, { "max_time_namespaces", "0" },
+        { "max_fanotify_groups", "0" }, { "max_fanotify_marks", "0" },
+};
+
+static void set_userns_limits(const struct child_args *a)
+{
+        for (size_t i = 0; a->sysuser_fd >= 0 && i < ARRAY_SIZE(userns_limits); i++) {
+                int fd = openat(a->sysuser_fd, userns_limits[i].name, O_WRONLY | O_CLOEXEC);
+                if (fd < 0 && errno == ENOENT)
+                        continue;
+                if (fd < 0)
+                        jail_child_fail(a, STEP_PRIVS, errno);
+                size_t len = strlen(userns_limits[i].value);
+                ssize_t n = write(fd, userns_limits[i].value, len);
+                int e = errno;
+                close(fd);
+                if (n != (ssize_t)len)
+                        jail_child_fail(a, STEP_PRIVS, n < 0 ? e : EIO);
+        }
+}
+
+/* Root mode: the workload leaves the jail's (root-owned) namespaces for a
+ * user namespace of its own, owned by the sandbox's host id, where the jail
+ * user maps to that id. Its processes, files and per-user kernel counts on
+ * the host are that id's, not a uid every sandbox shares. */
+static void enter_sandbox_userns(const struct child_args *a)
+{
+        CHECK_R(a, STEP_PRIVS, privs_enter_userns(a->host_id, JAIL_UID));
+        set_userns_limits(a);
+}
+
 static __attribute__((noreturn)) void exec_workload(struct child_args *a)
 {
         const struct jail_spec *s = a->spec;
+        if (!s->template && !a->ctx->userns)
+                enter_sandbox_userns(a);
         setup_fds(a);
         reset_signals();
         CHECK(a, STEP_PRIVS, prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0));
@@ -140,8 +184,7 @@ static __attribute__((noreturn)) void exec_workload(struct child_args *a)
                 if (a->ctx->landlock && landlock_restrict_scopes() < 0)
                         jail_child_fail(a, STEP_LANDLOCK, EPERM);
         } else {
-                CHECK_R(a, STEP_PRIVS, privs_drop(JAIL_UID, JAIL_GID,
-                                                  PRIVS_SETID | (a->ctx->userns ? 0 : PRIVS_SETGROUPS)));
+                CHECK_R(a, STEP_PRIVS, privs_drop(JAIL_UID, JAIL_GID, PRIVS_SETID));
                 if (s->pty)
                         open_terminal(a);
                 confine(a);
@@ -177,21 +220,20 @@ static __attribute__((noreturn)) void run_init(struct child_args *a)
         if (child == 0)
                 exec_workload(a);
 
-        /* Init keeps uid 0 but loses every capability: the workload (uid
-         * 65534) cannot signal, ptrace or read /proc/1 of a different uid. */
-        int replay = a->replay_fd;
-        if (replay >= 0) {
-                /* Keep the replay socket as fd 0, close everything else. */
-                dup2(replay, 0);
-                replay = 0;
-        }
-        syscall(SYS_close_range, replay >= 0 ? 1U : 0U, ~0U, 0U);
+        /* Before any guest code can run (the workload execs only after
+         * this), init becomes the sandbox's unprivileged host id (root
+         * mode) with no capabilities, not dumpable (its memory and /proc
+         * files stay closed to the guest, who could otherwise share its
+         * uid) and under the same seccomp filter: it only reaps. The replay
+         * swap is done from the daemon's side (jail_swap_workspace). */
+        syscall(SYS_close_range, 0U, ~0U, 0U);
         a->report_fd = -1;
-        if (replay >= 0) {
-                jail_swap_in_real_workspace(replay);
-                close(replay);
-        }
-        CHECK_R(a, STEP_PRIVS, privs_drop(0, 0, 0));
+        a->sysuser_fd = -1;
+        if (!a->spec->template && !a->ctx->userns)
+                CHECK_R(a, STEP_PRIVS, privs_drop(a->host_id, a->host_id, PRIVS_SETID | PRIVS_SETGROUPS));
+        else
+                CHECK_R(a, STEP_PRIVS, privs_drop(0, 0, 0));
+        CHECK(a, STEP_PRIVS, prctl(PR_SET_DUMPABLE, 0, 0, 0, 0));
         confine(a);
         for (;;) {
                 int status;
@@ -273,6 +315,11 @@ void jail_child_main(struct child_args *a)
         if (a->ctx->netns_fd >= 0 && !a->spec->template)
                 CHECK(a, STEP_NETNS, setns(a->ctx->netns_fd, CLONE_NEWNET));
         CHECK(a, STEP_HOSTNAME, sethostname("sandbox", 7));
+        /* Opened on the host's (writable) procfs before the jail's /proc/sys
+         * is made read-only: names looked up through it later resolve in the
+         * looking process's user namespace (the workload's own). */
+        if (!a->spec->template && !a->ctx->userns)
+                a->sysuser_fd = open("/proc/sys/user", O_PATH | O_DIRECTORY | O_CLOEXEC);
         jail_setup_root(a);
         run_init(a);
 }

@@ -37,6 +37,9 @@ struct child_args {
         int report_fd; /* write end: child reports failure; EOF means exec'd */
         int devnull_fd;
         int replay_fd;  /* init's end of the replay socket, or -1 */
+        uid_t host_id;  /* owner of the jail user's files, as the child sees it: the
+                         * host id (root mode), JAIL_UID (rootless) */
+        int sysuser_fd; /* the jail's /proc/sys/user before it is made read-only, or -1 */
         char root[PATHLEN];
         char tmp_opts[128];
         char ws_opts[128];
@@ -77,9 +80,14 @@ static inline const char *path_join(char *buf, const char *a, const char *b)
 
 /* mount.c: builds the jail's root on a->root and pivots into it. */
 void jail_setup_root(const struct child_args *a);
-/* mount.c, in init after replay: swaps the real workspace in for the
- * replay overlay, answering one byte on fd. */
-void jail_swap_in_real_workspace(int fd);
+/* Paths of the replay overlay, relative to the new root. /.sbx is 0700
+ * root-owned, so the jail user can reach neither the real workspace nor the
+ * overlay layers directly while state is being replayed. */
+#define REPLAY_DIR "/.sbx"
+
+/* mount.c, in the jail's mount namespace after replay: swaps the real
+ * workspace in for the replay overlay. 0 or -errno. */
+int jail_swap_in_real_workspace(void);
 
 /* init.c: the cloned child's whole life (never returns). */
 __attribute__((noreturn)) void jail_child_main(struct child_args *a);

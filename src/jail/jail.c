@@ -9,12 +9,14 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/util.h"
+#include "jail/ids.h"
 #include "jail/internal.h"
 #include "jail/landlock.h"
 #include "jail/seccomp.h"
@@ -25,19 +27,41 @@ static const char *const step_names[_STEP_MAX] = {
         "fds", "rlimit", "drop-privileges", "landlock", "seccomp", "chdir", "exec", "tty",
 };
 
-/* Template jails map their root to JAIL_TEMPLATE_UID and the jail user to
- * itself; only a privileged daemon may write a two-line map. */
-static int write_template_maps(pid_t pid)
+/* Template jails map their root to the template id (the owner of their
+ * user namespace) and the jail user to a stateless id, the executors' host
+ * identity; only a privileged daemon may write a two-line map. */
+static int write_template_maps(pid_t pid, uid_t root_id, uid_t user_id)
 {
         char path[64], map[64];
-        snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", JAIL_TEMPLATE_UID, JAIL_UID, JAIL_UID);
+        snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", (unsigned)root_id, JAIL_UID, (unsigned)user_id);
         snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
         int r = write_string_file(path, map);
         if (r < 0)
                 return r;
-        snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", JAIL_TEMPLATE_UID, JAIL_GID, JAIL_GID);
+        snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", (unsigned)root_id, JAIL_GID, (unsigned)user_id);
         snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
         return write_string_file(path, map);
+}
+
+/* clone() from this thread with its effective uid set to owner, so that a
+ * CLONE_NEWUSER in flags makes a user namespace owned by that unprivileged
+ * id, not by root: the kernel charges the namespace's per-user counts
+ * (inotify instances, user namespaces…) to its owner in the parent
+ * namespace, and root's must not be spent by a template's guests. Raw
+ * set*id calls change only the calling thread (see privs.c); the real and
+ * saved uid stay 0, so the thread gets its capabilities back. */
+static pid_t clone_owned_by(unsigned long flags, uid_t owner, int *pidfd)
+{
+        if (syscall(SYS_setresuid, -1, owner, -1) < 0)
+                return -1;
+        pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, pidfd, NULL, 0);
+        int e = errno;
+        if (pid == 0)
+                return 0;
+        if (syscall(SYS_setresuid, -1, 0, -1) < 0)
+                abort(); /* a worker thread that is not root any more must not go on */
+        errno = e;
+        return pid;
 }
 
 static int write_id_maps(const struct jail_ctx *ctx, pid_t pid)
@@ -146,7 +170,7 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
 {
         int sync[2] = { -1, -1 }, report[2] = { -1, -1 }, r;
         struct cgroup *cg = NULL;
-        struct child_args a = { .ctx = ctx, .spec = spec, .replay_fd = spec->replay_fd };
+        struct child_args a = { .ctx = ctx, .spec = spec, .replay_fd = spec->replay_fd, .sysuser_fd = -1 };
 
         snprintf(a.root, sizeof(a.root), "%s", ctx->root_dir);
         format_opts(a.tmp_opts, sizeof(a.tmp_opts), spec->limits.tmp_bytes, spec->limits.tmp_inodes, "1777");
@@ -187,7 +211,11 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
         if (ctx->netns_fd < 0 || spec->template)
                 flags |= CLONE_NEWNET;
         int pidfd = -1;
-        pid_t pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, &pidfd, NULL, 0);
+        /* Rootless: the child's own user namespace already maps JAIL_UID to
+         * the daemon's id, so the jail user's files belong to JAIL_UID. */
+        a.host_id = ctx->userns ? JAIL_UID : spec->host_id ? spec->host_id : jail_ids_stateless(ctx);
+        pid_t pid = spec->template ? clone_owned_by(flags | SIGCHLD, jail_ids_template(ctx), &pidfd)
+                                   : (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, &pidfd, NULL, 0);
         if (pid < 0) {
                 r = jail_step_err(err, "clone", -errno);
                 goto fail;
@@ -200,7 +228,7 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
         sync[0] = report[1] = -1;
         if ((r = cgroup_attach(cg, pid)) < 0)
                 jail_step_err(err, "cgroup-attach", r);
-        else if (spec->template && (r = write_template_maps(pid)) < 0)
+        else if (spec->template && (r = write_template_maps(pid, jail_ids_template(ctx), a.host_id)) < 0)
                 jail_step_err(err, "id-maps", r);
         else if (ctx->userns && (r = write_id_maps(ctx, pid)) < 0)
                 jail_step_err(err, "id-maps", r);
@@ -253,6 +281,30 @@ int jail_adopt(struct jail_ctx *ctx, pid_t pid, const struct jail_limits *lim, c
         *ret = (struct jail_proc){ .ctx = ctx, .foreign = true, .memory_bytes = lim->memory_bytes,
                                    .pids = lim->pids, .pid = pid, .pidfd = pidfd, .cg = cg };
         return 0;
+}
+
+int jail_swap_workspace(const struct jail_proc *p)
+{
+        if (p->pidfd < 0)
+                return -ESRCH;
+        /* Rootless: the jail's mount namespace belongs to its user
+         * namespace, which the daemon (its owner) joins first to hold
+         * CAP_SYS_ADMIN there. */
+        int ns = p->ctx && p->ctx->userns ? CLONE_NEWUSER | CLONE_NEWNS : CLONE_NEWNS;
+        pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                /* A single-threaded child of the daemon: raw system calls only. */
+                if (setns(p->pidfd, ns) < 0)
+                        _exit(1);
+                _exit(jail_swap_in_real_workspace() < 0 ? 2 : 0);
+        }
+        int status;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
 
 void jail_kill(struct jail_proc *p)

@@ -50,6 +50,9 @@ struct jail_ctx {
                                  * (another uid) may not traverse its parents */
         int forkserver_dir_fd;  /* dir holding JAIL_FORKSERVER_LIB, copied into
                                  * template jails; -1: no templates */
+        /* Host ids of jails (jail/ids.h); id_count 0: none set. */
+        uint32_t id_base, id_count;
+        uint32_t id_next;       /* rotating stateless set (atomic) */
 };
 
 /* Creates the context: checks privileges, makes the shared netns, compiles
@@ -95,10 +98,10 @@ struct jail_spec {
         bool pty;
         unsigned short pty_rows, pty_cols;
         /* Replay isolation (code-context restore): when >= 0, /workspace starts
-         * as an overlay whose writes land in a throw-away tmpfs. When the
-         * daemon writes one byte to the other end of this socket, the jail's
-         * init swaps the real workspace in, answers one byte, and only then
-         * drops its own privileges. -1: no overlay. */
+         * as an overlay whose writes land in a throw-away tmpfs, until the
+         * daemon swaps the real workspace in (jail_swap_workspace). The
+         * jail's init only closes it: it holds no privilege while replayed
+         * code runs. -1: no overlay. */
         int replay_fd;
         /* Fork-server template: JAIL_FORKSERVER_LIB is copied next to the kernels
          * (the spec's environment preloads it). The workload runs as uid 0 of a fresh user
@@ -108,8 +111,15 @@ struct jail_spec {
          * It never runs guest code; each child drops to JAIL_UID and applies
          * the seccomp policy itself before running any. Root only. */
         bool template;
+        /* The host uid and gid JAIL_UID maps to (root mode): the sandbox's
+         * own id (jail/ids.h), 0 for one of the rotating stateless set. The
+         * workload runs in a user namespace of its own, owned by that id;
+         * a template's executors take a stateless id. Ignored when rootless
+         * (the daemon's id is the only one it can map). */
+        uid_t host_id;
 };
 
+/* Without an id range (jail_ctx_set_ids not called): the templates' root. */
 #define JAIL_TEMPLATE_UID 65533
 
 struct jail_proc {
@@ -137,6 +147,12 @@ int jail_step_err(struct err *err, const char *step, int r);
  * given limits. Returns 0 or -errno. */
 int jail_adopt(struct jail_ctx *ctx, pid_t pid, const struct jail_limits *lim, const char *cgroup_name,
                struct jail_proc *ret);
+
+/* Ends a replay (spec.replay_fd): from a short-lived child of the daemon
+ * that joins the jail's mount namespace, replaces the overlay at /workspace
+ * with the real workspace. The jail itself needs no capability for it.
+ * Returns 0 or -errno. */
+int jail_swap_workspace(const struct jail_proc *p);
 
 /* SIGKILLs the whole jail (init, hence its pid namespace, and the cgroup). */
 void jail_kill(struct jail_proc *p);

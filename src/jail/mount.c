@@ -124,11 +124,6 @@ static void setup_proc(const struct child_args *a)
                 CHECK_R(a, STEP_PROC, jail_mask_proc(proc));
 }
 
-/* Paths of the replay overlay, relative to the new root. /.sbx is 0700
- * root-owned, so the jail user can reach neither the real workspace nor the
- * overlay layers directly while state is being replayed. */
-#define REPLAY_DIR "/.sbx"
-
 static void setup_replay_overlay(const struct child_args *a, const char *ws)
 {
         char sbx[PATHLEN], real[PATHLEN], ovl[PATHLEN], up[PATHLEN], work[PATHLEN];
@@ -143,7 +138,7 @@ static void setup_replay_overlay(const struct child_args *a, const char *ws)
         CHECK(a, STEP_WORKSPACE, mount("tmpfs", ovl, "tmpfs", MS_NOSUID | MS_NODEV, a->ws_opts));
         CHECK(a, STEP_WORKSPACE, mkdir(path_join(up, ovl, "up"), 0755));
         CHECK(a, STEP_WORKSPACE, mkdir(path_join(work, ovl, "work"), 0755));
-        CHECK(a, STEP_WORKSPACE, chown(up, JAIL_UID, JAIL_GID));
+        CHECK(a, STEP_WORKSPACE, chown(up, a->host_id, a->host_id));
         /* Layer paths relative to sbx (the mount resolves them against the
          * cwd): overlayfs shows them verbatim in the jail's
          * /proc/self/mountinfo, and absolute ones would reveal the host path
@@ -154,23 +149,18 @@ static void setup_replay_overlay(const struct child_args *a, const char *ws)
         CHECK(a, STEP_WORKSPACE, chdir("/"));
 }
 
-/* Runs in init after replay: replaces the overlay with the real workspace.
- * The daemon waits for the answer byte before sending the next request, so
- * the kernel never sees a half-swapped /workspace. */
-void jail_swap_in_real_workspace(int fd)
+/* Runs in the jail's mount namespace after replay (jail_swap_workspace):
+ * replaces the overlay with the real workspace. The daemon waits for it
+ * before sending the next request, so the kernel never sees a half-swapped
+ * /workspace. */
+int jail_swap_in_real_workspace(void)
 {
-        char c;
-        ssize_t n;
-        do
-                n = read(fd, &c, 1);
-        while (n < 0 && errno == EINTR);
-        if (n != 1)
-                return; /* the daemon gave up on this jail; it will kill it */
+        int r = 0;
         if (umount2(JAIL_WORKSPACE, MNT_DETACH) < 0 ||
             mount(REPLAY_DIR "/ws", JAIL_WORKSPACE, NULL, MS_MOVE, NULL) < 0)
-                c = 'E';
+                r = -errno;
         umount2(REPLAY_DIR "/ovl", MNT_DETACH);
-        (void)!write(fd, &c, 1);
+        return r;
 }
 
 /* The kernels directory is copied into a private read-only tmpfs instead of

@@ -1,7 +1,9 @@
 #include "jail/privs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -60,6 +62,56 @@ int privs_drop(uid_t uid, gid_t gid, unsigned flags)
         if ((r = capset_zero()) < 0)
                 return r;
         return sys_prctl(PR_SET_NO_NEW_PRIVS, 1);
+}
+
+/* "INNER HOST 1\n" without stdio. */
+static size_t format_map(char *buf, uid_t inner, uid_t host)
+{
+        char tmp[24];
+        size_t n = 0;
+        uid_t v[2] = { inner, host };
+        for (int i = 0; i < 2; i++) {
+                size_t k = 0;
+                do
+                        tmp[k++] = (char)('0' + v[i] % 10);
+                while ((v[i] /= 10) && k < sizeof(tmp));
+                while (k)
+                        buf[n++] = tmp[--k];
+                buf[n++] = ' ';
+        }
+        buf[n++] = '1';
+        buf[n++] = '\n';
+        return n;
+}
+
+static int write_proc_self(const char *name, const char *text, size_t len)
+{
+        int fd = open(name, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = write(fd, text, len);
+        int r = n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+        close(fd);
+        return r;
+}
+
+int privs_enter_userns(uid_t host_id, uid_t inner_id)
+{
+        char map[64];
+        int r;
+        if ((r = sys_setgroups_none()) < 0 || (r = sys_setresgid(host_id)) < 0 || (r = sys_setresuid(host_id)) < 0)
+                return r;
+        /* Changing ids made us non-dumpable, which hands our /proc files to
+         * root: uid_map could then not be written. */
+        if ((r = sys_prctl(PR_SET_DUMPABLE, 1)) < 0)
+                return r;
+        if (unshare(CLONE_NEWUSER) < 0)
+                return -errno;
+        size_t n = format_map(map, inner_id, host_id);
+        if ((r = write_proc_self("/proc/self/uid_map", map, n)) < 0 ||
+            (r = write_proc_self("/proc/self/setgroups", "deny", 4)) < 0)
+                return r;
+        return write_proc_self("/proc/self/gid_map", map, n);
 }
 
 int privs_become_root(void)

@@ -24,6 +24,12 @@ int privs_drop(uid_t uid, gid_t gid, unsigned flags);
 /* Becomes uid/gid 0 of the current user namespace, without supplementary
  * groups (a template jail's init, whose host uid is not mapped). */
 int privs_become_root(void);
+/* Becomes host_id (uid and gid, no supplementary groups; needs CAP_SETUID,
+ * CAP_SETGID), then unshares a user namespace, which is therefore owned by
+ * host_id, and maps inner_id there to host_id (uid and gid, setgroups
+ * denied), as an unprivileged process may. Afterwards the caller is inner_id
+ * with every capability of the new namespace and none outside it. */
+int privs_enter_userns(uid_t host_id, uid_t inner_id);
 int privs_setrlimit(int resource, uint64_t soft, uint64_t hard);
 /* The jail's rlimits from its limits (0 = unset), plus no core dumps and no
  * POSIX message queues. */

@@ -248,7 +248,8 @@ static int ensure_resident(struct sandbox_mgr *m, struct context *c, const struc
         context_drop_interpreter(m, c);
         bool restore = c->row.snap_cells > 0;
         struct err why = { 0 };
-        int r = kproc_spawn(m->engine, c->rt, "repl", c->sbx->ws.mount, restore, lim, &c->kp, &why);
+        int r = kproc_spawn_as(m->engine, c->rt, "repl", c->sbx->ws.mount, restore, c->sbx->row.host_id, lim,
+                               &c->kp, &why);
         if (r < 0) {
                 /* Always "unavailable" (an upstream failure to the client),
                  * whatever the step's own reason. */

@@ -64,6 +64,13 @@ void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s);
 /* Mounts the workspace if needed (caller holds s->lock). */
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err);
 json_t *env_parse(const char *text);
+
+/* owner.c: the sandbox's host identity. */
+/* Gives s a host id from the engine's range if it has none (and stores it);
+ * caller holds m->lock (serialises the choice). 0 or -errno. */
+int sandbox_assign_host_id(struct sandbox_mgr *m, struct sandbox *s);
+/* Makes the mounted workspace belong to s's host id, mode 0700. 0 or -errno. */
+int sandbox_workspace_own(struct sandbox *s);
 /* Applies {k: string|null} onto base (null unsets). */
 void env_merge(json_t *base, json_t *delta);
 

@@ -126,6 +126,8 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, struct sandbox **
         int r = store_sandbox_get(m->store, id, &s->row);
         if (r == -ENOENT)
                 r = sandbox_create_row(m, s, id);
+        if (r == 0)
+                r = sandbox_assign_host_id(m, s);
         if (r < 0) {
                 sandbox_free(m, s);
                 return r;
@@ -215,6 +217,8 @@ void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s)
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err)
 {
         int r = workspace_open(&s->ws, m->opt.workspace_bytes, m->opt.workspace_inodes);
+        if (r == 0)
+                r = sandbox_workspace_own(s);
         if (r < 0)
                 return err_set(err, ERR_INTERNAL, -r, "Cannot open the workspace: %s", strerror(-r));
         return 0;
@@ -383,8 +387,8 @@ int sbx_workspace_acquire(struct sandbox_mgr *m, const char *id, struct sbx_work
                 .root_fd = fd,
                 .limits = { m->opt.file_bytes, m->opt.workspace_bytes, m->opt.workspace_inodes },
                 .created_at = s->row.created_at,
-                .uid = JAIL_UID,
-                .gid = JAIL_GID,
+                .uid = s->row.host_id ? s->row.host_id : JAIL_UID,
+                .gid = s->row.host_id ? s->row.host_id : JAIL_GID,
                 .sbx = s,
         };
         return 0;

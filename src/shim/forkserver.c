@@ -129,10 +129,18 @@ static void install_fds(const int fds[3])
 
 /* Pid 1 only reaps: when the executor exits, so does pid 1, and the kernel
  * tears the namespace down, escaped descendants included. It touches as
- * little memory as possible, since every written page is a copy. */
-static __attribute__((noreturn)) void reap_until(pid_t executor)
+ * little memory as possible, since every written page is a copy. Before
+ * the executor can run guest code (it waits for the daemon's "G" first),
+ * pid 1 holds nothing either: the jail user, no capabilities, not dumpable,
+ * the same seccomp filter. */
+static __attribute__((noreturn)) void reap_until(pid_t executor, const struct forkserver_config *c,
+                                                 const struct sock_filter *bpf)
 {
         syscall(SYS_close_range, 0U, ~0U, 0U);
+        if (privs_drop(c->uid, c->gid, PRIVS_SETID | PRIVS_SETGROUPS) < 0 ||
+            prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                _exit(112);
+        confine(c, bpf);
         for (;;) {
                 int status;
                 pid_t p = waitpid(-1, &status, 0);
@@ -158,7 +166,7 @@ static void become_execution(const struct forkserver_config *c, const struct soc
         if (executor < 0)
                 _exit(117);
         if (executor > 0)
-                reap_until(executor);
+                reap_until(executor, c, bpf);
         private_mounts(c);
         report_pid_and_wait();
         drop_privileges(c);

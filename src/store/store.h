@@ -51,6 +51,7 @@ struct sandbox_row {
         uint64_t last_used;   /* epoch ms */
         uint64_t expires_at;  /* epoch ms; 0 = never */
         char *env_json;       /* owned (malloc); "{}" by default */
+        uint32_t host_id;     /* host uid/gid of its jails; 0 = none given */
 };
 void sandbox_row_done(struct sandbox_row *r);   /* frees env_json */
 /* -ENOENT when absent. */
@@ -68,6 +69,10 @@ int store_sandbox_delete(struct store *s, const char *id);
 int store_sandbox_each_expired(struct store *s, uint64_t now,
                                void (*fn)(const char *id, void *userdata), void *userdata);
 int store_sandbox_count(struct store *s, uint64_t *ret);
+/* The lowest id in [first, first + n) that no sandbox row holds as its
+ * host_id; -ENOSPC when every one is taken. The caller serialises the
+ * choice with the put that stores it. */
+int store_sandbox_free_host_id(struct store *s, uint32_t first, uint32_t n, uint32_t *ret);
 
 struct context_row {
         char id[STORE_ID_MAX];

@@ -50,6 +50,12 @@ static const char *const migrations[] = {
          * interpreter build wrote a context's cells. Existing journals get
          * '' (unknown build). */
         "ALTER TABLE contexts ADD COLUMN build TEXT NOT NULL DEFAULT '';",
+
+        /* 3: one host identity per sandbox (issue 10): the uid/gid its jails
+         * run as on the host. Existing sandboxes get 0 (none yet: given one
+         * when next loaded). */
+        "ALTER TABLE sandboxes ADD COLUMN host_id INTEGER NOT NULL DEFAULT 0;"
+        "CREATE INDEX sandboxes_host_id ON sandboxes(host_id);",
 };
 
 int sq_schema_latest(void)

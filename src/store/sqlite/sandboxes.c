@@ -10,7 +10,7 @@ int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret)
         int r;
 
         r = sq_query_row(sq_db(s),
-                         "SELECT id, org_id, created_at, last_used, expires_at, env_json "
+                         "SELECT id, org_id, created_at, last_used, expires_at, env_json, host_id "
                          "FROM sandboxes WHERE id = ?",
                          &st, "t", id);
         if (r < 0)
@@ -22,6 +22,7 @@ int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret)
         row.created_at = sq_column_u64(st, 2);
         row.last_used = sq_column_u64(st, 3);
         row.expires_at = sq_column_u64(st, 4);
+        row.host_id = (uint32_t)sq_column_u64(st, 6);
         *ret = row;
         row.env_json = NULL;
         return 0;
@@ -33,13 +34,14 @@ int sq_sandbox_put(struct store *s, const struct sandbox_row *row)
          * first, and with foreign keys on that cascades and wipes the
          * sandbox's contexts and cells. */
         return sq_run(sq_db(s),
-                      "INSERT INTO sandboxes(id, org_id, created_at, last_used, expires_at, env_json) "
-                      "VALUES(?, ?, ?, ?, ?, ?) "
+                      "INSERT INTO sandboxes(id, org_id, created_at, last_used, expires_at, env_json, host_id) "
+                      "VALUES(?, ?, ?, ?, ?, ?, ?) "
                       "ON CONFLICT(id) DO UPDATE SET org_id = excluded.org_id, "
                       "created_at = excluded.created_at, last_used = excluded.last_used, "
-                      "expires_at = excluded.expires_at, env_json = excluded.env_json",
-                      "ttuuut", row->id, row->org_id, row->created_at, row->last_used, row->expires_at,
-                      sq_env_or_default(row->env_json));
+                      "expires_at = excluded.expires_at, env_json = excluded.env_json, "
+                      "host_id = excluded.host_id",
+                      "ttuuutu", row->id, row->org_id, row->created_at, row->last_used, row->expires_at,
+                      sq_env_or_default(row->env_json), (uint64_t)row->host_id);
 }
 
 int sq_sandbox_touch(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at)
@@ -76,4 +78,24 @@ int sq_sandbox_list_expired(struct store *s, uint64_t now, struct store_rows *ou
 int sq_sandbox_count(struct store *s, uint64_t *ret)
 {
         return sq_query_u64(sq_db(s), "SELECT COUNT(*) FROM sandboxes", NULL, ret);
+}
+
+/* The first id of the range when free, else the lowest used id in range
+ * whose successor is free (the index on host_id makes both lookups cheap). */
+int sq_sandbox_free_host_id(struct store *s, uint32_t first, uint32_t n, uint32_t *ret)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = sq_query_row(sq_db(s),
+                             "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM sandboxes WHERE host_id = ?1) THEN ?1 "
+                             "ELSE (SELECT MIN(a.host_id) + 1 FROM sandboxes a WHERE a.host_id >= ?1 "
+                             "AND a.host_id < ?2 AND NOT EXISTS "
+                             "(SELECT 1 FROM sandboxes b WHERE b.host_id = a.host_id + 1)) END",
+                             &st, "uu", (uint64_t)first, (uint64_t)first + n);
+        if (r < 0)
+                return r == -ENOENT ? -EIO : r;
+        uint64_t id = sq_column_u64(st, 0);
+        if (id < first || id >= (uint64_t)first + n)
+                return -ENOSPC;
+        *ret = (uint32_t)id;
+        return 0;
 }

@@ -179,6 +179,39 @@ TEST(contract_sandbox_crud)
         store_close(s);
 }
 
+/* One host id per sandbox: stored with the row, and the lowest free one in
+ * a range is found past the taken ones (and again once a row is deleted). */
+TEST(contract_sandbox_host_ids)
+{
+        struct store *s = open_store();
+        struct sandbox_row row = { .created_at = 1, .last_used = 1 };
+        struct sandbox_row got = {};
+        uint32_t first = 3000000000U, idv = 0;
+
+        ASSERT_OK(store_org_ensure(s, id("o1"), "Org"));
+        snprintf(row.org_id, sizeof(row.org_id), "%s", id("o1"));
+        ASSERT_OK(store_sandbox_free_host_id(s, first, 3, &idv));
+        ASSERT_EQ(idv, first);
+        for (int i = 0; i < 3; i++) {
+                snprintf(row.id, sizeof(row.id), "%s", id(i == 0 ? "h0" : i == 1 ? "h1" : "h2"));
+                ASSERT_OK(store_sandbox_free_host_id(s, first, 3, &idv));
+                ASSERT_EQ(idv, first + (uint32_t)i);
+                row.host_id = idv;
+                ASSERT_OK(store_sandbox_put(s, &row));
+        }
+        ASSERT_EQ(store_sandbox_free_host_id(s, first, 3, &idv), -ENOSPC);
+        ASSERT_OK(store_sandbox_get(s, id("h1"), &got));
+        ASSERT_EQ(got.host_id, first + 1);
+        sandbox_row_done(&got);
+        ASSERT_OK(store_sandbox_delete(s, id("h1")));
+        ASSERT_OK(store_sandbox_free_host_id(s, first, 3, &idv));
+        ASSERT_EQ(idv, first + 1);
+        ASSERT_EQ(store_sandbox_free_host_id(s, first, 0, &idv), -EINVAL);
+        ASSERT_OK(store_sandbox_delete(s, id("h0")));
+        ASSERT_OK(store_sandbox_delete(s, id("h2")));
+        store_close(s);
+}
+
 TEST(contract_sandbox_put_keeps_contexts)
 {
         struct store *s = open_store();
