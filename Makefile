@@ -31,7 +31,11 @@ DEPS_STAMP := build/.deps-$(shell cat scripts/install-deps.sh 2>/dev/null | md5s
 # It links only fork-safe code below it (base/, jail/ helpers without malloc).
 SHIM_SRCS := src/shim/forkserver.c src/base/io.c src/jail/landlock.c src/jail/privs.c src/jail/procfs.c
 SHIM      := $(BUILD)/libsandboxd-forkserver.so
-SRCS      := $(shell find src -name '*.c' ! -name main.c ! -path 'src/shim/*' | sort)
+SRCS      := $(shell find src -name '*.c' ! -name main.c ! -name init_main.c ! -path 'src/shim/*' | sort)
+# pid 1 of every jail once guest code runs (src/jail/init_main.c): exec'd,
+# so no copy of the daemon's memory stays in the jail. Static: nothing
+# but the binary itself is mapped.
+INIT      := $(BUILD)/sandboxd-init
 OBJS     := $(SRCS:%.c=$(BUILD)/obj/%.o)
 MAIN_OBJ := $(BUILD)/obj/src/main.o
 UNIT_SRCS := $(shell find tests/unit -name 'test_*.c' | sort)
@@ -41,7 +45,7 @@ TAP_OBJ  := $(BUILD)/obj/tests/unit/tap_main.o
 .PHONY: all deps run test unit api attacks check bench fuzz clean layers
 .DEFAULT_GOAL := all
 
-all: $(BUILD)/sandboxd $(SHIM)
+all: $(BUILD)/sandboxd $(SHIM) $(INIT)
 
 $(DEPS_STAMP):
 	@bash scripts/install-deps.sh
@@ -73,11 +77,15 @@ $(SHIM): $(SHIM_SRCS) $(wildcard src/shim/*.h src/jail/*.h src/base/*.h) $(DEPS_
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) -fPIC -shared -fvisibility=hidden -o $@ $(SHIM_SRCS)
 
+$(INIT): src/jail/init_main.c $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 -D_GNU_SOURCE $(WARN) -static -o $@ $<
+
 $(BUILD)/unit/%: tests/unit/%.c $(TAP_OBJ) $(BUILD)/libsandboxd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(TAP_OBJ) $(BUILD)/libsandboxd.a $(PKG_LIBS) $(LDLIBS)
 
-run: $(BUILD)/sandboxd $(SHIM)
+run: $(BUILD)/sandboxd $(SHIM) $(INIT)
 	$(BUILD)/sandboxd --listen 127.0.0.1:8787 --data-dir ./data
 
 # Fails on an #include that points up the layers (docs/architecture.md).
@@ -87,7 +95,7 @@ layers:
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do echo "# $$t"; $$t || fail=1; done; exit $$fail
 
-api: $(BUILD)/sandboxd $(SHIM)
+api: $(BUILD)/sandboxd $(SHIM) $(INIT)
 	SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/tools tests/api tests/kernels tests/attacks $(PYTEST_ARGS)
 
 # Fuzzers carry their own ASan+UBSan build, so the short fuzz runs happen

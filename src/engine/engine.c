@@ -55,6 +55,9 @@ int engine_new(const struct engine_options *opt, struct engine **ret, struct err
                 free(e);
                 return r;
         }
+        if ((r = jail_ctx_set_init_dir(&e->jail, opt->forkserver_dir)) < 0)
+                log_warn("msg=\"%s/%s not usable: each jail's pid 1 stays a copy of the daemon\" err=\"%s\"",
+                         opt->forkserver_dir, JAIL_INIT_BIN, strerror(-r));
         bool templates = opt->templates && !e->jail.userns;
         if (templates && (r = jail_ctx_set_forkserver_dir(&e->jail, opt->forkserver_dir)) < 0) {
                 log_warn("msg=\"no fork-server templates: %s/%s not usable\" err=\"%s\"", opt->forkserver_dir,

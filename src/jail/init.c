@@ -194,6 +194,28 @@ static __attribute__((noreturn)) void exec_workload(struct child_args *a)
         jail_child_fail(a, STEP_EXEC, errno);
 }
 
+/* Becomes JAIL_INIT_BIN (fd 0, close-on-exec, kept by run_init; fd 1 is
+ * the workload's gate, which the binary closes once it is not dumpable):
+ * pid 1 then maps nothing of the daemon while guest code runs. Privileges,
+ * the seccomp filter and Landlock are already set and survive the exec. On
+ * failure init simply goes on as it is. */
+static void exec_init_binary(pid_t workload)
+{
+        char pid[16], tmp[16];
+        size_t n = 0, k = 0;
+        unsigned v = (unsigned)workload;
+        do
+                tmp[k++] = (char)('0' + v % 10);
+        while ((v /= 10) && k < sizeof(tmp));
+        while (k)
+                pid[n++] = tmp[--k];
+        pid[n] = '\0';
+        char *const argv[] = { (char *)"init", pid, NULL };
+        char *const envp[] = { NULL };
+        /* execve, not execveat: the one every seccomp policy must allow. */
+        execve("/proc/self/fd/0", argv, envp);
+}
+
 static pid_t raw_fork(void)
 {
         return (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
@@ -212,21 +234,46 @@ static int exit_code_of(int status)
  * the workload's status as soon as the workload itself has exited. Exiting
  * makes the kernel SIGKILL every other process of the pid namespace, so no
  * background process, daemonised or not, outlives the execution. */
+/* The workload waits here until init holds nothing (EOF on the gate). */
+static void wait_gate(const struct child_args *a, int gate[2])
+{
+        char c;
+        ssize_t n;
+        close(gate[1]);
+        do
+                n = read(gate[0], &c, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 0)
+                jail_child_fail(a, STEP_SYNC, n < 0 ? errno : EPROTO);
+        close(gate[0]);
+}
+
 static __attribute__((noreturn)) void run_init(struct child_args *a)
 {
+        int gate[2];
+        CHECK(a, STEP_FORK, pipe2(gate, O_CLOEXEC));
         pid_t child = raw_fork();
         if (child < 0)
                 jail_child_fail(a, STEP_FORK, errno);
-        if (child == 0)
+        if (child == 0) {
+                wait_gate(a, gate);
                 exec_workload(a);
+        }
 
-        /* Before any guest code can run (the workload execs only after
-         * this), init becomes the sandbox's unprivileged host id (root
+        /* Before any guest code can run (the workload waits for the gate
+         * to close), init becomes the sandbox's unprivileged host id (root
          * mode) with no capabilities, not dumpable (its memory and /proc
          * files stay closed to the guest, who could otherwise share its
-         * uid) and under the same seccomp filter: it only reaps. The replay
-         * swap is done from the daemon's side (jail_swap_workspace). */
-        syscall(SYS_close_range, 0U, ~0U, 0U);
+         * uid), under the same seccomp filter, and then execs
+         * JAIL_INIT_BIN, which maps nothing of the daemon: it only reaps.
+         * The gate (fd 1) stays open through that exec until the new binary
+         * is not dumpable either. The replay swap is done from the daemon's
+         * side (jail_swap_workspace). */
+        close(gate[0]);
+        if (dup2(gate[1], 1) < 0 || fcntl(1, F_SETFD, 0) < 0)
+                _exit(127);
+        bool exec_init = a->ctx->init_fd >= 0 && dup3(a->ctx->init_fd, 0, O_CLOEXEC) == 0;
+        syscall(SYS_close_range, exec_init ? 2U : 0U, ~0U, 0U);
         a->report_fd = -1;
         a->sysuser_fd = -1;
         if (!a->spec->template && !a->ctx->userns)
@@ -235,6 +282,10 @@ static __attribute__((noreturn)) void run_init(struct child_args *a)
                 CHECK_R(a, STEP_PRIVS, privs_drop(0, 0, 0));
         CHECK(a, STEP_PRIVS, prctl(PR_SET_DUMPABLE, 0, 0, 0, 0));
         confine(a);
+        if (exec_init)
+                exec_init_binary(child);
+        close(0);
+        close(1); /* opens the gate */
         for (;;) {
                 int status;
                 pid_t p = waitpid(-1, &status, __WALL);

@@ -412,7 +412,7 @@ int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels
                   int cgroup_force, struct err *err)
 {
         int r;
-        *ctx = (struct jail_ctx){ .netns_fd = -1, .kernels_fd = -1, .forkserver_dir_fd = -1 };
+        *ctx = (struct jail_ctx){ .netns_fd = -1, .kernels_fd = -1, .forkserver_dir_fd = -1, .init_fd = -1 };
         pthread_mutex_init(&ctx->cg_lock, NULL);
         ctx->userns = geteuid() != 0;
         ctx->outer_uid = geteuid();
@@ -466,8 +466,30 @@ int jail_ctx_set_forkserver_dir(struct jail_ctx *ctx, const char *dir)
         return 0;
 }
 
+int jail_ctx_set_init_dir(struct jail_ctx *ctx, const char *dir)
+{
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        int fd = openat(dfd, JAIL_INIT_BIN, O_PATH | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (faccessat(dfd, JAIL_INIT_BIN, X_OK, 0) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        if (ctx->init_fd >= 0)
+                close(ctx->init_fd);
+        ctx->init_fd = fd;
+        return 0;
+}
+
 void jail_ctx_done(struct jail_ctx *ctx)
 {
+        if (ctx->init_fd >= 0)
+                close(ctx->init_fd);
+        ctx->init_fd = -1;
         while (ctx->cg_nfree > 0)
                 cgroup_destroy(ctx->cg_free[--ctx->cg_nfree].cg);
         if (ctx->netns_fd >= 0)

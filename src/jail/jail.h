@@ -21,6 +21,8 @@
 #define JAIL_KERNELS_DIR "/opt/sandboxd/kernels"
 /* The fork-server shim (src/shim/forkserver.c), next to the kernels in templates. */
 #define JAIL_FORKSERVER_LIB "libsandboxd-forkserver.so"
+/* Pid 1 once guest code runs (src/jail/init_main.c), next to the daemon. */
+#define JAIL_INIT_BIN "sandboxd-init"
 #define JAIL_WORKSPACE "/workspace"
 #define JAIL_MAX_ARGS 16
 #define JAIL_MAX_ENV 64
@@ -50,6 +52,8 @@ struct jail_ctx {
                                  * (another uid) may not traverse its parents */
         int forkserver_dir_fd;  /* dir holding JAIL_FORKSERVER_LIB, copied into
                                  * template jails; -1: no templates */
+        int init_fd;            /* JAIL_INIT_BIN (O_PATH), exec'd as pid 1; -1:
+                                 * init stays a copy of the daemon */
         /* Host ids of jails (jail/ids.h); id_count 0: none set. */
         uint32_t id_base, id_count;
         uint32_t id_next;       /* rotating stateless set (atomic) */
@@ -65,6 +69,10 @@ void jail_ctx_done(struct jail_ctx *ctx);
 /* Finds JAIL_FORKSERVER_LIB in dir, for template
  * jails. Returns 0 or -errno (templates are then unavailable). */
 int jail_ctx_set_forkserver_dir(struct jail_ctx *ctx, const char *dir);
+/* Finds JAIL_INIT_BIN in dir: every jail's pid 1 execs it before guest code
+ * runs. Returns 0 or -errno (pid 1 then stays a copy of the daemon, with
+ * its argv/env strings blanked). */
+int jail_ctx_set_init_dir(struct jail_ctx *ctx, const char *dir);
 
 struct jail_limits {
         uint64_t memory_bytes;  /* cgroup memory limit; 0 = none */

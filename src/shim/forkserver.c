@@ -134,13 +134,16 @@ static void install_fds(const int fds[3])
  * pid 1 holds nothing either: the jail user, no capabilities, not dumpable,
  * the same seccomp filter. */
 static __attribute__((noreturn)) void reap_until(pid_t executor, const struct forkserver_config *c,
-                                                 const struct sock_filter *bpf)
+                                                 const struct sock_filter *bpf, int gate)
 {
-        syscall(SYS_close_range, 0U, ~0U, 0U);
+        if (gate > 0)
+                syscall(SYS_close_range, 0U, (unsigned)gate - 1, 0U);
+        syscall(SYS_close_range, (unsigned)gate + 1, ~0U, 0U);
         if (privs_drop(c->uid, c->gid, PRIVS_SETID | PRIVS_SETGROUPS) < 0 ||
             prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
                 _exit(112);
         confine(c, bpf);
+        close(gate); /* the executor may run guest code now */
         for (;;) {
                 int status;
                 pid_t p = waitpid(-1, &status, 0);
@@ -160,17 +163,29 @@ static void become_execution(const struct forkserver_config *c, const struct soc
          * not reach the template or other executions. */
         setsid();
         install_fds(fds);
+        /* The executor returns to the interpreter only once pid 1 holds
+         * nothing (EOF on the gate). */
+        int gate[2];
+        if (pipe2(gate, O_CLOEXEC) < 0)
+                _exit(117);
         /* glibc's fork, not a raw clone: it keeps the child's cached thread
          * id right, which raise() and abort() in the guest rely on. */
         pid_t executor = fork();
         if (executor < 0)
                 _exit(117);
-        if (executor > 0)
-                reap_until(executor, c, bpf);
+        if (executor > 0) {
+                close(gate[0]);
+                reap_until(executor, c, bpf, gate[1]);
+        }
+        close(gate[1]);
         private_mounts(c);
         report_pid_and_wait();
         drop_privileges(c);
         confine(c, bpf);
+        char byte;
+        if (sys_read(gate[0], &byte, 1) != 0)
+                _exit(111);
+        close(gate[0]);
 }
 
 /* ---- in the template ---- */

@@ -32,6 +32,8 @@ needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (host uid 65534,
 needs_x86_64 = pytest.mark.skipif(not X86_64, reason="raw syscall numbers are x86_64")
 
 JAIL_UID = "65534"
+# Host uids of jails (issue 10): jail.id_base/jail.id_count's defaults.
+JAIL_HOST_IDS = range(1000000000, 1000000000 + 65536)
 EPERM, ENOENT, ESRCH, EACCES, EXDEV, ENOSPC, EFBIG, EROFS, EMFILE, ENOSYS = 1, 2, 3, 13, 18, 28, 27, 30, 24, 38
 EAFNOSUPPORT = 97
 
@@ -118,7 +120,7 @@ def assert_alive(d):
 
 
 def jail_procs(marker):
-    """Host view: processes running as the jail uid whose cmdline has marker."""
+    """Host view: processes running as a jail's host uid whose cmdline has marker."""
     out = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -129,7 +131,7 @@ def jail_procs(marker):
                 cmd = f.read()
         except (OSError, KeyError):
             continue
-        if uid == JAIL_UID and marker.encode() in cmd:
+        if int(uid) in JAIL_HOST_IDS and marker.encode() in cmd:
             out.append((int(pid), cmd))
     return out
 

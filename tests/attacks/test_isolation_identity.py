@@ -230,6 +230,12 @@ def test_row_02_pid1_has_no_capabilities_and_is_not_dumpable(idd):
     uid = host_uid(marker)
     assert host_uid(init) == uid
     assert status_field(init, "CapEff")[0] == "0000000000000000"
+    # Init is the small exec'd binary: nothing of the daemon is mapped in it.
+    assert os.readlink(f"/proc/{init}/exe").endswith("/sandboxd-init")
+    with open(f"/proc/{init}/maps") as f:
+        assert "sandboxd\n" not in f.read().replace("sandboxd-init", "")
+    with open(f"/proc/{init}/cmdline", "rb") as f:
+        assert f.read() == b"init\x002\x00"  # the workload is pid 2 of the jail
     res = try_as(uid, [f"/proc/{init}/mem", f"/proc/{init}/environ", f"/proc/{kernel}/mem"])
     assert res[f"/proc/{init}/mem"] == "EACCES", res
     assert res[f"/proc/{init}/environ"] == "EACCES", res
