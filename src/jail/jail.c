@@ -450,39 +450,30 @@ int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels
         return 0;
 }
 
-int jail_ctx_set_forkserver_dir(struct jail_ctx *ctx, const char *dir)
+/* Checks name in dir for amode, then puts an fd in *slot (closing the old
+ * one): dir itself, or (as_path) name opened O_PATH. 0 or -errno. */
+static int set_fd_checked(int *slot, const char *dir, const char *name, int amode, bool as_path)
 {
-        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0 || faccessat(dfd, name, amode, 0) < 0)
+                return -errno;
+        int fd = as_path ? openat(dfd, name, O_PATH | O_CLOEXEC) : TAKE_FD(dfd);
         if (fd < 0)
                 return -errno;
-        if (faccessat(fd, JAIL_FORKSERVER_LIB, R_OK, 0) < 0) {
-                int r = -errno;
-                close(fd);
-                return r;
-        }
-        if (ctx->forkserver_dir_fd >= 0)
-                close(ctx->forkserver_dir_fd);
-        ctx->forkserver_dir_fd = fd;
+        if (*slot >= 0)
+                close(*slot);
+        *slot = fd;
         return 0;
+}
+
+int jail_ctx_set_forkserver_dir(struct jail_ctx *ctx, const char *dir)
+{
+        return set_fd_checked(&ctx->forkserver_dir_fd, dir, JAIL_FORKSERVER_LIB, R_OK, false);
 }
 
 int jail_ctx_set_init_dir(struct jail_ctx *ctx, const char *dir)
 {
-        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
-        int fd = openat(dfd, JAIL_INIT_BIN, O_PATH | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        if (faccessat(dfd, JAIL_INIT_BIN, X_OK, 0) < 0) {
-                int r = -errno;
-                close(fd);
-                return r;
-        }
-        if (ctx->init_fd >= 0)
-                close(ctx->init_fd);
-        ctx->init_fd = fd;
-        return 0;
+        return set_fd_checked(&ctx->init_fd, dir, JAIL_INIT_BIN, X_OK, true);
 }
 
 void jail_ctx_done(struct jail_ctx *ctx)
