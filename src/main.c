@@ -169,6 +169,7 @@ static void engine_options_from_config(const struct config *cfg, struct engine_o
                 .pool_refill_per_s = cfg->pool_refill_per_s,
                 .pool_memory_budget = cfg->pool_memory_budget,
                 .id_base = cfg->jail_id_base, .id_count = cfg->jail_id_count,
+                .no_landlock = !cfg->jail_landlock,
         };
         snprintf(o->run_dir, sizeof(o->run_dir), "%s/run", cfg->data_dir);
         snprintf(o->kernels_dir, sizeof(o->kernels_dir), "%s", cfg->kernels_dir);

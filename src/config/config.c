@@ -45,6 +45,9 @@ static const struct cfg_opt opts[] = {
          * stateless runs; checked at start against the accounts of the host. */
         U64("jail.id_base", jail_id_base, 1000000000, 1, 4294967294ULL, "first host uid/gid of the range jails run as (root mode; no account may use one)"),
         U64("jail.id_count", jail_id_count, 65536, 66, 1U << 30, "host ids in that range: 1 for templates, 64 rotating for stateless runs, the rest one per sandbox"),
+        /* Test-only: the attack suite switches Landlock off to play a
+         * kernel older than 6.12 (issue 10's rootless rows). */
+        BOOL("jail.landlock", jail_landlock, 1, "use Landlock scoping when the kernel has it (0: only to test older kernels)"),
         BOOL("insecure", insecure, 0, "allow a non-loopback listen address without an API key"),
         U64("http.threads", http_threads, 4, 1, 64, "HTTP polling threads"),
         U64("http.max_connections", http_max_connections, 4096, 16, 65536, "open connections at once"),

@@ -49,6 +49,8 @@ int engine_new(const struct engine_options *opt, struct engine **ret, struct err
         int r = jail_ctx_init(&e->jail, opt->run_dir, opt->kernels_dir, opt->cgroup_force, err);
         if (r == 0 && opt->id_count)
                 r = jail_ctx_set_ids(&e->jail, opt->id_base, opt->id_count, err);
+        if (opt->no_landlock)
+                e->jail.landlock = false;
         if (r < 0) {
                 jail_ctx_done(&e->jail);
                 pthread_mutex_destroy(&e->lock);

@@ -59,6 +59,7 @@ struct engine_options {
         uint64_t pool_refill_per_s;  /* pool starts per second at most (0: no cap) */
         uint64_t pool_memory_budget; /* bytes all warm members may hold (0: no cap) */
         uint64_t id_base, id_count;  /* host ids of jails (jail/ids.h); count 0: none */
+        bool no_landlock;            /* test-only: behave as on a kernel without Landlock */
 };
 
 struct engine;

@@ -6,14 +6,18 @@ positive control, so it can fail.
 Root mode only (the host side switches to a sandbox's uid to attack another)."""
 import ctypes
 import os
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
 
 import pytest
 
-from attack_helpers import ATTACK_LIMITS, Daemon
+from attack_helpers import ATTACK_LIMITS, Daemon, api
+
+BIN = api.BIN
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (host-side checks switch uids)")
 
@@ -238,6 +242,41 @@ def test_row_02_pid1_has_no_capabilities_and_is_not_dumpable(idd):
     assert res[f"/proc/{init}/mem"] == "EACCES", res
     assert res[f"/proc/{init}/environ"] == "EACCES", res
     assert res[f"/proc/{kernel}/mem"] == "ok", res
+
+
+def test_row_02_rootless_without_landlock_pid1_is_closed():
+    """The report's case: rootless, a kernel without Landlock ABI 6 (played
+    with jail.landlock=0). Guest and pid 1 share a uid there, so only an
+    exec'd, non-dumpable init keeps the daemon's memory out of reach."""
+    nobody = 65534
+    if not shutil.which("setpriv") or subprocess.run(["setpriv", f"--reuid={nobody}", f"--regid={nobody}",
+                                                      "--clear-groups", "test", "-x", BIN]).returncode != 0:
+        pytest.skip("the build is not reachable by an unprivileged user here")
+    tmp = tempfile.mkdtemp(prefix="sandboxd-rootless-id-")
+    os.chown(tmp, nobody, nobody)
+    d = Daemon(data_dir=tmp, wrapper=["setpriv", f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups"],
+               sets=["limits.memory_bytes=128M", "limits.wall_ms=5000", "jail.landlock=0"],
+               env={"SANDBOXD_API_KEY": "rootless-secret-key-42"})
+    try:
+        probe = PID1_PROBE + (
+            "for f in ('environ', 'maps'):\n"
+            "    try:\n"
+            "        open('/proc/1/' + f, 'rb').read(); print(f + '-read')\n"
+            "    except OSError as e:\n"
+            "        print(f + '-refused', e.errno)\n"
+            "print(open('/proc/1/cmdline', 'rb').read())\n")
+        status, res, _ = d.post("/execute/python", {"code": probe},
+                                headers={"Authorization": "Bearer rootless-secret-key-42"})
+        assert status == 200, res
+        out = stdout(res).splitlines()
+        assert out[0].split()[:2] == ["0000000000000000", "0000000000000000"], out
+        assert out[1].startswith("mem-refused"), out
+        assert out[2].startswith("environ-refused") and out[3].startswith("maps-refused"), out
+        assert out[4] == "b'init\\x002\\x00'", out
+    finally:
+        d.stop()
+        d.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # ---- row 13: the template executor's pid 1 ----
