@@ -273,7 +273,9 @@ static __attribute__((noreturn)) void run_init(struct child_args *a)
         if (dup2(gate[1], 1) < 0 || fcntl(1, F_SETFD, 0) < 0)
                 _exit(127);
         bool exec_init = a->ctx->init_fd >= 0 && dup3(a->ctx->init_fd, 0, O_CLOEXEC) == 0;
-        syscall(SYS_close_range, exec_init ? 2U : 0U, ~0U, 0U);
+        if (!exec_init)
+                close(0);
+        syscall(SYS_close_range, 2U, ~0U, 0U);
         a->report_fd = -1;
         a->sysuser_fd = -1;
         if (!a->spec->template && !a->ctx->userns)
