@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "jail/ids.h"
 #include "jail/jail.h"
 
 static int cmp_u64(const void *a, const void *b)
@@ -79,10 +80,14 @@ int main(int argc, char **argv)
                 return 1;
         struct jail_ctx ctx;
         struct err why = { 0 };
-        if (jail_ctx_init(&ctx, run_dir, kernels, -1, &why) < 0) {
+        if (jail_ctx_init(&ctx, run_dir, kernels, -1, &why) < 0 ||
+            jail_ctx_set_ids(&ctx, JAIL_IDS_DEFAULT_BASE, JAIL_IDS_DEFAULT_COUNT, &why) < 0) {
                 fprintf(stderr, "%s\n", why.msg);
                 return 1;
         }
+        /* As the daemon runs: pid 1 execs the init binary built next to it. */
+        if (jail_ctx_set_init_dir(&ctx, argc > 3 ? argv[3] : "build") < 0)
+                fprintf(stderr, "no %s: pid 1 stays in-process\n", JAIL_INIT_BIN);
         uint64_t *a = calloc((size_t)n, sizeof(*a)), *b = calloc((size_t)n, sizeof(*b)),
                  *c = calloc((size_t)n, sizeof(*c));
         char *const bare[] = { "/bin/true", NULL };
