@@ -102,16 +102,18 @@ int privs_enter_userns(uid_t host_id, uid_t inner_id)
         if ((r = sys_setgroups_none()) < 0 || (r = sys_setresgid(host_id)) < 0 || (r = sys_setresuid(host_id)) < 0)
                 return r;
         /* Changing ids made us non-dumpable, which hands our /proc files to
-         * root: uid_map could then not be written. */
+         * root: uid_map could then not be written. Dumpable only for the
+         * writes: until it execs, this process is a copy of the daemon. */
         if ((r = sys_prctl(PR_SET_DUMPABLE, 1)) < 0)
                 return r;
         if (unshare(CLONE_NEWUSER) < 0)
                 return -errno;
         size_t n = format_map(map, inner_id, host_id);
         if ((r = write_proc_self("/proc/self/uid_map", map, n)) < 0 ||
-            (r = write_proc_self("/proc/self/setgroups", "deny", 4)) < 0)
+            (r = write_proc_self("/proc/self/setgroups", "deny", 4)) < 0 ||
+            (r = write_proc_self("/proc/self/gid_map", map, n)) < 0)
                 return r;
-        return write_proc_self("/proc/self/gid_map", map, n);
+        return sys_prctl(PR_SET_DUMPABLE, 0);
 }
 
 int privs_become_root(void)

@@ -28,7 +28,8 @@ int privs_become_root(void);
  * CAP_SETGID), then unshares a user namespace, which is therefore owned by
  * host_id, and maps inner_id there to host_id (uid and gid, setgroups
  * denied), as an unprivileged process may. Afterwards the caller is inner_id
- * with every capability of the new namespace and none outside it. */
+ * with every capability of the new namespace and none outside it, and not
+ * dumpable (exec makes it dumpable again). */
 int privs_enter_userns(uid_t host_id, uid_t inner_id);
 int privs_setrlimit(int resource, uint64_t soft, uint64_t hard);
 /* The jail's rlimits from its limits (0 = unset), plus no core dumps and no
