@@ -131,26 +131,33 @@ static void reset_signals(void)
  * namespaces and no fanotify. Per-user counts such as inotify instances
  * need no ceiling here: the kernel charges them, level by level, to the
  * owner of each namespace, so a sandbox spends only its own host id's
- * share. Entries the kernel lacks are skipped. */
+ * share. A template keeps the namespaces it makes for every execution
+ * (mount, pid, ipc, uts): NULL there. Entries the kernel lacks are skipped. */
 static const struct {
-        const char *name, *value;
+        const char *name, *value, *template_value;
 } userns_limits[] = {
-        { "max_user_namespaces", "0" }, { "max_mnt_namespaces", "0" }, { "max_net_namespaces", "0" },
-        { "max_pid_namespaces", "0" },  { "max_ipc_namespaces", "0" }, { "max_uts_namespaces", "0" },
-        { "max_cgroup_namespaces", "0" }, { "max_time_namespaces", "0" },
-        { "max_fanotify_groups", "0" }, { "max_fanotify_marks", "0" },
+        { "max_user_namespaces", "0", "0" },  { "max_net_namespaces", "0", "0" },
+        { "max_cgroup_namespaces", "0", "0" }, { "max_time_namespaces", "0", "0" },
+        { "max_mnt_namespaces", "0", NULL },  { "max_pid_namespaces", "0", NULL },
+        { "max_ipc_namespaces", "0", NULL },  { "max_uts_namespaces", "0", NULL },
+        { "max_fanotify_groups", "0", "0" },  { "max_fanotify_marks", "0", "0" },
 };
 
-static void set_userns_limits(const struct child_args *a)
+/* dir: a /proc/sys/user of a writable procfs; names resolve in our own
+ * user namespace. */
+static void set_userns_limits(const struct child_args *a, int dir, bool template)
 {
-        for (size_t i = 0; a->sysuser_fd >= 0 && i < ARRAY_SIZE(userns_limits); i++) {
-                int fd = openat(a->sysuser_fd, userns_limits[i].name, O_WRONLY | O_CLOEXEC);
+        for (size_t i = 0; dir >= 0 && i < ARRAY_SIZE(userns_limits); i++) {
+                const char *value = template ? userns_limits[i].template_value : userns_limits[i].value;
+                if (!value)
+                        continue;
+                int fd = openat(dir, userns_limits[i].name, O_WRONLY | O_CLOEXEC);
                 if (fd < 0 && errno == ENOENT)
                         continue;
                 if (fd < 0)
                         jail_child_fail(a, STEP_PRIVS, errno);
-                size_t len = strlen(userns_limits[i].value);
-                ssize_t n = write(fd, userns_limits[i].value, len);
+                size_t len = strlen(value);
+                ssize_t n = write(fd, value, len);
                 int e = errno;
                 close(fd);
                 if (n != (ssize_t)len)
@@ -165,7 +172,7 @@ static void set_userns_limits(const struct child_args *a)
 static void enter_sandbox_userns(const struct child_args *a)
 {
         CHECK_R(a, STEP_PRIVS, privs_enter_userns(a->host_id, JAIL_UID));
-        set_userns_limits(a);
+        set_userns_limits(a, a->sysuser_fd, false);
 }
 
 static __attribute__((noreturn)) void exec_workload(struct child_args *a)
@@ -179,7 +186,13 @@ static __attribute__((noreturn)) void exec_workload(struct child_args *a)
         CHECK_R(a, STEP_RLIMIT, privs_apply_limits(&s->limits));
         if (s->template) {
                 /* Namespaced capabilities stay (uid 0 of its own user
-                 * namespace); no_new_privs and Landlock scoping still apply. */
+                 * namespace); no_new_privs and Landlock scoping still apply.
+                 * Its procfs is not masked (its executors mount their own),
+                 * so its /proc/sys/user is writable here. */
+                int dir = open("/proc/sys/user", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                set_userns_limits(a, dir, true);
+                if (dir >= 0)
+                        close(dir);
                 CHECK(a, STEP_PRIVS, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
                 if (a->ctx->landlock && landlock_restrict_scopes() < 0)
                         jail_child_fail(a, STEP_LANDLOCK, EPERM);

@@ -130,8 +130,9 @@ def test_row_03_sandboxes_have_distinct_host_uids_and_cannot_reach_each_other(id
     assert ua != ub
     for u in (ua, ub):
         assert ID_BASE <= u < ID_BASE + ID_COUNT and u not in (0, 65534)
-    # Inside, both are still the jail user.
-    assert stdout(run(idd, "python", a, "import os\nprint(os.getuid())")) == "65534"
+    # Inside, both are still the jail user, in a namespace that allows no other.
+    assert stdout(run(idd, "python", a, "import os\nprint(os.getuid(), "
+                                        "open('/proc/sys/user/max_user_namespaces').read().strip())")) == "65534 0"
 
     # Files on the host belong to the sandbox's id; the workspace root is its alone.
     ws_b = os.path.join(idd.data_dir, "mnt", b)
@@ -289,6 +290,9 @@ def test_row_13_template_pid1_holds_nothing(idd):
     assert name == "python3", out
     assert (caps, prm, seccomp) == ("0000000000000000", "0000000000000000", "2"), out
     assert out[1].startswith("mem-refused"), out
+    # The template's user namespace allows no nested user namespace either.
+    res = execute(idd, "python", "print(open('/proc/sys/user/max_user_namespaces').read().strip())")
+    assert stdout(res) == "0", res
 
 
 # ---- row 17b: replayed code runs while init holds nothing ----
