@@ -108,7 +108,7 @@ $(BUILD)/bench/jail_true: bench/jail_true.c $(BUILD)/libsandboxd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandboxd.a $(PKG_LIBS) $(LDLIBS)
 
-bench: $(BUILD)/sandboxd $(SHIM) $(BUILD)/bench/jail_true
+bench: $(BUILD)/sandboxd $(SHIM) $(INIT) $(BUILD)/bench/jail_true
 	/usr/bin/python3 bench/run.py --bin $(abspath $(BUILD)/sandboxd)
 
 clean:

@@ -864,6 +864,9 @@ def snapshot_binary(binary, work):
     shim = os.path.join(os.path.dirname(binary), "libsandboxd-forkserver.so")
     if os.path.exists(shim):  # without it the daemon runs without templates
         shutil.copy2(shim, os.path.dirname(dst))
+    init = os.path.join(os.path.dirname(binary), "sandboxd-init")
+    if os.path.exists(init):  # without it each jail's pid 1 stays in-process
+        shutil.copy2(init, os.path.dirname(dst))
     with open(dst, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:12]
     return dst, digest
