@@ -294,6 +294,9 @@ void jail_setup_root(const struct child_args *a)
         const struct jail_spec *s = a->spec;
         char p[PATHLEN];
 
+        /* The daemon runs with umask 077 (data at rest); the jail's tree and
+         * its guests get the usual 022. */
+        umask(022);
         /* Private propagation first, so nothing we mount leaks back to the
          * host namespace and host mount events do not reach the jail. */
         CHECK(a, STEP_PRIVATE, mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));

@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from conftest import BIN, Daemon
+from conftest import BIN, Daemon, nosuid_data_dir, release_data_dir
 
 NOBODY = 65534
 
@@ -27,8 +27,8 @@ def test_rootless_daemon_runs_jails_and_contexts():
     if not nobody_can_reach(BIN) or not nobody_can_reach(os.path.join(os.path.dirname(BIN), "..", "src",
                                                                         "runtimes", "kernels", "python_kernel.py")):
         pytest.skip("the checkout is not readable by an unprivileged user here")
-    tmp = tempfile.mkdtemp(prefix="sandboxd-rootless-")
-    os.chown(tmp, NOBODY, NOBODY)
+    # Rootless mode needs a data dir on a nosuid file system.
+    tmp = nosuid_data_dir(NOBODY)
     d = Daemon(data_dir=tmp, wrapper=["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"],
                sets=["limits.memory_bytes=128M", "limits.wall_ms=5000"])
     try:
@@ -47,4 +47,4 @@ def test_rootless_daemon_runs_jails_and_contexts():
         assert body["results"] == [{"text": "42"}]
     finally:
         d.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        release_data_dir(tmp)
