@@ -101,9 +101,9 @@ int kproc_step_err(struct err *err, const char *step, int r)
 static int workspace_tree(struct engine *e, const struct kproc_workspace *ws, int *ret, struct err *err)
 {
         *ret = -1;
-        if (!ws || ws->fd < 0 || e->jail.userns)
+        if (!ws || e->jail.userns)
                 return 0;
-        int fd = jail_workspace_tree(ws->fd);
+        int fd = ws->fd < 0 ? -EBADF : jail_workspace_tree(ws->fd);
         if (fd < 0)
                 return jail_step_err(err, "workspace", fd);
         *ret = fd;
