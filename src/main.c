@@ -233,6 +233,7 @@ static void sandbox_options_from_config(const struct config *cfg, struct sandbox
                 .workspace_bytes = cfg->workspace_bytes,
                 .workspace_inodes = cfg->workspace_inodes,
                 .file_bytes = cfg->file_bytes,
+                .files_max_depth = cfg->files_max_depth,
         };
         snprintf(ret->data_dir, sizeof(ret->data_dir), "%s", cfg->data_dir);
         exec_limits_from_config(cfg, &ret->limits);

@@ -141,10 +141,19 @@ int files_delete(const struct files_root *root, const char *path, unsigned flags
                                         "Cannot delete directory with deleteFile() at '%s'. "
                                         "Pass { recursive: true } to delete a directory.",
                                         f.path);
-                /* rm_rf_at works on names relative to pfd and opens each
-                 * subdirectory with O_NOFOLLOW, so links are unlinked, never
-                 * followed, and a swapped-in link cannot redirect it. */
-                r = rm_rf_at(pfd, name);
+                /* Every level is re-opened confined beneath its parent, so
+                 * links are unlinked, never followed, and a swapped-in link
+                 * cannot redirect it; a bounded number of fds whatever the
+                 * depth (a guest can nest thousands of levels). */
+                r = files_rm_tree(pfd, name, root->limits.max_depth);
+                if (r == -EMLINK) {
+                        fop_fail(&f, EMLINK, NULL,
+                                 "Directory tree deeper than %llu levels (limits.files_max_depth): %s; "
+                                 "entries removed before that level was reached stay removed",
+                                 (unsigned long long)root->limits.max_depth, f.path);
+                        err->reason = ERR_LIMIT;
+                        return r;
+                }
         } else {
                 /* A symlink is removed itself; its target is untouched. */
                 r = unlinkat(pfd, name, 0) < 0 ? -errno : 0;
