@@ -273,9 +273,8 @@ int files_list(const struct files_root *root, const char *path, unsigned flags, 
 
 struct rm_walk {
         int top_fd;                  /* parent of the removed directory (borrowed) */
-        char **names;                /* names[i]: level i, a child of level i-1 */
-        size_t depth, cap;
-        size_t lo;                   /* levels [lo, depth) are open in ring */
+        struct names names;          /* v[i]: level i, a child of level i-1; n: the depth */
+        size_t lo;                   /* levels [lo, n) are open in ring */
         int ring[RM_FD_WINDOW];
         size_t max_depth;
 };
@@ -293,7 +292,7 @@ static int rm_fd(struct rm_walk *w, size_t level)
 /* Opens level `level` (whose name is known) below the open level-1. */
 static int rm_open_level(struct rm_walk *w, size_t level)
 {
-        int fd = resolve_at(rm_fd(w, level - 1), w->names[level], O_RDONLY | O_DIRECTORY);
+        int fd = resolve_at(rm_fd(w, level - 1), w->names.v[level], O_RDONLY | O_DIRECTORY);
         if (fd < 0)
                 return fd;
         if (level - w->lo == RM_FD_WINDOW) { /* the window is full: drop its top */
@@ -306,33 +305,21 @@ static int rm_open_level(struct rm_walk *w, size_t level)
 
 static int rm_push(struct rm_walk *w, const char *name)
 {
-        if (w->depth >= w->max_depth)
+        if (w->names.n >= w->max_depth)
                 return -EMLINK;
-        if (w->depth == w->cap) {
-                size_t ncap = w->cap ? w->cap * 2 : 64;
-                char **nv = realloc(w->names, ncap * sizeof(*nv));
-                if (!nv)
-                        return -ENOMEM;
-                w->names = nv, w->cap = ncap;
-        }
-        if (!(w->names[w->depth] = strdup(name)))
-                return -ENOMEM;
-        int r = rm_open_level(w, w->depth);
-        if (r < 0) {
-                free(w->names[w->depth]);
-                return r;
-        }
-        w->depth++;
-        return 0;
+        int r = names_add(&w->names, name);
+        if (r == 0 && (r = rm_open_level(w, w->names.n - 1)) < 0)
+                free(w->names.v[--w->names.n]);
+        return r;
 }
 
 /* Closes the deepest level; makes its parent open again if the window had
  * dropped it, re-walking down from the top. */
 static int rm_pop(struct rm_walk *w)
 {
-        size_t level = --w->depth;
+        size_t level = --w->names.n;
         close(*rm_slot(w, level));
-        free(w->names[level]);
+        free(w->names.v[level]);
         if (level == 0 || w->lo < level)
                 return 0;
         w->lo = 0;
@@ -341,8 +328,8 @@ static int rm_pop(struct rm_walk *w)
                 if (r < 0) {
                         /* Moved meanwhile: keep what is open, [lo, i). */
                         for (size_t k = i; k < level; k++)
-                                free(w->names[k]);
-                        w->depth = i;
+                                free(w->names.v[k]);
+                        w->names.n = i;
                         return r;
                 }
         }
@@ -351,18 +338,16 @@ static int rm_pop(struct rm_walk *w)
 
 static void rm_walk_done(struct rm_walk *w)
 {
-        for (size_t i = w->lo; i < w->depth; i++)
+        for (size_t i = w->lo; i < w->names.n; i++)
                 close(*rm_slot(w, i));
-        for (size_t i = 0; i < w->depth; i++)
-                free(w->names[i]);
-        free(w->names);
+        names_done(&w->names);
 }
 
 /* Unlinks every non-directory in the deepest level; *ret_sub is the first
  * subdirectory met (empty string: none left). */
 static int rm_scan(struct rm_walk *w, char ret_sub[NAME_MAX + 1])
 {
-        int fd = rm_fd(w, w->depth - 1);
+        int fd = rm_fd(w, w->names.n - 1);
         ret_sub[0] = '\0';
         int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
@@ -398,7 +383,7 @@ int files_rm_tree(int parent_fd, const char *name, size_t max_depth)
         struct rm_walk w = { .top_fd = parent_fd, .max_depth = max_depth ? max_depth : SIZE_MAX };
         int r = rm_push(&w, name);
         char sub[NAME_MAX + 1];
-        while (r == 0 && w.depth > 0) {
+        while (r == 0 && w.names.n > 0) {
                 r = rm_scan(&w, sub);
                 if (r == 0 && sub[0]) {
                         r = rm_push(&w, sub);
@@ -407,8 +392,8 @@ int files_rm_tree(int parent_fd, const char *name, size_t max_depth)
                 if (r < 0)
                         break;
                 /* Empty: remove it from its parent, then rescan that. */
-                size_t level = w.depth - 1;
-                char *last = TAKE_PTR(w.names[level]);
+                size_t level = w.names.n - 1;
+                char *last = TAKE_PTR(w.names.v[level]);
                 r = rm_pop(&w);
                 if (r == 0 && unlinkat(rm_fd(&w, level - 1), last, AT_REMOVEDIR) < 0 && errno != ENOENT)
                         r = -errno;

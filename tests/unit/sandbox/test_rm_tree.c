@@ -34,6 +34,21 @@ static void make_deep(int dir, int depth, const char *outside)
         close(fd);
 }
 
+/* A fresh directory under /tmp (tmpl: "/tmp/rmtree-XXXXXX"), opened. */
+static int temp_dir(char *tmpl)
+{
+        ASSERT_TRUE(mkdtemp(tmpl) != NULL);
+        int dir = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ASSERT_TRUE(dir >= 0);
+        return dir;
+}
+
+static void temp_dir_done(int dir, const char *tmpl)
+{
+        close(dir);
+        ASSERT_OK(rmdir(tmpl));
+}
+
 static int open_fds(void)
 {
         int n = 0;
@@ -45,14 +60,13 @@ static int open_fds(void)
 TEST(deep_tree_removed_with_few_fds)
 {
         char tmpl[] = "/tmp/rmtree-XXXXXX";
-        ASSERT_TRUE(mkdtemp(tmpl) != NULL);
+        int dir = temp_dir(tmpl);
         char outside[64];
         snprintf(outside, sizeof(outside), "%s/outside", tmpl);
         ASSERT_OK(mkdir(outside, 0755));
         char keep[80];
         snprintf(keep, sizeof(keep), "%s/keep", outside);
         close(open(keep, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
-        int dir = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         make_deep(dir, 1500, outside);
         int before = open_fds();
         /* One fd per level would need 1,500: at most 100 are allowed. */
@@ -66,17 +80,15 @@ TEST(deep_tree_removed_with_few_fds)
         ASSERT_EQ(open_fds(), before);
         ASSERT_TRUE(faccessat(dir, "top", F_OK, AT_SYMLINK_NOFOLLOW) < 0);
         ASSERT_OK(access(keep, F_OK)); /* the link was removed, not followed */
-        close(dir);
         unlink(keep);
         rmdir(outside);
-        rmdir(tmpl);
+        temp_dir_done(dir, tmpl);
 }
 
 TEST(depth_cap_refuses_deeper_trees)
 {
         char tmpl[] = "/tmp/rmtree-XXXXXX";
-        ASSERT_TRUE(mkdtemp(tmpl) != NULL);
-        int dir = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int dir = temp_dir(tmpl);
         make_deep(dir, 50, "/nonexistent");
         int before = open_fds();
         ASSERT_EQ(files_rm_tree(dir, "top", 20), -EMLINK);
@@ -85,18 +97,15 @@ TEST(depth_cap_refuses_deeper_trees)
         /* At the cap exactly it is fine. */
         ASSERT_EQ(files_rm_tree(dir, "top", 50), 0);
         ASSERT_TRUE(faccessat(dir, "top", F_OK, AT_SYMLINK_NOFOLLOW) < 0);
-        close(dir);
-        rmdir(tmpl);
+        temp_dir_done(dir, tmpl);
 }
 
 TEST(top_level_link_is_not_entered)
 {
         char tmpl[] = "/tmp/rmtree-XXXXXX";
-        ASSERT_TRUE(mkdtemp(tmpl) != NULL);
-        int dir = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int dir = temp_dir(tmpl);
         ASSERT_OK(symlinkat("/etc", dir, "top"));
         ASSERT_EQ(files_rm_tree(dir, "top", 0), -ELOOP);
         ASSERT_OK(unlinkat(dir, "top", 0));
-        close(dir);
-        rmdir(tmpl);
+        temp_dir_done(dir, tmpl);
 }
