@@ -3,11 +3,13 @@ keyless daemon (10), data at rest (11), recursive delete (14), host
 information (16) and workspaces mounted by fd (17a). Each test asserts the
 safe outcome."""
 import concurrent.futures
+import glob
 import http.client
 import os
 import shutil
 import stat
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -79,7 +81,8 @@ os.chmod('/workspace/suidid', 0o4755)
 oct(os.stat('/workspace/suidid').st_mode)
 """)
     host = os.path.join(workspace_mount(daemon, s), "suidid")
-    assert os.path.exists(host)
+    assert int(made.strip("'"), 8) & stat.S_ISUID, made  # the guest did set it
+    assert os.stat(host).st_mode & stat.S_ISUID
     # Whatever bits the guest managed to set, the file system holding them
     # is nosuid (and nodev) on the host and in the jail.
     assert os.statvfs(host).f_flag & os.ST_NOSUID, made
@@ -98,6 +101,9 @@ oct(os.stat('/workspace/suidid').st_mode)
     assert status == 200, res
     mode = os.stat(os.path.join(workspace_mount(daemon, s), "w.txt")).st_mode
     assert stat.S_IMODE(mode) == 0o644
+    status, res, _ = daemon.post(sbx("python", s) + "/files", {"op": "mkdir", "path": "newdir"})
+    assert status == 200, res  # 0755 whatever the daemon's umask (077)
+    assert stat.S_IMODE(os.stat(os.path.join(workspace_mount(daemon, s), "newdir")).st_mode) == 0o755
     status, res, _ = daemon.post(sbx("python", s) + "/files", {"op": "chmod", "path": "w.txt", "mode": 0o4755})
     assert status == 400, res
     assert stat.S_IMODE(os.stat(os.path.join(workspace_mount(daemon, s), "w.txt")).st_mode) == 0o644
@@ -182,7 +188,7 @@ def modes_under(top):
 
 @ROOT_ONLY
 def test_row_11_data_at_rest_modes():
-    tmp = __import__("tempfile").mkdtemp(prefix="sandboxd-hyg-")
+    tmp = tempfile.mkdtemp(prefix="sandboxd-hyg-")
     os.chmod(tmp, 0o755)
     # Left by an older version: world-readable everything.
     os.makedirs(os.path.join(tmp, "sandboxes", "old"), mode=0o755)
@@ -208,7 +214,7 @@ def test_row_11_data_at_rest_modes():
         # another local user reaches nothing.
         assert run_as(OTHER_UID, ["ls", os.path.join(tmp, "mnt")]).returncode != 0
         assert run_as(OTHER_UID, ["cat", os.path.join(tmp, "sandboxd.db")]).returncode != 0
-        files = __import__("glob").glob(os.path.join(tmp, "sandboxd.db*"))
+        files = glob.glob(os.path.join(tmp, "sandboxd.db*"))
         assert files and all(stat.S_IMODE(os.stat(f).st_mode) == 0o600 for f in files), files
     finally:
         d.cleanup()
@@ -225,7 +231,7 @@ def test_row_11_rootless_refuses_reachable_or_suid_data_dir():
     if not shutil.which("setpriv"):
         pytest.skip("setpriv missing")
     # 1. Not nosuid (a plain directory on the root file system).
-    plain = __import__("tempfile").mkdtemp(prefix="sandboxd-hyg-")
+    plain = tempfile.mkdtemp(prefix="sandboxd-hyg-")
     os.chown(plain, NOBODY, NOBODY)
     try:
         with pytest.raises(RuntimeError) as e:
