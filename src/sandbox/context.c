@@ -392,13 +392,13 @@ int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt,
         struct context *c = resolve_context(m, s, rt, binding, context_id, err);
         json_t *env = NULL;
         int r = c ? sandbox_open_workspace(m, s, err) : -EIO;
-        /* Opened under the lock: a kernel started for this call mounts what
-         * this fd is on, even if a DELETE unmounts the path meanwhile. */
-        _cleanup_close_ int ws_fd = r == 0 ? open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         if (r == 0) {
                 c->refs++;
                 env = effective_env(s, c, call_env);
         }
+        /* Opened under the lock: a kernel started for this call mounts what
+         * this fd is on, even if a DELETE unmounts the path meanwhile. */
+        _cleanup_close_ int ws_fd = r == 0 ? open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         pthread_mutex_unlock(&s->lock);
         if (r == 0) {
                 r = execute_locked(m, c, ws_fd, code, env, ret, err);
