@@ -71,6 +71,8 @@ static const struct cfg_opt opts[] = {
         U64("limits.tmp_inodes", tmp_inodes, 4096, 64, 1000000, "private /tmp inodes"),
         U64("limits.workspace_bytes", workspace_bytes, 16 * MiB, 64 * KiB, 64 * GiB, "workspace quota"),
         U64("limits.workspace_inodes", workspace_inodes, 4096, 16, 10000000, "workspace entries"),
+        /* Bounds a recursive delete's memory and re-walks (row 14 of issue 10). */
+        U64("limits.files_max_depth", files_max_depth, 4096, 1, 1 << 20, "nested directory levels a files API recursive delete enters (deeper → 400)"),
         U64("sandbox.idle_ttl_ms", idle_ttl_ms, 86400000, 0, UINT64_MAX / 2, "idle sandbox expiry; 0 disables"),
         U64("sandbox.max_contexts", max_contexts, 8, 1, 64, "code contexts per sandbox"),
         U64("sandbox.max_resident_contexts", max_resident_contexts, 32, 1, 100000, "live context interpreters before LRU eviction"),

@@ -97,16 +97,34 @@ int kproc_step_err(struct err *err, const char *step, int r)
         return r;
 }
 
+/* The detached workspace copy for one spawn (*ret = -1: bind by path). */
+static int workspace_tree(struct engine *e, const struct kproc_workspace *ws, int *ret, struct err *err)
+{
+        *ret = -1;
+        if (!ws || e->jail.userns)
+                return 0;
+        int fd = ws->fd < 0 ? -EBADF : jail_workspace_tree(ws->fd);
+        if (fd < 0)
+                return jail_step_err(err, "workspace", fd);
+        *ret = fd;
+        return 0;
+}
+
 int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
-                const char *workspace_dir, bool replay_overlay, const struct exec_limits *lim,
+                const struct kproc_workspace *ws, bool replay_overlay, const struct exec_limits *lim,
                 struct kproc **ret, struct err *err)
 {
         int ctl[2] = { -1, -1 }, rep[2] = { -1, -1 }, r;
         char scratch[512];
+        const char *workspace_dir = ws ? ws->dir : NULL;
         struct jail_spec spec = { .workspace_dir = workspace_dir, .replay_fd = -1 };
 
         if ((r = build_spec(e, rt, mode, lim, &spec, scratch, sizeof(scratch))) < 0)
                 return err_set(err, ERR_INVALID, -r, "kernel start failed at argv: %s", strerror(-r));
+        _cleanup_close_ int tree = -1;
+        if ((r = workspace_tree(e, ws, &tree, err)) < 0)
+                return r;
+        spec.workspace_tree_fd = tree;
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
             (replay_overlay && workspace_dir && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, rep) < 0)) {
                 r = jail_step_err(err, "pipes", -errno);

@@ -3,6 +3,7 @@
  * needed; run the cell; journal it). */
 #include "sandbox/internal.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -31,6 +32,7 @@ struct context *context_from_row(struct sandbox_mgr *m, struct sandbox *s, const
          * cell if the daemon died between the two writes. */
         journal_sync(m, c);
         pthread_mutex_init(&c->run_lock, NULL);
+        c->ws_fd = -1;
         return c;
 }
 
@@ -152,6 +154,7 @@ static struct context *context_new(struct sandbox_mgr *m, struct sandbox *s, con
         c->rt = rt;
         c->sbx = s;
         pthread_mutex_init(&c->run_lock, NULL);
+        c->ws_fd = -1;
         int r = c->row.env_json ? store_context_insert(m->store, &c->row) : -ENOMEM;
         if (r < 0) {
                 context_free(m, c);
@@ -248,7 +251,8 @@ static int ensure_resident(struct sandbox_mgr *m, struct context *c, const struc
         context_drop_interpreter(m, c);
         bool restore = c->row.snap_cells > 0;
         struct err why = { 0 };
-        int r = kproc_spawn(m->engine, c->rt, "repl", c->sbx->ws.mount, restore, lim, &c->kp, &why);
+        struct kproc_workspace ws = { .dir = c->sbx->ws.mount, .fd = c->ws_fd };
+        int r = kproc_spawn(m->engine, c->rt, "repl", &ws, restore, lim, &c->kp, &why);
         if (r < 0) {
                 /* Always "unavailable" (an upstream failure to the client),
                  * whatever the step's own reason. */
@@ -362,14 +366,16 @@ void sbx_exec_result_done(struct sbx_exec_result *r)
 
 /* Runs under the context's own lock, not the sandbox's: other contexts of
  * the sandbox (and its files) stay usable during a long cell. */
-static int execute_locked(struct sandbox_mgr *m, struct context *c, const char *code, json_t *env,
+static int execute_locked(struct sandbox_mgr *m, struct context *c, int ws_fd, const char *code, json_t *env,
                           struct sbx_exec_result *ret, struct err *err)
 {
         if (!c->rt)
                 return err_set(err, ERR_INVALID, 0, "Context language '%s' is not available", c->row.language);
         pthread_mutex_lock(&c->run_lock);
+        c->ws_fd = ws_fd;
         int r = c->deleted ? context_not_found(err, c->row.id, OP_EXECUTE, "Context was deleted")
                            : run_cell(m, c, code, env, ret, err);
+        c->ws_fd = -1;
         pthread_mutex_unlock(&c->run_lock);
         return r;
 }
@@ -390,9 +396,12 @@ int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt,
                 c->refs++;
                 env = effective_env(s, c, call_env);
         }
+        /* Opened under the lock: a kernel started for this call mounts what
+         * this fd is on, even if a DELETE unmounts the path meanwhile. */
+        _cleanup_close_ int ws_fd = r == 0 ? open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         pthread_mutex_unlock(&s->lock);
         if (r == 0) {
-                r = execute_locked(m, c, code, env, ret, err);
+                r = execute_locked(m, c, ws_fd, code, env, ret, err);
                 pthread_mutex_lock(&s->lock);
                 bool free_it = --c->refs == 0 && c->deleted && !find_context(s, c->row.id);
                 pthread_mutex_unlock(&s->lock);

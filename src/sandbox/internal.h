@@ -27,6 +27,7 @@ struct context {
         bool deleted;
         int refs;                    /* executions holding it (sandbox lock) */
         pthread_mutex_t run_lock;    /* serialises executions */
+        int ws_fd;                   /* run_lock: the workspace fd of the execution in progress */
         struct context *next;        /* sandbox's list, by created_at */
         struct context *lru_prev, *lru_next; /* resident LRU (manager lock) */
 };

@@ -381,7 +381,8 @@ int sbx_workspace_acquire(struct sandbox_mgr *m, const char *id, struct sbx_work
         }
         *ret = (struct sbx_workspace){
                 .root_fd = fd,
-                .limits = { m->opt.file_bytes, m->opt.workspace_bytes, m->opt.workspace_inodes },
+                .limits = { m->opt.file_bytes, m->opt.workspace_bytes, m->opt.workspace_inodes,
+                            m->opt.files_max_depth },
                 .created_at = s->row.created_at,
                 .uid = JAIL_UID,
                 .gid = JAIL_GID,

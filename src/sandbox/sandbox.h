@@ -30,6 +30,7 @@ struct sandbox_options {
         uint64_t max_resident_contexts;  /* live interpreters, all sandboxes */
         uint64_t workspace_bytes, workspace_inodes;
         uint64_t file_bytes;             /* one file, files API */
+        uint64_t files_max_depth;        /* levels a recursive delete enters */
         struct exec_limits limits;       /* one execution in a context */
 };
 

@@ -131,7 +131,7 @@ int workspace_open(struct workspace *ws, uint64_t quota_bytes, uint64_t quota_in
         int r;
         if (ws->mounted)
                 return 0;
-        if ((r = mkdir_p(ws->mount, 0755)) < 0)
+        if ((r = mkdir_p(ws->mount, 0700)) < 0)
                 return r;
         if (ws->plain) {
                 ws->mounted = true;

@@ -161,6 +161,11 @@ static void become_execution(const struct forkserver_config *c, const struct soc
                 reap_until(executor);
         private_mounts(c);
         report_pid_and_wait();
+        /* Now in the execution's cgroup (the daemon moved us before 'G'):
+         * make it our cgroup root, so /proc/self/cgroup shows "/" as in
+         * every other jail, not the daemon's hierarchy. */
+        if (unshare(CLONE_NEWCGROUP) < 0)
+                _exit(132);
         drop_privileges(c);
         confine(c, bpf);
 }
