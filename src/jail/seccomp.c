@@ -430,21 +430,28 @@ int seccomp_prog_apply_listener(const struct seccomp_prog *p)
  * struct seccomp_data words, the scratch memory, AND, the conditional and
  * unconditional jumps, returns). Anything else, an out-of-range load or a
  * jump past the end ends the run with KILL_PROCESS. */
+static bool uses_scratch(uint16_t code)
+{
+        return code == (BPF_LD | BPF_MEM) || code == (BPF_LDX | BPF_MEM) || code == BPF_ST || code == BPF_STX;
+}
+
 static uint32_t run_bpf(const struct sock_fprog *prog, const struct seccomp_data *d)
 {
         uint32_t a = 0, x = 0, mem[BPF_MEMWORDS] = { 0 };
         for (unsigned pc = 0; pc < prog->len; pc++) {
                 const struct sock_filter *f = &prog->filter[pc];
+                if (uses_scratch(f->code) && f->k >= BPF_MEMWORDS)
+                        return SECCOMP_RET_KILL_PROCESS;
                 switch (f->code) {
                 case BPF_LD | BPF_W | BPF_ABS:
                         if (f->k > sizeof(*d) - sizeof(a) || f->k % 4)
                                 return SECCOMP_RET_KILL_PROCESS;
                         memcpy(&a, (const char *)d + f->k, sizeof(a));
                         break;
-                case BPF_LD | BPF_MEM: if (f->k >= BPF_MEMWORDS) return SECCOMP_RET_KILL_PROCESS; a = mem[f->k]; break;
-                case BPF_LDX | BPF_MEM: if (f->k >= BPF_MEMWORDS) return SECCOMP_RET_KILL_PROCESS; x = mem[f->k]; break;
-                case BPF_ST: if (f->k >= BPF_MEMWORDS) return SECCOMP_RET_KILL_PROCESS; mem[f->k] = a; break;
-                case BPF_STX: if (f->k >= BPF_MEMWORDS) return SECCOMP_RET_KILL_PROCESS; mem[f->k] = x; break;
+                case BPF_LD | BPF_MEM: a = mem[f->k]; break;
+                case BPF_LDX | BPF_MEM: x = mem[f->k]; break;
+                case BPF_ST: mem[f->k] = a; break;
+                case BPF_STX: mem[f->k] = x; break;
                 case BPF_LD | BPF_IMM: a = f->k; break;
                 case BPF_ALU | BPF_AND | BPF_K: a &= f->k; break;
                 case BPF_MISC | BPF_TAX: x = a; break;
