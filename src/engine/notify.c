@@ -82,19 +82,26 @@ static void answer(struct notifier *n, struct notify_watch *w)
         int e = seccomp_prog_refusal(n->prog, &req.data);
         if (e == 0)
                 e = ENOSYS; /* cannot happen: only refusals notify */
-        __atomic_add_fetch(&w->count, 1, __ATOMIC_RELAXED);
+        uint64_t count = __atomic_add_fetch(&w->count, 1, __ATOMIC_RELAXED);
         struct seccomp_notif_resp resp = { .id = req.id, .val = 0, .error = -e, .flags = 0 };
         (void)ioctl(w->fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
         log_refusal(n, w, &req, e);
+        if (count >= NOTIFY_MAX_PER_PROC) {
+                log_warn("msg=\"syscall refusals no longer counted (cap reached)\" count=%" PRIu64 " %s", count,
+                         w->label);
+                (void)epoll_ctl(n->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+                close(w->fd);
+                w->fd = -1;
+        }
 }
 
 static void handle(struct notifier *n, const struct epoll_event *ev)
 {
         pthread_mutex_lock(&n->lock);
         struct notify_watch *w = find_watch(n, ev->data.u64);
-        if (w && (ev->events & EPOLLIN))
+        if (w && w->fd >= 0 && (ev->events & EPOLLIN))
                 answer(n, w);
-        else if (w && (ev->events & (EPOLLHUP | EPOLLERR)))
+        else if (w && w->fd >= 0 && (ev->events & (EPOLLHUP | EPOLLERR)))
                 /* Every task of the filter is gone: stop polling (level
                  * triggered HUP would spin); the owner closes the fd. */
                 (void)epoll_ctl(n->epfd, EPOLL_CTL_DEL, w->fd, NULL);
@@ -154,7 +161,8 @@ void notifier_free(struct notifier *n)
         while (n->watches) {
                 struct notify_watch *w = n->watches;
                 n->watches = w->next;
-                close(w->fd);
+                if (w->fd >= 0)
+                        close(w->fd);
                 free(w);
         }
         if (n->epfd >= 0)
@@ -208,8 +216,10 @@ void notifier_unwatch(struct notifier *n, struct notify_watch *w)
                         break;
                 }
         }
-        (void)epoll_ctl(n->epfd, EPOLL_CTL_DEL, w->fd, NULL);
-        close(w->fd);
+        if (w->fd >= 0) {
+                (void)epoll_ctl(n->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+                close(w->fd);
+        }
         pthread_mutex_unlock(&n->lock);
         free(w);
 }

@@ -16,6 +16,11 @@ struct notify_watch;
 /* Logged refusals per second, all jails together; the rest are counted
  * and summed up in one line once logging resumes. */
 #define NOTIFY_LOG_PER_S 10
+/* Each answer costs the daemon's thread ~10 us. Past this many refusals a
+ * process's listener is closed: its later refusals fail with ENOSYS in the
+ * kernel, uncounted (the count then reads "at least"), and one guest
+ * looping on refused calls cannot keep the thread busy for more than ~1 s. */
+#define NOTIFY_MAX_PER_PROC 100000
 
 /* Starts the answering thread for prog (kept, not copied). 0 or -errno. */
 int notifier_start(const struct seccomp_prog *prog, struct notifier **ret);

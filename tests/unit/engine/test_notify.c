@@ -88,12 +88,10 @@ static int child_calls(void)
         return bad;
 }
 
-TEST(notifier_answers_and_counts)
+/* Runs calls() in a child under the notify program, with the listener
+ * watched by n; returns the child's exit code and the count. */
+static int run_watched(struct seccomp_prog *p, struct notifier *n, int (*calls)(void), uint64_t *ret_count)
 {
-        struct seccomp_prog *p = NULL;
-        struct notifier *n = NULL;
-        ASSERT_OK(seccomp_prog_build(false, &p));
-        ASSERT_OK(notifier_start(p, &n));
         int sv[2];
         ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
         pid_t pid = fork();
@@ -109,7 +107,7 @@ TEST(notifier_answers_and_counts)
                 char go;
                 if (read(sv[1], &go, 1) != 1) /* the parent watches first */
                         _exit(102);
-                _exit(child_calls());
+                _exit(calls());
         }
         close(sv[1]);
         int fd = notify_recv_tagged_fd(sv[0], NOTIFY_TAG, 2000);
@@ -120,12 +118,47 @@ TEST(notifier_answers_and_counts)
         int st = 0;
         ASSERT_EQ(waitpid(pid, &st, 0), pid);
         ASSERT_TRUE(WIFEXITED(st));
-        ASSERT_EQ(WEXITSTATUS(st), 0);
-        ASSERT_U64_EQ(notify_watch_count(w), 3);
+        *ret_count = notify_watch_count(w);
         notifier_unwatch(n, w);
         close(sv[0]);
+        return WEXITSTATUS(st);
+}
+
+/* EPERM while counted, ENOSYS once the cap closed the listener. */
+static int calls_past_cap(void)
+{
+        for (int i = 0; i < NOTIFY_MAX_PER_PROC + 3; i++) {
+                errno = 0;
+                long r = syscall(SYS_mount, "none", "/nonexistent", "tmpfs", 0, NULL);
+                int want = i < NOTIFY_MAX_PER_PROC ? EPERM : ENOSYS;
+                if (r != -1 || errno != want)
+                        return 1;
+        }
+        return 0;
+}
+
+/* calls() under the notify program with a fresh notifier: its count. */
+static uint64_t count_refusals(int (*calls)(void))
+{
+        struct seccomp_prog *p = NULL;
+        struct notifier *n = NULL;
+        ASSERT_OK(seccomp_prog_build(false, &p));
+        ASSERT_OK(notifier_start(p, &n));
+        uint64_t count = 0;
+        ASSERT_EQ(run_watched(p, n, calls, &count), 0);
         notifier_free(n);
         seccomp_prog_free(p);
+        return count;
+}
+
+TEST(notifier_caps_one_process)
+{
+        ASSERT_U64_EQ(count_refusals(calls_past_cap), NOTIFY_MAX_PER_PROC);
+}
+
+TEST(notifier_answers_and_counts)
+{
+        ASSERT_U64_EQ(count_refusals(child_calls), 3);
 }
 
 TEST(refusals_without_listener_are_enosys)
