@@ -58,7 +58,8 @@ int engine_new(const struct engine_options *opt, struct engine **ret, struct err
                          JAIL_FORKSERVER_LIB, strerror(-r));
                 templates = false;
         }
-        if ((r = bg_thread_init(&e->reaper, &e->lock)) < 0 || (r = bg_thread_init(&e->filler, &e->lock)) < 0 ||
+        if ((e->jail.seccomp && (r = notifier_start(e->jail.seccomp, &e->notifier)) < 0) ||
+            (r = bg_thread_init(&e->reaper, &e->lock)) < 0 || (r = bg_thread_init(&e->filler, &e->lock)) < 0 ||
             (r = bg_thread_start(&e->reaper, "reaper", 1, reaper_main, e)) < 0) {
                 err_set(err, ERR_INTERNAL, -r, "engine start failed at threads: %s", strerror(-r));
                 engine_free(e);
@@ -95,6 +96,7 @@ void engine_free(struct engine *e)
         engine_kill_all(e);
         bg_thread_done(&e->filler);
         bg_thread_done(&e->reaper);
+        notifier_free(e->notifier);
         jail_ctx_done(&e->jail);
         pthread_mutex_destroy(&e->lock);
         free(e);

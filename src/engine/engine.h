@@ -42,6 +42,7 @@ struct exec_outcome {
         uint64_t duration_ns;
         uint64_t cpu_ns;        /* CPU used by this run */
         uint64_t memory_peak;
+        uint64_t refused_syscalls; /* seccomp refusals during this run */
 };
 void exec_outcome_done(struct exec_outcome *o);
 

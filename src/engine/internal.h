@@ -8,6 +8,7 @@
 
 #include "engine/engine.h"
 #include "engine/kproc.h"
+#include "engine/notify.h"
 #include "engine/proc.h"
 
 /* A jailed process (proc.c). A kernel embeds one as its first member. */
@@ -23,6 +24,7 @@ struct proc {
         void (*destroy)(struct proc *p);
         struct proc *prev, *next;   /* engine's live list */
         struct proc *dead_next;     /* engine's reap queue */
+        struct notify_watch *watch; /* its seccomp refusals (notify.c), or NULL */
 };
 
 struct kproc {
@@ -80,6 +82,9 @@ struct engine {
         /* Used processes waiting to be killed and reaped off the request path. */
         struct proc *dead;
         struct bg_thread reaper;  /* on the engine lock */
+
+        /* Answers and counts every jail's refused syscalls (notify.c). */
+        struct notifier *notifier;
 };
 
 /* engine.c */
@@ -101,6 +106,9 @@ bool pidfd_exited(int pidfd);
  * go to p); stdin, ctl_fd and the rest of spec are the caller's. Fills and
  * tracks p. */
 int proc_spawn_jail(struct engine *e, struct jail_spec *spec, struct proc *p, struct err *err);
+/* Takes the seccomp listener the workload sent on sock (within timeout_ms)
+ * and has the notifier watch it for p. 0 or -errno. */
+int proc_watch_refusals(struct proc *p, int sock, int timeout_ms);
 /* Adopts a template's executor with the given pipe ends (taken). */
 int proc_adopt(struct engine *e, pid_t pid, const struct exec_limits *lim, int out_fd, int err_fd,
                struct proc *p);
@@ -118,6 +126,7 @@ struct run_state {
         size_t pending_len, pending_off;
         uint64_t start_ns, deadline_ns, cpu_base;
         uint64_t newlines;
+        uint64_t refused_base;  /* p's refusal count when the run started */
         uint64_t bytes;         /* stdout+stderr bytes seen, kept or not */
         bool out_eof, err_eof;
 };

@@ -139,6 +139,9 @@ int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
         }
         ctl[0] = rep[0] = -1;
         r = proc_spawn_jail(e, &spec, &k->p, err);
+        /* A template has no filter: its executors send their listeners. */
+        if (r == 0 && !spec.template && (r = proc_watch_refusals(&k->p, k->ctl_fd, 1000)) < 0)
+                jail_step_err(err, "seccomp", r);
         if (r < 0) {
                 kproc_free(k);
                 goto fail;

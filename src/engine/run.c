@@ -17,6 +17,7 @@ void run_init(struct run_state *s, struct proc *p, const struct exec_limits *lim
         s->deadline_ns = s->start_ns + lim->wall_ms * 1000000ULL;
         /* A terminal carries both streams on one fd. */
         s->err_eof = p->err_fd < 0;
+        s->refused_base = notify_watch_count(p->watch);
 }
 
 static bool output_over_limit(struct run_state *s)
@@ -198,6 +199,8 @@ static void finish_usage(struct run_state *s)
 {
         struct cgroup_usage u = { 0 };
         struct exec_outcome *o = s->o;
+        /* Counted before each answer: complete once the guest moved on. */
+        o->refused_syscalls = notify_watch_count(s->p->watch) - s->refused_base;
         if (s->p->jp.cg && cgroup_read_usage(s->p->jp.cg, &u) == 0) {
                 o->cpu_ns = u.cpu_ns - s->cpu_base;
                 o->memory_peak = u.memory_peak;

@@ -112,6 +112,11 @@ struct jail_spec {
          * It never runs guest code; each child drops to JAIL_UID and applies
          * the seccomp policy itself before running any. Root only. */
         bool template;
+        /* seccomp refusals (engine/notify.c): when ctl_fd >= 0 the workload
+         * installs the policy with a listener and sends it over fd 3 as one
+         * byte 'N' with SCM_RIGHTS, before the terminal's 'T'. ctl_only_seccomp:
+         * fd 3 carries nothing else and is closed before exec. */
+        bool ctl_only_seccomp;
 };
 
 #define JAIL_TEMPLATE_UID 65533
