@@ -58,6 +58,9 @@ struct engine_options {
         uint64_t pool_size[ENGINE_MAX_RUNTIMES]; /* warm members, by runtime_at() index */
         uint64_t pool_refill_per_s;  /* pool starts per second at most (0: no cap) */
         uint64_t pool_memory_budget; /* bytes all warm members may hold (0: no cap) */
+        /* CFS quota of every jail's cgroup, % of one CPU (0: none): it holds
+         * between requests too, when nobody samples a context's usage. */
+        uint32_t cpu_quota_percent;
 };
 
 struct engine;

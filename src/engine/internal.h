@@ -34,6 +34,8 @@ struct kproc {
         bool counters_fresh;        /* cgroup counters already reset after boot */
         uint64_t pool_bytes;        /* memory counted against pool.memory_budget */
         bool forked;                /* forked from a template: its random state is the template's */
+        bool cpu_marked;            /* cpu_mark is valid (a resident kernel that ran) */
+        uint64_t cpu_mark;          /* its group's CPU counter when the last run ended */
         struct buf ctl_in;          /* partial control-channel input */
 };
 
@@ -117,6 +119,7 @@ struct run_state {
         const char *pending;    /* bytes not yet written (ctl for kernels, stdin for procs) */
         size_t pending_len, pending_off;
         uint64_t start_ns, deadline_ns, cpu_base;
+        uint64_t cpu_debt;      /* CPU a resident kernel burned since its last run, charged to this one */
         uint64_t newlines;
         uint64_t bytes;         /* stdout+stderr bytes seen, kept or not */
         bool out_eof, err_eof;

@@ -315,6 +315,25 @@ static char *request_line(json_t *request, size_t *ret_len)
         return out;
 }
 
+/* A resident kernel's group counts from its last request: restart the
+ * counters, but charge what it burned while idle (processes it left
+ * running, under the cgroup's CPU quota) to this run's fuel, so idling
+ * never launders CPU. Warm pool members were reset off the request path,
+ * after boot, and have used nothing since (they wait for this request), so
+ * their baseline is 0. */
+static void start_counters(struct kproc *kp, struct run_state *s)
+{
+        struct cgroup_usage u = { 0 };
+        if (kp->p.jp.cg && !kp->counters_fresh) {
+                if (kp->cpu_marked && cgroup_read_usage(kp->p.jp.cg, &u) == 0 && u.cpu_ns > kp->cpu_mark)
+                        s->cpu_debt = u.cpu_ns - kp->cpu_mark;
+                cgroup_reset(kp->p.jp.cg);
+                cgroup_read_usage(kp->p.jp.cg, &u);
+        }
+        kp->counters_fresh = false;
+        s->cpu_base = u.cpu_ns;
+}
+
 int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
               struct exec_outcome *ret)
 {
@@ -329,24 +348,17 @@ int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
         if (!pending)
                 return -ENOMEM;
 
-        struct cgroup_usage u0 = { 0 };
-        if (kp->p.jp.cg && !kp->counters_fresh) {
-                /* A resident kernel's group counts from its last request:
-                 * restart the counters. Warm pool members were reset off
-                 * the request path, after boot, and have used nothing since
-                 * (they wait for this request), so their baseline is 0. */
-                cgroup_reset(kp->p.jp.cg);
-                cgroup_read_usage(kp->p.jp.cg, &u0);
-        }
-        kp->counters_fresh = false;
         struct run_state s;
         run_init(&s, &kp->p, lim, o);
         s.kp = kp;
-        s.cpu_base = u0.cpu_ns;
+        start_counters(kp, &s);
         s.pending = pending;
         s.pending_len = len;
         run_write_pending(&s, kp->ctl_fd);
         int r = run_loop(&s);
         run_finish(&s, r);
+        struct cgroup_usage u1;
+        kp->cpu_marked = kp->p.alive && kp->p.jp.cg && cgroup_read_usage(kp->p.jp.cg, &u1) == 0;
+        kp->cpu_mark = kp->cpu_marked ? u1.cpu_ns : 0;
         return r;
 }

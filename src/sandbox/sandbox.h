@@ -28,6 +28,11 @@ struct sandbox_options {
         uint64_t idle_ttl_ms;            /* 0: sandboxes never expire */
         uint64_t max_contexts;           /* per sandbox */
         uint64_t max_resident_contexts;  /* live interpreters, all sandboxes */
+        uint64_t max_resident_per_sandbox; /* live interpreters of one sandbox */
+        uint64_t replay_ms;              /* total replay time of one restore */
+        uint64_t journal_bytes;          /* a journal past this restores fresh */
+        uint64_t max_sandboxes;          /* sandboxes at once */
+        uint64_t max_disk_bytes;         /* workspace images in total */
         uint64_t workspace_bytes, workspace_inodes;
         uint64_t file_bytes;             /* one file, files API */
         struct exec_limits limits;       /* one execution in a context */

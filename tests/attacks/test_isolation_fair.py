@@ -1,0 +1,99 @@
+"""Issue 10, "fair resources" (rows 6, 7, 8, 9, 12): one tenant can never
+slow, evict or starve another. Each test starts its own daemon with the
+settings it needs and asserts the SAFE outcome."""
+import glob
+import os
+import time
+import uuid
+
+import pytest
+
+from attack_helpers import ATTACK_LIMITS, Daemon, api
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="jails need root")
+
+unmount_under = api.unmount_under
+
+
+def sid(prefix="fair"):
+    return f"{prefix}-" + uuid.uuid4().hex[:12]
+
+
+def base(s, lang="python"):
+    return f"/languages/{lang}/sandboxes/{s}"
+
+
+def sbx(d, s, code, lang="python", expect=200, **extra):
+    body = {"code": code}
+    body.update(extra)
+    status, res, _ = d.post(base(s, lang) + "/execute", body)
+    assert status == expect, res
+    return res
+
+
+def value(res):
+    assert "error" not in res, res.get("error")
+    assert res["results"], res
+    r = res["results"][0]
+    return r["json"] if "json" in r else r["text"]
+
+
+def daemon(*sets):
+    return Daemon(sets=ATTACK_LIMITS + list(sets))
+
+
+def stop(d):
+    data = d.data_dir
+    d.stop()
+    unmount_under(data)
+    d.cleanup()
+
+
+# ---- row 6: CPU quota at all times, idle CPU charged ----
+
+def cgroup_root_cpu_ns(pid):
+    """CPU used by every jail of daemon pid: its cgroup root is
+    sandboxd-<pid>-<stamp> in the cpuacct (v1) or unified (v2) hierarchy."""
+    for pattern, f in (("/sys/fs/cgroup/cpuacct/**/sandboxd-%d-*", "cpuacct.usage"),
+                       ("/sys/fs/cgroup/**/sandboxd-%d-*", "cpu.stat")):
+        for d in glob.glob(pattern % pid, recursive=True):
+            p = os.path.join(d, f)
+            if not os.path.exists(p):
+                continue
+            text = open(p).read()
+            if f == "cpu.stat":
+                usec = next(int(l.split()[1]) for l in text.splitlines() if l.startswith("usage_usec"))
+                return usec * 1000
+            return int(text)
+    pytest.skip("no CPU accounting cgroup for the daemon")
+
+
+def test_row_06_idle_spinner_is_throttled_and_charged():
+    d = daemon("sandbox.cpu_quota_percent=50", "limits.cpu_ms=2000", "pool.size=0", "pool.zygote=false")
+    try:
+        s = sid()
+        # Two spinners left running by a cell: without a quota they would
+        # take both CPUs of this machine while no request is in flight.
+        res = sbx(d, s, "import subprocess\nps = [subprocess.Popen(['sh', '-c', 'while :; do :; done']) "
+                        "for _ in range(2)]\nlen(ps)")
+        assert value(res) == "2"
+        t0, c0 = time.monotonic(), cgroup_root_cpu_ns(d.proc.pid)
+        time.sleep(3)
+        t1, c1 = time.monotonic(), cgroup_root_cpu_ns(d.proc.pid)
+        used, wall = (c1 - c0) / 1e9, t1 - t0
+        assert used <= wall * 0.5 * 1.2 + 0.2, f"{used:.2f} CPU-s in {wall:.2f} s with a 50% quota"
+        assert used > 0.5, "the spinners should be running (throttled) meanwhile"
+        time.sleep(2.5)
+        # More than 2 s of CPU burned while idle: charged to the next
+        # request, whose fuel (2 s) it exhausts; the interpreter (and its
+        # spinners) is killed, not forgiven.
+        res = sbx(d, s, "1")
+        assert res.get("error", {}).get("name") == "ExecutionLimitError", res
+        assert "fuel" in res["error"]["message"]
+        time.sleep(0.5)
+        c2 = cgroup_root_cpu_ns(d.proc.pid)
+        time.sleep(1)
+        assert (cgroup_root_cpu_ns(d.proc.pid) - c2) / 1e9 < 0.3, "the spinners survived the limit"
+        assert value(sbx(d, s, "len(ps)")) == "2"  # state restored from the journal
+    finally:
+        stop(d)
