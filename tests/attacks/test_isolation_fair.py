@@ -97,3 +97,64 @@ def test_row_06_idle_spinner_is_throttled_and_charged():
         assert value(sbx(d, s, "len(ps)")) == "2"  # state restored from the journal
     finally:
         stop(d)
+
+
+# ---- row 9: caps on sandboxes and disk; image size ----
+
+def test_row_09_sandbox_and_disk_caps():
+    d = daemon("sandbox.max_sandboxes=3", "limits.workspace_bytes=16M", "sandbox.max_disk_bytes=1G")
+    try:
+        ids = [sid() for _ in range(4)]
+        for s in ids[:3]:
+            assert value(sbx(d, s, "1")) == "1"
+        # The fourth is refused before anything of it exists.
+        for path in (base(ids[3]), base(ids[3]) + "/execute"):
+            status, res, _ = (d.get(path) if path == base(ids[3]) else d.post(path, {"code": "1"}))
+            assert status == 429, res
+            assert res["code"] == "SANDBOX_LIMIT_EXCEEDED", res
+        assert not os.path.exists(os.path.join(d.data_dir, "sandboxes", ids[3]))
+        assert not os.path.exists(os.path.join(d.data_dir, "mnt", ids[3]))
+        loops = [l for l in open("/proc/self/mountinfo") if d.data_dir in l and " ext4 " in l]
+        assert len(loops) <= 3, loops
+        # Deleting one frees its slot.
+        status, _, _ = d.request("DELETE", base(ids[0]))
+        assert status in (200, 204)
+        assert value(sbx(d, ids[3], "1")) == "1"
+    finally:
+        stop(d)
+    d = daemon("limits.workspace_bytes=16M", "sandbox.max_disk_bytes=40M")
+    try:
+        a, b, c = sid(), sid(), sid()
+        assert value(sbx(d, a, "1")) == "1"
+        assert value(sbx(d, b, "1")) == "1"
+        status, res, _ = d.post(base(c) + "/execute", {"code": "1"})
+        assert status == 507, res
+        assert res["code"] == "INSUFFICIENT_STORAGE", res
+        assert not os.path.exists(os.path.join(d.data_dir, "sandboxes", c))
+    finally:
+        stop(d)
+
+
+def test_row_09_image_usable_space_within_quota():
+    d = daemon("limits.workspace_bytes=16M")
+    try:
+        s = sid()
+        free = value(sbx(d, s, "import os\nst = os.statvfs('/workspace')\nst.f_bavail * st.f_frsize"))
+        assert int(free) <= 16 * 1024 * 1024, free
+        assert int(free) >= 14 * 1024 * 1024, f"the quota should be mostly usable: {free}"
+        # And a guest really cannot store more than the quota.
+        res = sbx(d, s, """
+n = 0
+try:
+    with open('/workspace/fill', 'wb') as f:
+        while True:
+            f.write(b'x' * 65536); n += 65536
+            f.flush()
+except OSError:
+    pass
+import os
+os.path.getsize('/workspace/fill')
+""", )
+        assert int(value(res)) <= 16 * 1024 * 1024
+    finally:
+        stop(d)
