@@ -230,6 +230,7 @@ static void sandbox_options_from_config(const struct config *cfg, struct sandbox
                 .max_contexts = cfg->max_contexts,
                 .max_resident_contexts = cfg->max_resident_contexts,
                 .max_resident_per_sandbox = cfg->max_resident_per_sandbox,
+                .resident_grace_ms = cfg->resident_grace_ms,
                 .replay_ms = cfg->replay_ms,
                 .journal_bytes = cfg->journal_bytes,
                 .max_sandboxes = cfg->max_sandboxes,

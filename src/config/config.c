@@ -78,6 +78,7 @@ static const struct cfg_opt opts[] = {
          * times; caps per sandbox and in total; replay bounded. */
         U64("sandbox.cpu_quota_percent", cpu_quota_percent, 100, 0, 6400, "CPU quota of every jail (contexts between requests included), % of one CPU; 0: none"),
         U64("sandbox.max_resident_per_sandbox", max_resident_per_sandbox, 4, 1, 64, "live context interpreters one sandbox may hold (it evicts its own beyond)"),
+        U64("sandbox.resident_grace_ms", resident_grace_ms, 600000, 0, UINT64_MAX / 2, "an interpreter idle longer may be evicted for any sandbox (0: only for smaller ones)"),
         U64("sandbox.replay_ms", replay_ms, 10000, 100, 3600000, "total time a context restore may replay its journal before it starts fresh (stale)"),
         U64("sandbox.journal_bytes", journal_bytes, 4 * MiB, 1 * KiB, 1 * GiB, "journal size past which a context restores fresh (stale) and stops journaling"),
         U64("sandbox.max_sandboxes", max_sandboxes, 1000, 1, 1000000, "sandboxes at once (429 SANDBOX_LIMIT_EXCEEDED beyond)"),

@@ -64,6 +64,7 @@ struct config {
         uint64_t max_resident_contexts;
         uint64_t cpu_quota_percent;
         uint64_t max_resident_per_sandbox;
+        uint64_t resident_grace_ms;
         uint64_t replay_ms;
         uint64_t journal_bytes;
         uint64_t max_sandboxes;

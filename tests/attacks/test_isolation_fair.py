@@ -158,3 +158,92 @@ os.path.getsize('/workspace/fill')
         assert int(value(res)) <= 16 * 1024 * 1024
     finally:
         stop(d)
+
+
+# ---- row 7: fair eviction, restores said ----
+
+def new_context(d, s, lang="python"):
+    status, c, _ = d.post(base(s, lang) + "/contexts", {})
+    assert status == 201, c
+    return c["id"]
+
+
+def test_row_07_eviction_by_another_tenant_impossible():
+    d = daemon("sandbox.max_resident_contexts=3", "sandbox.max_resident_per_sandbox=2", "pool.size=0")
+    try:
+        victim = sid("victim")
+        res = sbx(d, victim, "import random\nr = random.random()\nr")
+        r0 = value(res)
+        assert res["context"]["restored"] is False
+        # The attacker touches many contexts in its own sandboxes: one with
+        # five contexts, then three more sandboxes.
+        a = sid("attacker")
+        ctxs = [new_context(d, a) for _ in range(5)]
+        for c in ctxs:
+            assert value(sbx(d, a, "x = 1\nx", contextId=c)) == "1"
+        for _ in range(3):
+            assert value(sbx(d, sid("attacker"), "y = 2\ny")) == "2"
+        # The victim's interpreter is still there, with its state.
+        res = sbx(d, victim, "r")
+        assert value(res) == r0
+        assert res["context"]["restored"] is False, res["context"]
+        # The attacker's own first context was evicted, and it is told so.
+        res = sbx(d, a, "x", contextId=ctxs[0])
+        assert value(res) == "1"
+        assert res["context"]["restored"] is True
+        assert res["context"]["restore"]["reason"] in ("evicted_own", "evicted"), res["context"]
+        status, info, _ = d.get(base(a))
+        c0 = next(c for c in info["contexts"] if c["id"] == ctxs[0])
+        assert c0["lastRestore"]["reason"] == res["context"]["restore"]["reason"]
+    finally:
+        stop(d)
+
+
+# ---- row 8: replay bounded in time and size ----
+
+def test_row_08_replay_bounded_then_fresh_and_said():
+    d = daemon("sandbox.replay_ms=2000", "limits.wall_ms=5000", "sandbox.max_resident_per_sandbox=1", "pool.size=0")
+    try:
+        s = sid()
+        assert value(sbx(d, s, "marker = 42\nmarker")) == "42"
+        for _ in range(4):
+            sbx(d, s, "import time\ntime.sleep(3)\n1")
+        # Another context of the sandbox evicts the python one (cap 1).
+        assert value(sbx(d, s, "1 + 1", lang="javascript")) == "2"
+        t0 = time.monotonic()
+        res = sbx(d, s, "'answered'")
+        took = time.monotonic() - t0
+        assert value(res) == "'answered'"
+        assert took < 6, f"restore took {took:.1f} s (12 s of sleeps replayed?)"
+        ctx = res["context"]
+        assert ctx["restored"] is True and ctx["restore"]["fresh"] is True, ctx
+        assert ctx["restore"]["stale"] is True and ctx["restore"]["staleReason"] == "replay_time", ctx
+        # The state is gone, and SandboxInfo says the context is stale.
+        res = sbx(d, s, "marker")
+        assert res.get("error", {}).get("name") == "NameError", res
+        status, info, _ = d.get(base(s))
+        py = next(c for c in info["contexts"] if c["language"] == "python")
+        assert py["snapshot"]["stale"] is True and py["snapshot"]["staleReason"] == "replay_time", py
+        assert py["lastRestore"]["fresh"] is True
+    finally:
+        stop(d)
+
+
+def test_row_08_journal_size_bound():
+    d = daemon("sandbox.journal_bytes=1K", "sandbox.max_resident_per_sandbox=1", "pool.size=0")
+    try:
+        s = sid()
+        pad = "#" + "x" * 600 + "\n"
+        for i in range(3):
+            sbx(d, s, f"{pad}v{i} = {i}\n1")
+        status, info, _ = d.get(base(s))
+        py = info["contexts"][0]
+        assert py["snapshot"]["stale"] is True and py["snapshot"]["staleReason"] == "journal_size", py
+        assert py["snapshot"]["bytes"] <= 1024 + 700
+        assert value(sbx(d, s, "1 + 1", lang="javascript")) == "2"
+        res = sbx(d, s, "'ok'")
+        assert value(res) == "'ok'"
+        assert res["context"]["restore"]["fresh"] is True
+        assert res["context"]["restore"]["staleReason"] == "journal_size"
+    finally:
+        stop(d)
