@@ -70,6 +70,10 @@ struct engine;
 int engine_new(const struct engine_options *opt, struct engine **ret, struct err *err);
 void engine_free(struct engine *e);
 enum cgroup_backend engine_cgroup_backend(const struct engine *e);
+/* A fresh, empty network namespace (an O_CLOEXEC fd the caller owns), for
+ * the jails of one sandbox to share (kproc_spawn_in). -EOPNOTSUPP in
+ * rootless mode, where every jail has a namespace of its own anyway. */
+int engine_netns_take(struct engine *e);
 /* The default limits (engine_options.limits). */
 const struct exec_limits *engine_limits(const struct engine *e);
 

@@ -60,8 +60,20 @@ struct zygote {
         uint64_t forks, failures, retry_at_ns;
 };
 
+#define NETNS_POOL_MAX 8
+
+/* Fresh empty network namespaces, ready for sandboxes and jails (netns.c). */
+struct netns_pool {
+        bool enabled;             /* root mode: namespaces made here */
+        int home_fd;              /* the daemon's own namespace */
+        int fds[NETNS_POOL_MAX];
+        size_t n;
+        struct bg_thread filler;  /* internal lock */
+};
+
 struct engine {
         struct engine_options opt;
+        struct netns_pool netns;
         struct zygote zygotes[ENGINE_MAX_RUNTIMES];
         size_t nzygotes;
         struct jail_ctx jail;
@@ -143,6 +155,10 @@ int kproc_step_err(struct err *err, const char *step, int r);
 /* A kproc around an adopted or spawned proc (ctl taken). */
 struct kproc *kproc_new(const struct runtime *rt, int ctl_fd, int replay_fd, bool once,
                         const struct exec_limits *lim);
+
+/* netns.c */
+int netns_pool_start(struct netns_pool *np, bool enabled);
+void netns_pool_stop(struct netns_pool *np);
 
 /* pool.c */
 struct kproc *pool_take(struct engine *e, const struct runtime *rt);

@@ -101,9 +101,17 @@ int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
                 const char *workspace_dir, bool replay_overlay, const struct exec_limits *lim,
                 struct kproc **ret, struct err *err)
 {
+        return kproc_spawn_in(e, rt, mode, workspace_dir, -1, replay_overlay, lim, ret, err);
+}
+
+int kproc_spawn_in(struct engine *e, const struct runtime *rt, const char *mode, const char *workspace_dir,
+                   int netns_fd, bool replay_overlay, const struct exec_limits *lim, struct kproc **ret,
+                   struct err *err)
+{
         int ctl[2] = { -1, -1 }, rep[2] = { -1, -1 }, r;
         char scratch[512];
-        struct jail_spec spec = { .workspace_dir = workspace_dir, .replay_fd = -1 };
+        struct jail_spec spec = { .workspace_dir = workspace_dir, .replay_fd = -1, .has_netns = netns_fd >= 0,
+                                  .netns_fd = netns_fd };
 
         if ((r = build_spec(e, rt, mode, lim, &spec, scratch, sizeof(scratch))) < 0)
                 return err_set(err, ERR_INVALID, -r, "kernel start failed at argv: %s", strerror(-r));

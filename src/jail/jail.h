@@ -108,6 +108,10 @@ struct jail_spec {
          * It never runs guest code; each child drops to JAIL_UID and applies
          * the seccomp policy itself before running any. Root only. */
         bool template;
+        /* has_netns: join netns_fd (a sandbox's own namespace, or a fresh
+         * one) instead of the context's shared empty one. Root only. */
+        bool has_netns;
+        int netns_fd;
 };
 
 #define JAIL_TEMPLATE_UID 65533

@@ -230,7 +230,8 @@ static int spawn_interpreter(struct sandbox_mgr *m, struct context *c, bool over
                              struct err *err)
 {
         struct err why = { 0 };
-        int r = kproc_spawn(m->engine, c->rt, "repl", c->sbx->ws.mount, overlay, lim, &c->kp, &why);
+        int r = kproc_spawn_in(m->engine, c->rt, "repl", c->sbx->ws.mount, c->sbx->netns_fd, overlay, lim, &c->kp,
+                               &why);
         if (r < 0) {
                 /* Always "unavailable" (an upstream failure to the client),
                  * whatever the step's own reason. */
@@ -438,6 +439,7 @@ int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt,
         if (r == 0) {
                 c->refs++;
                 env = effective_env(s, c, call_env);
+                sandbox_netns(m, s);
         }
         pthread_mutex_unlock(&s->lock);
         if (r == 0) {

@@ -58,6 +58,7 @@ struct sandbox {
         pthread_mutex_t lock;
         int refs;                    /* manager lock */
         size_t resident;             /* its contexts in the LRU (manager lock) */
+        int netns_fd;                /* its own network namespace, shared by its jails; -1: none yet */
         bool deleted;
         struct sandbox *hnext;
 };
@@ -81,6 +82,9 @@ void sandbox_put(struct sandbox_mgr *m, struct sandbox *s);
 struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err *err);
 /* unlock + sandbox_put. */
 void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s);
+/* Takes the sandbox's own network namespace if it has none yet (caller
+ * holds s->lock); without one (rootless) every jail has its own. */
+void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s);
 /* Mounts the workspace if needed (caller holds s->lock). */
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err);
 json_t *env_parse(const char *text);

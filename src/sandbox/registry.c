@@ -71,6 +71,8 @@ static void sandbox_free(struct sandbox_mgr *m, struct sandbox *s)
                 context_free(m, c);
         }
         workspace_close(&s->ws);
+        if (s->netns_fd >= 0)
+                close(s->netns_fd);
         json_decref(s->env);
         sandbox_row_done(&s->row);
         pthread_mutex_destroy(&s->lock);
@@ -149,6 +151,7 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, struct sandbox **
         if (!s)
                 return -ENOMEM;
         pthread_mutex_init(&s->lock, NULL);
+        s->netns_fd = -1;
         workspace_init(&s->ws, m->opt.data_dir, id);
         int r = store_sandbox_get(m->store, id, &s->row);
         if (r == -ENOENT)
@@ -240,6 +243,14 @@ void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s)
 {
         pthread_mutex_unlock(&s->lock);
         sandbox_put(m, s);
+}
+
+void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s)
+{
+        if (s->netns_fd < 0) {
+                int fd = engine_netns_take(m->engine);
+                s->netns_fd = fd >= 0 ? fd : -1;
+        }
 }
 
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err)

@@ -247,3 +247,55 @@ def test_row_08_journal_size_bound():
         assert res["context"]["restore"]["staleReason"] == "journal_size"
     finally:
         stop(d)
+
+
+# ---- row 12: one network namespace per sandbox ----
+
+LISTEN = """
+import socket
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind('\\0' + NAME)
+srv.listen(1)
+'bound'
+"""
+
+PROBE = """
+import socket, errno
+seen = NAME in open('/proc/net/unix').read()
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.bind('\\0' + NAME)
+    bind = 'ok'
+except OSError as e:
+    bind = errno.errorcode[e.errno]
+finally:
+    s.close()
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    c.connect('\\0' + NAME)
+    conn = 'connected'
+except OSError as e:
+    conn = errno.errorcode[e.errno]
+[seen, bind, conn]
+"""
+
+
+def test_row_12_abstract_sockets_are_per_sandbox():
+    d = daemon()
+    try:
+        name = "sbx-secret-" + uuid.uuid4().hex[:8]
+        a, b = sid("tenant-a"), sid("tenant-b")
+        assert value(sbx(d, a, f"NAME = {name!r}\n" + LISTEN)) == "'bound'"
+        # Within the sandbox the name is shared: another context sees it
+        # (connecting is Landlock's business: scoped per jail on >= 6.12).
+        own = value(sbx(d, a, f"NAME = {name!r}\n" + PROBE, contextId=new_context(d, a)))
+        assert own[:2] == [True, "EADDRINUSE"], own
+        # Another sandbox and a stateless run: invisible, not squattable,
+        # not connectable.
+        other = value(sbx(d, b, f"NAME = {name!r}\n" + PROBE))
+        assert other == [False, "ok", "ECONNREFUSED"], other
+        status, res, _ = d.post("/execute/python", {"code": f"NAME = {name!r}\n" + PROBE})
+        assert status == 200
+        assert value(res) == [False, "ok", "ECONNREFUSED"], res
+    finally:
+        stop(d)
