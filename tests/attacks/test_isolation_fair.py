@@ -261,22 +261,16 @@ srv.listen(1)
 
 PROBE = """
 import socket, errno
-seen = NAME in open('/proc/net/unix').read()
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-try:
-    s.bind('\\0' + NAME)
-    bind = 'ok'
-except OSError as e:
-    bind = errno.errorcode[e.errno]
-finally:
-    s.close()
-c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-try:
-    c.connect('\\0' + NAME)
-    conn = 'connected'
-except OSError as e:
-    conn = errno.errorcode[e.errno]
-[seen, bind, conn]
+def attempt(op):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        getattr(s, op)('\\0' + NAME)
+        return 'ok'
+    except OSError as e:
+        return errno.errorcode[e.errno]
+    finally:
+        s.close()
+[NAME in open('/proc/net/unix').read(), attempt('bind'), attempt('connect')]
 """
 
 
