@@ -519,6 +519,20 @@ static void reaper_loop(void *arg)
 
 /* ---- the manager ---- */
 
+/* A cap left at 0 by a caller that predates it means "none" (the
+ * configuration never gives 0: its bounds start at 1). */
+static void options_fill_caps(struct sandbox_options *o)
+{
+        /* Large, yet no overflow when scaled (replay_ms to ns, disk sums). */
+        const uint64_t none = 1ULL << 42;
+        uint64_t *caps[] = { &o->max_sandboxes, &o->max_disk_bytes, &o->replay_ms, &o->journal_bytes };
+        for (size_t i = 0; i < ARRAY_SIZE(caps); i++)
+                if (*caps[i] == 0)
+                        *caps[i] = i == 1 ? UINT64_MAX / 2 : none;
+        if (o->max_resident_per_sandbox == 0)
+                o->max_resident_per_sandbox = o->max_resident_contexts;
+}
+
 int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct store *store,
                 struct sandbox_mgr **ret)
 {
@@ -526,6 +540,7 @@ int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct
         if (!m)
                 return -ENOMEM;
         m->opt = *opt;
+        options_fill_caps(&m->opt);
         m->engine = engine;
         m->store = store;
         pthread_mutex_init(&m->lock, NULL);

@@ -28,6 +28,7 @@ struct sandbox_options {
         uint64_t idle_ttl_ms;            /* 0: sandboxes never expire */
         uint64_t max_contexts;           /* per sandbox */
         uint64_t max_resident_contexts;  /* live interpreters, all sandboxes */
+        /* Caps below: 0 means none (max_resident_per_sandbox: the total). */
         uint64_t max_resident_per_sandbox; /* live interpreters of one sandbox */
         uint64_t resident_grace_ms;      /* idle longer: evictable by any sandbox (0: never) */
         uint64_t replay_ms;              /* total replay time of one restore */
