@@ -41,9 +41,14 @@ int err_setv(struct err *e, enum err_reason reason, int errnum, const char *fmt,
         e->reason = reason;
         e->errnum = errnum > 0 ? errnum : 0;
         set_message(e->msg, sizeof(e->msg), fmt, ap);
-        if (errnum > 0)
-                return -errnum;
-        return reason == ERR_INVALID ? -EINVAL : -EIO;
+        return err_ret(e);
+}
+
+int err_ret(const struct err *e)
+{
+        if (e->errnum > 0)
+                return -e->errnum;
+        return e->reason == ERR_INVALID ? -EINVAL : -EIO;
 }
 
 int err_set(struct err *e, enum err_reason reason, int errnum, const char *fmt, ...)

@@ -175,12 +175,12 @@ int sbx_context_create(struct sandbox_mgr *m, const char *id, const struct runti
         }
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
-                return -EINVAL;
+                return err_ret(err);
         struct context *c = context_new(m, s, rt, binding, norm, env, err);
         if (c)
                 context_info_fill(c, ret);
         sandbox_leave(m, s);
-        return c ? 0 : -EIO;
+        return c ? 0 : err_ret(err);
 }
 
 static int context_not_found(struct err *err, const char *cid, const char *op, const char *msg)
@@ -195,7 +195,7 @@ int sbx_context_delete(struct sandbox_mgr *m, const char *id, const char *cid, s
 {
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
-                return -EINVAL;
+                return err_ret(err);
         struct context *c = find_context(s, cid);
         int r = 0;
         if (!c) {
@@ -432,10 +432,10 @@ int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt,
         ret->snapshot_ms = -1;
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
-                return -EINVAL;
+                return err_ret(err);
         struct context *c = resolve_context(m, s, rt, binding, context_id, err);
         json_t *env = NULL;
-        int r = c ? sandbox_open_workspace(m, s, err) : -EIO;
+        int r = c ? sandbox_open_workspace(m, s, err) : err_ret(err);
         if (r == 0) {
                 c->refs++;
                 env = effective_env(s, c, call_env);

@@ -298,7 +298,7 @@ int sbx_destroy(struct sandbox_mgr *m, const char *id, struct err *err)
 {
         struct sandbox *s = sandbox_get(m, id, err);
         if (!s)
-                return -EINVAL;
+                return err_ret(err);
         int r = sandbox_wipe(m, s);
         sandbox_put(m, s);
         if (r < 0)
@@ -350,7 +350,7 @@ int sbx_info(struct sandbox_mgr *m, const char *id, struct sbx_info *ret, struct
         memset(ret, 0, sizeof(*ret));
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
-                return -EINVAL;
+                return err_ret(err);
         snprintf(ret->id, sizeof(ret->id), "%s", s->row.id);
         snprintf(ret->org_id, sizeof(ret->org_id), "%s", s->row.org_id);
         ret->created_at = s->row.created_at;
@@ -373,7 +373,7 @@ int sbx_context_list(struct sandbox_mgr *m, const char *id, struct sbx_context_i
 {
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
-                return -EINVAL;
+                return err_ret(err);
         int r = contexts_snapshot(s, ret, ret_n);
         sandbox_leave(m, s);
         if (r < 0)
@@ -385,7 +385,7 @@ int sbx_set_env(struct sandbox_mgr *m, const char *id, json_t *env, struct err *
 {
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
-                return -EINVAL;
+                return err_ret(err);
         json_t *next = json_deep_copy(s->env);
         env_merge(next, env);
         char *text = json_dumps(next, JSON_COMPACT | JSON_SORT_KEYS);
@@ -411,7 +411,7 @@ int sbx_workspace_acquire(struct sandbox_mgr *m, const char *id, struct sbx_work
         ret->root_fd = -1;
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
-                return -EINVAL;
+                return err_ret(err);
         int r = sandbox_open_workspace(m, s, err);
         int fd = r == 0 ? open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         if (fd < 0) {
