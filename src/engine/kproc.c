@@ -362,7 +362,10 @@ int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
         start_counters(kp, &s);
         s.pending = pending;
         s.pending_len = len;
-        run_write_pending(&s, kp->ctl_fd);
+        if (s.cpu_debt > lim->cpu_ms * 1000000ULL)
+                run_hit_limit(&s, EXEC_LIMIT_CPU); /* spent while idle: the cell never runs */
+        else
+                run_write_pending(&s, kp->ctl_fd);
         int r = run_loop(&s);
         run_finish(&s, r);
         struct cgroup_usage u1;
