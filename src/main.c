@@ -170,6 +170,7 @@ static void engine_options_from_config(const struct config *cfg, struct engine_o
                 .workers = (unsigned)cfg->exec_workers,
                 .pool_refill_per_s = cfg->pool_refill_per_s,
                 .pool_memory_budget = cfg->pool_memory_budget,
+                .cpu_quota_percent = (uint32_t)cfg->cpu_quota_percent,
         };
         snprintf(o->run_dir, sizeof(o->run_dir), "%s/run", cfg->data_dir);
         snprintf(o->kernels_dir, sizeof(o->kernels_dir), "%s", cfg->kernels_dir);
@@ -230,6 +231,12 @@ static void sandbox_options_from_config(const struct config *cfg, struct sandbox
                 .idle_ttl_ms = cfg->idle_ttl_ms,
                 .max_contexts = cfg->max_contexts,
                 .max_resident_contexts = cfg->max_resident_contexts,
+                .max_resident_per_sandbox = cfg->max_resident_per_sandbox,
+                .resident_grace_ms = cfg->resident_grace_ms,
+                .replay_ms = cfg->replay_ms,
+                .journal_bytes = cfg->journal_bytes,
+                .max_sandboxes = cfg->max_sandboxes,
+                .max_disk_bytes = cfg->max_disk_bytes,
                 .workspace_bytes = cfg->workspace_bytes,
                 .workspace_inodes = cfg->workspace_inodes,
                 .file_bytes = cfg->file_bytes,

@@ -131,6 +131,8 @@ static const char *const reason_names[_ERR_REASON_MAX] = {
         [ERR_UNAVAILABLE] = "unavailable",
         [ERR_BUSY] = "busy",
         [ERR_INTERNAL] = "internal",
+        [ERR_QUOTA] = "quota",
+        [ERR_STORAGE] = "storage",
 };
 
 const char *err_reason_name(enum err_reason r)

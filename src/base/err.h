@@ -28,6 +28,8 @@ enum err_reason {
         ERR_UNAVAILABLE,    /* an interpreter or process could not start or be restored */
         ERR_BUSY,           /* overloaded: try again later */
         ERR_INTERNAL,       /* a bug or a failure of the host (store, out of memory) */
+        ERR_QUOTA,          /* a service-wide cap on what tenants hold (sandboxes at once) */
+        ERR_STORAGE,        /* the disk all tenants may use together is taken */
         _ERR_REASON_MAX
 };
 

@@ -52,6 +52,11 @@ int engine_new(const struct engine_options *opt, struct engine **ret, struct err
                 free(e);
                 return r;
         }
+        if ((r = netns_pool_start(&e->netns, !e->jail.userns)) < 0)
+                log_warn("msg=\"no network namespace pool: jails share one\" err=\"%s\"", strerror(-r));
+        if (opt->cpu_quota_percent && (r = cgroup_root_set_cpu_quota(e->jail.cgroot, opt->cpu_quota_percent)) < 0)
+                log_warn("msg=\"no CPU quota: the cgroup backend has no CPU bandwidth controller\" err=\"%s\"",
+                         strerror(-r));
         bool templates = opt->templates && !e->jail.userns;
         if (templates && (r = jail_ctx_set_forkserver_dir(&e->jail, opt->forkserver_dir)) < 0) {
                 log_warn("msg=\"no fork-server templates: %s/%s not usable\" err=\"%s\"", opt->forkserver_dir,
@@ -94,6 +99,7 @@ void engine_free(struct engine *e)
                 p->destroy(p);
         }
         engine_kill_all(e);
+        netns_pool_stop(&e->netns);
         bg_thread_done(&e->filler);
         bg_thread_done(&e->reaper);
         notifier_free(e->notifier);

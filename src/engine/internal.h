@@ -36,6 +36,8 @@ struct kproc {
         bool counters_fresh;        /* cgroup counters already reset after boot */
         uint64_t pool_bytes;        /* memory counted against pool.memory_budget */
         bool forked;                /* forked from a template: its random state is the template's */
+        bool cpu_marked;            /* cpu_mark is valid (a resident kernel that ran) */
+        uint64_t cpu_mark;          /* its group's CPU counter when the last run ended */
         struct buf ctl_in;          /* partial control-channel input */
 };
 
@@ -60,8 +62,20 @@ struct zygote {
         uint64_t forks, failures, retry_at_ns;
 };
 
+#define NETNS_POOL_MAX 8
+
+/* Fresh empty network namespaces, ready for sandboxes and jails (netns.c). */
+struct netns_pool {
+        bool enabled;             /* root mode: namespaces made here */
+        int home_fd;              /* the daemon's own namespace */
+        int fds[NETNS_POOL_MAX];
+        size_t n;
+        struct bg_thread filler;  /* internal lock */
+};
+
 struct engine {
         struct engine_options opt;
+        struct netns_pool netns;
         struct zygote zygotes[ENGINE_MAX_RUNTIMES];
         size_t nzygotes;
         struct jail_ctx jail;
@@ -125,6 +139,7 @@ struct run_state {
         const char *pending;    /* bytes not yet written (ctl for kernels, stdin for procs) */
         size_t pending_len, pending_off;
         uint64_t start_ns, deadline_ns, cpu_base;
+        uint64_t cpu_debt;      /* CPU a resident kernel burned since its last run, charged to this one */
         uint64_t newlines;
         uint64_t refused_base;  /* p's refusal count when the run started */
         uint64_t bytes;         /* stdout+stderr bytes seen, kept or not */
@@ -149,6 +164,10 @@ int kproc_step_err(struct err *err, const char *step, int r);
 /* A kproc around an adopted or spawned proc (ctl taken). */
 struct kproc *kproc_new(const struct runtime *rt, int ctl_fd, int replay_fd, bool once,
                         const struct exec_limits *lim);
+
+/* netns.c */
+int netns_pool_start(struct netns_pool *np, bool enabled);
+void netns_pool_stop(struct netns_pool *np);
 
 /* pool.c */
 struct kproc *pool_take(struct engine *e, const struct runtime *rt);

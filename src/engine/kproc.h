@@ -29,6 +29,11 @@ struct kproc_workspace {
 int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
                 const struct kproc_workspace *ws, bool replay_overlay, const struct exec_limits *lim,
                 struct kproc **ret, struct err *err);
+/* The same, in the network namespace netns_fd (a sandbox's own, from
+ * engine_netns_take; -1: a fresh one). */
+int kproc_spawn_in(struct engine *e, const struct runtime *rt, const char *mode,
+                   const struct kproc_workspace *ws, int netns_fd, bool replay_overlay,
+                   const struct exec_limits *lim, struct kproc **ret, struct err *err);
 /* Swaps the real workspace in after a replay. Returns 0 or -errno. */
 int kproc_end_replay(struct kproc *kp);
 /* Sends one request and collects everything until the answer (and, for a

@@ -73,7 +73,17 @@ int proc_spawn_jail(struct engine *e, struct jail_spec *spec, struct proc *p, st
         spec->stderr_fd = errp[1];
         engine_next_cgroup_name(e, cgname, sizeof(cgname));
         spec->cgroup_name = cgname;
+        /* A jail without a sandbox's namespace gets one of its own. */
+        int own_netns = spec->has_netns || spec->template ? -1 : engine_netns_take(e);
+        if (own_netns >= 0) {
+                spec->has_netns = true;
+                spec->netns_fd = own_netns;
+        }
         r = jail_spawn(&e->jail, spec, &p->jp, err);
+        if (own_netns >= 0) {
+                close(own_netns); /* the jail holds it now, or failed */
+                spec->has_netns = false;
+        }
         if (r < 0)
                 goto fail;
         close(out[1]);

@@ -97,7 +97,7 @@ static void check_cpu_and_wall(struct run_state *s)
                 return;
         }
         if (s->p->jp.cg && cgroup_read_usage(s->p->jp.cg, &u) == 0 &&
-            u.cpu_ns - s->cpu_base > s->lim->cpu_ms * 1000000ULL)
+            u.cpu_ns - s->cpu_base + s->cpu_debt > s->lim->cpu_ms * 1000000ULL)
                 run_hit_limit(s, EXEC_LIMIT_CPU);
 }
 
@@ -202,7 +202,7 @@ static void finish_usage(struct run_state *s)
         /* Counted before each answer: complete once the guest moved on. */
         o->refused_syscalls = notify_watch_count(s->p->watch) - s->refused_base;
         if (s->p->jp.cg && cgroup_read_usage(s->p->jp.cg, &u) == 0) {
-                o->cpu_ns = u.cpu_ns - s->cpu_base;
+                o->cpu_ns = u.cpu_ns - s->cpu_base + s->cpu_debt;
                 o->memory_peak = u.memory_peak;
                 if (u.oom_kills > 0 && o->limit == EXEC_LIMIT_NONE && (o->died || !o->response))
                         o->limit = EXEC_LIMIT_MEMORY;

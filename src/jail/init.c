@@ -289,8 +289,9 @@ void jail_child_main(struct child_args *a)
          * and in its terminal session when started from a shell. */
         CHECK(a, STEP_SYNC, setsid());
         CHECK(a, STEP_SYNC, unshare(CLONE_NEWCGROUP));
-        if (a->ctx->netns_fd >= 0 && !a->spec->template)
-                CHECK(a, STEP_NETNS, setns(a->ctx->netns_fd, CLONE_NEWNET));
+        int netns = a->spec->has_netns ? a->spec->netns_fd : a->ctx->netns_fd;
+        if (netns >= 0 && !a->spec->template)
+                CHECK(a, STEP_NETNS, setns(netns, CLONE_NEWNET));
         CHECK(a, STEP_HOSTNAME, sethostname("sandbox", 7));
         jail_setup_root(a);
         run_init(a);

@@ -117,6 +117,10 @@ struct jail_spec {
          * byte 'N' with SCM_RIGHTS, before the terminal's 'T'. ctl_only_seccomp:
          * fd 3 carries nothing else and is closed before exec. */
         bool ctl_only_seccomp;
+        /* has_netns: join netns_fd (a sandbox's own namespace, or a fresh
+         * one) instead of the context's shared empty one. Root only. */
+        bool has_netns;
+        int netns_fd;
 };
 
 #define JAIL_TEMPLATE_UID 65533

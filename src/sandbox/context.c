@@ -63,7 +63,9 @@ void context_info_fill(const struct context *c, struct sbx_context_info *ret)
                 .cells = c->row.snap_cells,
                 .bytes = c->row.snap_bytes,
                 .stale = c->row.snap_stale,
+                .stale_reason = c->row.snap_stale ? c->stale_reason : NULL,
         };
+        ret->last_restore = c->last_restore;
         snprintf(ret->snap.build, sizeof(ret->snap.build), "%s", c->row.build);
 }
 
@@ -218,41 +220,21 @@ int sbx_context_delete(struct sandbox_mgr *m, const char *id, const char *cid, s
 
 /* ---- one execution ---- */
 
-static int restore_state(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim,
-                         struct err *err)
-{
-        uint64_t t0 = now_ns();
-        size_t bad = journal_replay(m, c, lim);
-        if (bad) {
-                /* Never restore silently wrong state: say so. */
-                c->row.snap_stale = true;
-                log_warn("msg=\"context restored with replay failures\" context=%s cells=%zu", c->row.id, bad);
-        }
-        log_debug("msg=\"context restored\" context=%s cells=%llu ms=%.1f", c->row.id,
-                  (unsigned long long)c->row.snap_cells, (double)(now_ns() - t0) / 1e6);
-        c->need_reseed = true;
-        if (!kproc_alive(c->kp)) {
-                int r = err_set(err, ERR_UNAVAILABLE, 0, "Context state could not be restored");
-                err->op = OP_EXECUTE;
-                return r;
-        }
-        return 0;
-}
+static const char *const lost_names[] = {
+        [CONTEXT_LOST_RESTART] = "restart",
+        [CONTEXT_LOST_EVICTED] = "evicted",
+        [CONTEXT_LOST_EVICTED_OWN] = "evicted_own",
+        [CONTEXT_LOST_LIMIT] = "limit",
+};
 
-/* Makes the context's interpreter resident, restoring state if it has a
- * journal. Caller holds c->run_lock. */
-static int ensure_resident(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim,
-                           struct err *err)
+/* Starts c's interpreter (overlay: a throw-away /workspace for replay) and
+ * makes it resident. */
+static int spawn_interpreter(struct sandbox_mgr *m, struct context *c, bool overlay, const struct exec_limits *lim,
+                             struct err *err)
 {
-        if (kproc_alive(c->kp)) {
-                lru_touch(m, c);
-                return 0;
-        }
-        context_drop_interpreter(m, c);
-        bool restore = c->row.snap_cells > 0;
         struct err why = { 0 };
         struct kproc_workspace ws = { .dir = c->sbx->ws.mount, .fd = c->ws_fd };
-        int r = kproc_spawn(m->engine, c->rt, "repl", &ws, restore, lim, &c->kp, &why);
+        int r = kproc_spawn_in(m->engine, c->rt, "repl", &ws, c->sbx->netns_fd, overlay, lim, &c->kp, &why);
         if (r < 0) {
                 /* Always "unavailable" (an upstream failure to the client),
                  * whatever the step's own reason. */
@@ -262,9 +244,70 @@ static int ensure_resident(struct sandbox_mgr *m, struct context *c, const struc
                 return r;
         }
         lru_add(m, c);
-        if (restore && (r = restore_state(m, c, lim, err)) < 0)
+        return 0;
+}
+
+/* Replay went past its bounds: a fresh interpreter with an empty journal,
+ * the context marked stale; the caller's answer says so. */
+static int start_fresh(struct sandbox_mgr *m, struct context *c, const char *why, const struct exec_limits *lim,
+                       struct err *err)
+{
+        context_drop_interpreter(m, c);
+        journal_reset(m, c, why);
+        c->last_restore.fresh = true;
+        c->last_restore.stale_reason = why;
+        log_warn("msg=\"context restore abandoned, starting fresh\" context=%s why=%s", c->row.id, why);
+        return spawn_interpreter(m, c, false, lim, err);
+}
+
+static int restore_state(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim,
+                         struct err *err)
+{
+        uint64_t t0 = now_ns();
+        enum replay_verdict v = journal_replay(m, c, lim);
+        c->last_restore.replay_ms = (now_ns() - t0) / 1000000;
+        c->need_reseed = true;
+        if (v == REPLAY_TOO_LONG || v == REPLAY_TOO_BIG)
+                return start_fresh(m, c, v == REPLAY_TOO_LONG ? "replay_time" : "journal_size", lim, err);
+        if (v == REPLAY_FAILED) {
+                /* Never restore silently wrong state: say so. */
+                c->row.snap_stale = true;
+                c->stale_reason = c->last_restore.stale_reason = "replay_failed";
+                log_warn("msg=\"context restored with replay failures\" context=%s", c->row.id);
+        }
+        log_debug("msg=\"context restored\" context=%s cells=%llu ms=%llu", c->row.id,
+                  (unsigned long long)c->row.snap_cells, (unsigned long long)c->last_restore.replay_ms);
+        if (!kproc_alive(c->kp)) {
+                int r = err_set(err, ERR_UNAVAILABLE, 0, "Context state could not be restored");
+                err->op = OP_EXECUTE;
                 return r;
-        lru_evict(m, c);
+        }
+        return 0;
+}
+
+/* Makes the context's interpreter resident, restoring state if it has a
+ * journal. Caller holds c->run_lock. *restored: this call rebuilt it. */
+static int ensure_resident(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim,
+                           bool *restored, struct err *err)
+{
+        if (kproc_alive(c->kp)) {
+                lru_touch(m, c);
+                return 0;
+        }
+        context_drop_interpreter(m, c);
+        bool restore = c->row.snap_cells > 0 || c->row.snap_bytes > 0;
+        int r = spawn_interpreter(m, c, restore, lim, err);
+        if (r < 0)
+                return r;
+        if (restore) {
+                c->last_restore = (struct sbx_restore){ .restored = true, .reason = lost_names[c->lost],
+                                                        .at = wall_ms() };
+                *restored = true;
+                if ((r = restore_state(m, c, lim, err)) < 0)
+                        return r;
+        }
+        c->lost = CONTEXT_LOST_LIMIT; /* until something else takes it */
+        lru_evict(m, c, false);
         return 0;
 }
 
@@ -321,9 +364,12 @@ static int run_cell(struct sandbox_mgr *m, struct context *c, const char *code, 
                     struct sbx_exec_result *ret, struct err *err)
 {
         ret->limits = m->opt.limits;
-        int r = ensure_resident(m, c, &ret->limits, err);
+        bool restored = false;
+        int r = ensure_resident(m, c, &ret->limits, &restored, err);
         if (r < 0)
                 return r;
+        if (restored)
+                ret->restore = c->last_restore;
         bool ts = strcmp(c->rt->id, "javascript") == 0;
         char cwd_before[4096];
         snprintf(cwd_before, sizeof(cwd_before), "%s", c->row.cwd);
@@ -347,6 +393,9 @@ static int run_cell(struct sandbox_mgr *m, struct context *c, const char *code, 
         } else {
                 update_cwd(c, o->response);
                 journal_append(m, c, code, env, cwd_before, ts, &ret->snapshot_ms);
+                /* A sandbox over its share gives back its own interpreter,
+                 * this one included, once its cell is answered. */
+                lru_evict(m, c, true);
         }
         c->row.executions++;
         c->row.last_used = wall_ms();
@@ -395,6 +444,7 @@ int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt,
         if (r == 0) {
                 c->refs++;
                 env = effective_env(s, c, call_env);
+                sandbox_netns(m, s);
         }
         /* Opened under the lock: a kernel started for this call mounts what
          * this fd is on, even if a DELETE unmounts the path meanwhile. */

@@ -138,7 +138,7 @@ TEST(evicted_context_is_restored_from_its_journal)
 {
         mgr(1); /* one resident interpreter for everyone */
         ASSERT_STREQ(run("a", NULL, "v = 'alpha'", NULL), "");
-        ASSERT_STREQ(run("b", NULL, "v = 'beta'", NULL), "");  /* evicts a's */
+        ASSERT_STREQ(run("b", NULL, "v = 'beta'", NULL), "");  /* evicts one (its own: fair) */
         ASSERT_EQ(sbx_resident_count(g.mgr), 1);
         ASSERT_STREQ(run("a", NULL, "v", NULL), "'alpha'");      /* replayed */
         ASSERT_STREQ(run("b", NULL, "v", NULL), "'beta'");
@@ -146,6 +146,31 @@ TEST(evicted_context_is_restored_from_its_journal)
         struct err e = { 0 };
         ASSERT_OK(sbx_info(g.mgr, "a", &info, &e));
         ASSERT_FALSE(info.contexts[0].snap.stale);
+        sbx_info_done(&info);
+}
+
+/* Fair eviction (issue 10 row 7): with room for one interpreter, a second
+ * sandbox holding no more than the first gives back its own, and each
+ * answer says whether the interpreter was rebuilt and why. */
+TEST(eviction_is_fair_and_restores_are_said)
+{
+        mgr(1);
+        struct sbx_exec_result r;
+        ASSERT_STREQ(run("a", NULL, "v = 'alpha'", NULL), "");
+        ASSERT_STREQ(run("b", NULL, "v = 'beta'", NULL), "");
+        ASSERT_STREQ(run("a", NULL, "v", &r), "'alpha'");
+        ASSERT_FALSE(r.restore.restored); /* a kept its interpreter */
+        sbx_exec_result_done(&r);
+        ASSERT_STREQ(run("b", NULL, "v", &r), "'beta'");
+        ASSERT_TRUE(r.restore.restored);
+        ASSERT_STREQ(r.restore.reason, "evicted_own");
+        ASSERT_FALSE(r.restore.fresh);
+        sbx_exec_result_done(&r);
+        struct sbx_info info;
+        struct err e = { 0 };
+        ASSERT_OK(sbx_info(g.mgr, "b", &info, &e));
+        ASSERT_TRUE(info.contexts[0].last_restore.restored);
+        ASSERT_STREQ(info.contexts[0].last_restore.reason, "evicted_own");
         sbx_info_done(&info);
 }
 
