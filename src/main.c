@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/app.h"
@@ -14,6 +15,7 @@
 #include "base/util.h"
 #include "base/version.h"
 #include "runtimes/runtime.h"
+#include "sandbox/datadir.h"
 
 
 static void usage(FILE *f)
@@ -170,6 +172,7 @@ static void engine_options_from_config(const struct config *cfg, struct engine_o
                 .pool_memory_budget = cfg->pool_memory_budget,
                 .id_base = cfg->jail_id_base, .id_count = cfg->jail_id_count,
                 .no_landlock = !cfg->jail_landlock,
+                .cpu_quota_percent = (uint32_t)cfg->cpu_quota_percent,
         };
         snprintf(o->run_dir, sizeof(o->run_dir), "%s/run", cfg->data_dir);
         snprintf(o->kernels_dir, sizeof(o->kernels_dir), "%s", cfg->kernels_dir);
@@ -230,9 +233,16 @@ static void sandbox_options_from_config(const struct config *cfg, struct sandbox
                 .idle_ttl_ms = cfg->idle_ttl_ms,
                 .max_contexts = cfg->max_contexts,
                 .max_resident_contexts = cfg->max_resident_contexts,
+                .max_resident_per_sandbox = cfg->max_resident_per_sandbox,
+                .resident_grace_ms = cfg->resident_grace_ms,
+                .replay_ms = cfg->replay_ms,
+                .journal_bytes = cfg->journal_bytes,
+                .max_sandboxes = cfg->max_sandboxes,
+                .max_disk_bytes = cfg->max_disk_bytes,
                 .workspace_bytes = cfg->workspace_bytes,
                 .workspace_inodes = cfg->workspace_inodes,
                 .file_bytes = cfg->file_bytes,
+                .files_max_depth = cfg->files_max_depth,
         };
         snprintf(ret->data_dir, sizeof(ret->data_dir), "%s", cfg->data_dir);
         exec_limits_from_config(cfg, &ret->limits);
@@ -314,9 +324,15 @@ int main(int argc, char **argv)
         signal(SIGPIPE, SIG_IGN);
         raise_nofile();
 
-        int r = mkdir_p(cfg.data_dir, 0755);
+        /* Data at rest: nothing the daemon creates is for other users
+         * (the store holds every tenant's env). */
+        umask(077);
+        int r = mkdir_p(cfg.data_dir, 0700);
         if (r < 0)
                 return log_error_errno(r, "msg=\"cannot create data dir\" dir=\"%s\"", cfg.data_dir), 1;
+        struct err derr = { 0 };
+        if (sbx_data_dir_secure(cfg.data_dir, &derr) < 0)
+                return log_start_failure("refusing the data dir", cfg.data_dir, &derr), 1;
         char missing[128];
         runtime_probe_versions(missing, sizeof(missing));
         if (missing[0])
@@ -326,7 +342,12 @@ int main(int argc, char **argv)
         struct err err = { 0 };
         static struct engine_options eopt;
         engine_options_from_config(&cfg, &eopt);
-        if ((r = engine_new(&eopt, &app.engine, &err)) < 0)
+        /* The jail root's mount point (/run/sandboxd/PID/jailroot) must stay
+         * searchable by template jails (their own uid). */
+        umask(022);
+        r = engine_new(&eopt, &app.engine, &err);
+        umask(077);
+        if (r < 0)
                 return log_start_failure("cannot start the engine", NULL, &err), 1;
         char dbpath[4200];
         snprintf(dbpath, sizeof(dbpath), "%s/sandboxd.db", cfg.data_dir);

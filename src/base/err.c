@@ -41,9 +41,14 @@ int err_setv(struct err *e, enum err_reason reason, int errnum, const char *fmt,
         e->reason = reason;
         e->errnum = errnum > 0 ? errnum : 0;
         set_message(e->msg, sizeof(e->msg), fmt, ap);
-        if (errnum > 0)
-                return -errnum;
-        return reason == ERR_INVALID ? -EINVAL : -EIO;
+        return err_ret(e);
+}
+
+int err_ret(const struct err *e)
+{
+        if (e->errnum > 0)
+                return -e->errnum;
+        return e->reason == ERR_INVALID ? -EINVAL : -EIO;
 }
 
 int err_set(struct err *e, enum err_reason reason, int errnum, const char *fmt, ...)
@@ -126,6 +131,8 @@ static const char *const reason_names[_ERR_REASON_MAX] = {
         [ERR_UNAVAILABLE] = "unavailable",
         [ERR_BUSY] = "busy",
         [ERR_INTERNAL] = "internal",
+        [ERR_QUOTA] = "quota",
+        [ERR_STORAGE] = "storage",
 };
 
 const char *err_reason_name(enum err_reason r)

@@ -28,6 +28,8 @@ enum err_reason {
         ERR_UNAVAILABLE,    /* an interpreter or process could not start or be restored */
         ERR_BUSY,           /* overloaded: try again later */
         ERR_INTERNAL,       /* a bug or a failure of the host (store, out of memory) */
+        ERR_QUOTA,          /* a service-wide cap on what tenants hold (sandboxes at once) */
+        ERR_STORAGE,        /* the disk all tenants may use together is taken */
         _ERR_REASON_MAX
 };
 
@@ -60,6 +62,9 @@ int err_set(struct err *e, enum err_reason reason, int errnum, const char *fmt, 
         __attribute__((format(printf, 4, 5)));
 int err_setv(struct err *e, enum err_reason reason, int errnum, const char *fmt, va_list ap)
         __attribute__((format(printf, 4, 0)));
+/* The negative errno a function failing with e returns: -errnum when set,
+ * else -EINVAL for ERR_INVALID and -EIO otherwise. */
+int err_ret(const struct err *e);
 /* Adds (or replaces) one detail; value of len bytes (len = (size_t)-1: strlen).
  * Silently drops details past ERR_DETAILS_MAX or on allocation failure. */
 void err_detail(struct err *e, const char *key, const char *value, size_t len);

@@ -78,9 +78,20 @@ static const struct cfg_opt opts[] = {
         U64("limits.tmp_inodes", tmp_inodes, 4096, 64, 1000000, "private /tmp inodes"),
         U64("limits.workspace_bytes", workspace_bytes, 16 * MiB, 64 * KiB, 64 * GiB, "workspace quota"),
         U64("limits.workspace_inodes", workspace_inodes, 4096, 16, 10000000, "workspace entries"),
+        /* Bounds a recursive delete's memory and re-walks (row 14 of issue 10). */
+        U64("limits.files_max_depth", files_max_depth, 4096, 1, 1 << 20, "nested directory levels a files API recursive delete enters (deeper → 400)"),
         U64("sandbox.idle_ttl_ms", idle_ttl_ms, 86400000, 0, UINT64_MAX / 2, "idle sandbox expiry; 0 disables"),
         U64("sandbox.max_contexts", max_contexts, 8, 1, 64, "code contexts per sandbox"),
         U64("sandbox.max_resident_contexts", max_resident_contexts, 32, 1, 100000, "live context interpreters before LRU eviction"),
+        /* Issue 10 "fair resources": every jail's cgroup is throttled at all
+         * times; caps per sandbox and in total; replay bounded. */
+        U64("sandbox.cpu_quota_percent", cpu_quota_percent, 100, 0, 6400, "CPU quota of every jail (contexts between requests included), % of one CPU; 0: none"),
+        U64("sandbox.max_resident_per_sandbox", max_resident_per_sandbox, 4, 1, 64, "live context interpreters one sandbox may hold (it evicts its own beyond)"),
+        U64("sandbox.resident_grace_ms", resident_grace_ms, 600000, 0, UINT64_MAX / 2, "an interpreter idle longer may be evicted for any sandbox (0: only for smaller ones)"),
+        U64("sandbox.replay_ms", replay_ms, 10000, 100, 3600000, "total time a context restore may replay its journal before it starts fresh (stale)"),
+        U64("sandbox.journal_bytes", journal_bytes, 4 * MiB, 1 * KiB, 1 * GiB, "journal size past which a context restores fresh (stale) and stops journaling"),
+        U64("sandbox.max_sandboxes", max_sandboxes, 1000, 1, 1000000, "sandboxes at once (429 SANDBOX_LIMIT_EXCEEDED beyond)"),
+        U64("sandbox.max_disk_bytes", max_disk_bytes, 16 * GiB, 64 * KiB, UINT64_MAX / 2, "workspace images in total (507 INSUFFICIENT_STORAGE beyond)"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)

@@ -61,10 +61,18 @@ struct config {
         uint64_t tmp_inodes;
         uint64_t workspace_bytes;
         uint64_t workspace_inodes;
+        uint64_t files_max_depth;
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;
         uint64_t max_resident_contexts;
+        uint64_t cpu_quota_percent;
+        uint64_t max_resident_per_sandbox;
+        uint64_t resident_grace_ms;
+        uint64_t replay_ms;
+        uint64_t journal_bytes;
+        uint64_t max_sandboxes;
+        uint64_t max_disk_bytes;
 };
 
 /* Fills every field with its default. */

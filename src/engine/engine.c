@@ -60,13 +60,19 @@ int engine_new(const struct engine_options *opt, struct engine **ret, struct err
         if ((r = jail_ctx_set_init_dir(&e->jail, opt->forkserver_dir)) < 0)
                 log_warn("msg=\"%s/%s not usable: each jail's pid 1 stays a copy of the daemon\" err=\"%s\"",
                          opt->forkserver_dir, JAIL_INIT_BIN, strerror(-r));
+        if ((r = netns_pool_start(&e->netns, !e->jail.userns)) < 0)
+                log_warn("msg=\"no network namespace pool: jails share one\" err=\"%s\"", strerror(-r));
+        if (opt->cpu_quota_percent && (r = cgroup_root_set_cpu_quota(e->jail.cgroot, opt->cpu_quota_percent)) < 0)
+                log_warn("msg=\"no CPU quota: the cgroup backend has no CPU bandwidth controller\" err=\"%s\"",
+                         strerror(-r));
         bool templates = opt->templates && !e->jail.userns;
         if (templates && (r = jail_ctx_set_forkserver_dir(&e->jail, opt->forkserver_dir)) < 0) {
                 log_warn("msg=\"no fork-server templates: %s/%s not usable\" err=\"%s\"", opt->forkserver_dir,
                          JAIL_FORKSERVER_LIB, strerror(-r));
                 templates = false;
         }
-        if ((r = bg_thread_init(&e->reaper, &e->lock)) < 0 || (r = bg_thread_init(&e->filler, &e->lock)) < 0 ||
+        if ((e->jail.seccomp && (r = notifier_start(e->jail.seccomp, &e->notifier)) < 0) ||
+            (r = bg_thread_init(&e->reaper, &e->lock)) < 0 || (r = bg_thread_init(&e->filler, &e->lock)) < 0 ||
             (r = bg_thread_start(&e->reaper, "reaper", 1, reaper_main, e)) < 0) {
                 err_set(err, ERR_INTERNAL, -r, "engine start failed at threads: %s", strerror(-r));
                 engine_free(e);
@@ -101,8 +107,10 @@ void engine_free(struct engine *e)
                 p->destroy(p);
         }
         engine_kill_all(e);
+        netns_pool_stop(&e->netns);
         bg_thread_done(&e->filler);
         bg_thread_done(&e->reaper);
+        notifier_free(e->notifier);
         jail_ctx_done(&e->jail);
         pthread_mutex_destroy(&e->lock);
         free(e);

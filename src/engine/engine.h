@@ -42,6 +42,7 @@ struct exec_outcome {
         uint64_t duration_ns;
         uint64_t cpu_ns;        /* CPU used by this run */
         uint64_t memory_peak;
+        uint64_t refused_syscalls; /* seccomp refusals during this run */
 };
 void exec_outcome_done(struct exec_outcome *o);
 
@@ -60,6 +61,9 @@ struct engine_options {
         uint64_t pool_memory_budget; /* bytes all warm members may hold (0: no cap) */
         uint64_t id_base, id_count;  /* host ids of jails (jail/ids.h); count 0: none */
         bool no_landlock;            /* test-only: behave as on a kernel without Landlock */
+        /* CFS quota of every jail's cgroup, % of one CPU (0: none): it holds
+         * between requests too, when nobody samples a context's usage. */
+        uint32_t cpu_quota_percent;
 };
 
 struct engine;
@@ -69,6 +73,10 @@ struct engine;
 int engine_new(const struct engine_options *opt, struct engine **ret, struct err *err);
 void engine_free(struct engine *e);
 enum cgroup_backend engine_cgroup_backend(const struct engine *e);
+/* A fresh, empty network namespace (an O_CLOEXEC fd the caller owns), for
+ * the jails of one sandbox to share (kproc_spawn_in). -EOPNOTSUPP in
+ * rootless mode, where every jail has a namespace of its own anyway. */
+int engine_netns_take(struct engine *e);
 /* The default limits (engine_options.limits). */
 const struct exec_limits *engine_limits(const struct engine *e);
 

@@ -8,6 +8,7 @@
 
 #include "engine/engine.h"
 #include "engine/kproc.h"
+#include "engine/notify.h"
 #include "engine/proc.h"
 
 /* A jailed process (proc.c). A kernel embeds one as its first member. */
@@ -23,6 +24,7 @@ struct proc {
         void (*destroy)(struct proc *p);
         struct proc *prev, *next;   /* engine's live list */
         struct proc *dead_next;     /* engine's reap queue */
+        struct notify_watch *watch; /* its seccomp refusals (notify.c), or NULL */
 };
 
 struct kproc {
@@ -34,6 +36,8 @@ struct kproc {
         bool counters_fresh;        /* cgroup counters already reset after boot */
         uint64_t pool_bytes;        /* memory counted against pool.memory_budget */
         bool forked;                /* forked from a template: its random state is the template's */
+        bool cpu_marked;            /* cpu_mark is valid (a resident kernel that ran) */
+        uint64_t cpu_mark;          /* its group's CPU counter when the last run ended */
         struct buf ctl_in;          /* partial control-channel input */
 };
 
@@ -58,8 +62,20 @@ struct zygote {
         uint64_t forks, failures, retry_at_ns;
 };
 
+#define NETNS_POOL_MAX 8
+
+/* Fresh empty network namespaces, ready for sandboxes and jails (netns.c). */
+struct netns_pool {
+        bool enabled;             /* root mode: namespaces made here */
+        int home_fd;              /* the daemon's own namespace */
+        int fds[NETNS_POOL_MAX];
+        size_t n;
+        struct bg_thread filler;  /* internal lock */
+};
+
 struct engine {
         struct engine_options opt;
+        struct netns_pool netns;
         struct zygote zygotes[ENGINE_MAX_RUNTIMES];
         size_t nzygotes;
         struct jail_ctx jail;
@@ -80,6 +96,9 @@ struct engine {
         /* Used processes waiting to be killed and reaped off the request path. */
         struct proc *dead;
         struct bg_thread reaper;  /* on the engine lock */
+
+        /* Answers and counts every jail's refused syscalls (notify.c). */
+        struct notifier *notifier;
 };
 
 /* engine.c */
@@ -101,6 +120,9 @@ bool pidfd_exited(int pidfd);
  * go to p); stdin, ctl_fd and the rest of spec are the caller's. Fills and
  * tracks p. */
 int proc_spawn_jail(struct engine *e, struct jail_spec *spec, struct proc *p, struct err *err);
+/* Takes the seccomp listener the workload sent on sock (within timeout_ms)
+ * and has the notifier watch it for p. 0 or -errno. */
+int proc_watch_refusals(struct proc *p, int sock, int timeout_ms);
 /* Adopts a template's executor with the given pipe ends (taken). */
 int proc_adopt(struct engine *e, pid_t pid, const struct exec_limits *lim, int out_fd, int err_fd,
                struct proc *p);
@@ -117,7 +139,9 @@ struct run_state {
         const char *pending;    /* bytes not yet written (ctl for kernels, stdin for procs) */
         size_t pending_len, pending_off;
         uint64_t start_ns, deadline_ns, cpu_base;
+        uint64_t cpu_debt;      /* CPU a resident kernel burned since its last run, charged to this one */
         uint64_t newlines;
+        uint64_t refused_base;  /* p's refusal count when the run started */
         uint64_t bytes;         /* stdout+stderr bytes seen, kept or not */
         bool out_eof, err_eof;
 };
@@ -140,6 +164,10 @@ int kproc_step_err(struct err *err, const char *step, int r);
 /* A kproc around an adopted or spawned proc (ctl taken). */
 struct kproc *kproc_new(const struct runtime *rt, int ctl_fd, int replay_fd, bool once,
                         const struct exec_limits *lim);
+
+/* netns.c */
+int netns_pool_start(struct netns_pool *np, bool enabled);
+void netns_pool_stop(struct netns_pool *np);
 
 /* pool.c */
 struct kproc *pool_take(struct engine *e, const struct runtime *rt);

@@ -97,23 +97,43 @@ int kproc_step_err(struct err *err, const char *step, int r)
         return r;
 }
 
-int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
-                const char *workspace_dir, bool replay_overlay, const struct exec_limits *lim,
-                struct kproc **ret, struct err *err)
+/* The detached workspace copy for one spawn (*ret = -1: bind by path). */
+static int workspace_tree(struct engine *e, const struct kproc_workspace *ws, int *ret, struct err *err)
 {
-        return kproc_spawn_as(e, rt, mode, workspace_dir, replay_overlay, 0, lim, ret, err);
+        *ret = -1;
+        if (!ws || e->jail.userns)
+                return 0;
+        int fd = ws->fd < 0 ? -EBADF : jail_workspace_tree(ws->fd);
+        if (fd < 0)
+                return jail_step_err(err, "workspace", fd);
+        *ret = fd;
+        return 0;
 }
 
-int kproc_spawn_as(struct engine *e, const struct runtime *rt, const char *mode, const char *workspace_dir,
-                   bool replay_overlay, uid_t host_id, const struct exec_limits *lim, struct kproc **ret,
-                   struct err *err)
+int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
+                const struct kproc_workspace *ws, bool replay_overlay, const struct exec_limits *lim,
+                struct kproc **ret, struct err *err)
+{
+        struct kproc_where where = { .ws = ws, .netns_fd = -1 };
+        return kproc_spawn_in(e, rt, mode, &where, replay_overlay, lim, ret, err);
+}
+
+int kproc_spawn_in(struct engine *e, const struct runtime *rt, const char *mode, const struct kproc_where *where,
+                   bool replay_overlay, const struct exec_limits *lim, struct kproc **ret, struct err *err)
 {
         int ctl[2] = { -1, -1 }, rep[2] = { -1, -1 }, r;
         char scratch[512];
-        struct jail_spec spec = { .workspace_dir = workspace_dir, .replay_fd = -1, .host_id = host_id };
+        const struct kproc_workspace *ws = where->ws;
+        const char *workspace_dir = ws ? ws->dir : NULL;
+        struct jail_spec spec = { .workspace_dir = workspace_dir, .replay_fd = -1, .has_netns = where->netns_fd >= 0,
+                                  .netns_fd = where->netns_fd, .host_id = where->host_id };
 
         if ((r = build_spec(e, rt, mode, lim, &spec, scratch, sizeof(scratch))) < 0)
                 return err_set(err, ERR_INVALID, -r, "kernel start failed at argv: %s", strerror(-r));
+        _cleanup_close_ int tree = -1;
+        if ((r = workspace_tree(e, ws, &tree, err)) < 0)
+                return r;
+        spec.workspace_tree_fd = tree;
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
             (replay_overlay && workspace_dir && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, rep) < 0)) {
                 r = jail_step_err(err, "pipes", -errno);
@@ -128,6 +148,9 @@ int kproc_spawn_as(struct engine *e, const struct runtime *rt, const char *mode,
         }
         ctl[0] = rep[0] = -1;
         r = proc_spawn_jail(e, &spec, &k->p, err);
+        /* A template has no filter: its executors send their listeners. */
+        if (r == 0 && !spec.template && (r = proc_watch_refusals(&k->p, k->ctl_fd, 1000)) < 0)
+                jail_step_err(err, "seccomp", r);
         if (r < 0) {
                 kproc_free(k);
                 goto fail;
@@ -316,6 +339,25 @@ static char *request_line(json_t *request, size_t *ret_len)
         return out;
 }
 
+/* A resident kernel's group counts from its last request: restart the
+ * counters, but charge what it burned while idle (processes it left
+ * running, under the cgroup's CPU quota) to this run's fuel, so idling
+ * never launders CPU. Warm pool members were reset off the request path,
+ * after boot, and have used nothing since (they wait for this request), so
+ * their baseline is 0. */
+static void start_counters(struct kproc *kp, struct run_state *s)
+{
+        struct cgroup_usage u = { 0 };
+        if (kp->p.jp.cg && !kp->counters_fresh) {
+                if (kp->cpu_marked && cgroup_read_usage(kp->p.jp.cg, &u) == 0 && u.cpu_ns > kp->cpu_mark)
+                        s->cpu_debt = u.cpu_ns - kp->cpu_mark;
+                cgroup_reset(kp->p.jp.cg);
+                cgroup_read_usage(kp->p.jp.cg, &u);
+        }
+        kp->counters_fresh = false;
+        s->cpu_base = u.cpu_ns;
+}
+
 int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
               struct exec_outcome *ret)
 {
@@ -330,24 +372,20 @@ int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
         if (!pending)
                 return -ENOMEM;
 
-        struct cgroup_usage u0 = { 0 };
-        if (kp->p.jp.cg && !kp->counters_fresh) {
-                /* A resident kernel's group counts from its last request:
-                 * restart the counters. Warm pool members were reset off
-                 * the request path, after boot, and have used nothing since
-                 * (they wait for this request), so their baseline is 0. */
-                cgroup_reset(kp->p.jp.cg);
-                cgroup_read_usage(kp->p.jp.cg, &u0);
-        }
-        kp->counters_fresh = false;
         struct run_state s;
         run_init(&s, &kp->p, lim, o);
         s.kp = kp;
-        s.cpu_base = u0.cpu_ns;
+        start_counters(kp, &s);
         s.pending = pending;
         s.pending_len = len;
-        run_write_pending(&s, kp->ctl_fd);
+        if (s.cpu_debt > lim->cpu_ms * 1000000ULL)
+                run_hit_limit(&s, EXEC_LIMIT_CPU); /* spent while idle: the cell never runs */
+        else
+                run_write_pending(&s, kp->ctl_fd);
         int r = run_loop(&s);
         run_finish(&s, r);
+        struct cgroup_usage u1;
+        kp->cpu_marked = kp->p.alive && kp->p.jp.cg && cgroup_read_usage(kp->p.jp.cg, &u1) == 0;
+        kp->cpu_mark = kp->cpu_marked ? u1.cpu_ns : 0;
         return r;
 }

@@ -12,18 +12,32 @@
 
 struct kproc;
 
-/* Spawns a kernel in MODE ("once" or "repl") with workspace_dir bound at
+/* A sandbox's workspace for a kernel: its host dir and an O_PATH fd of it
+ * opened while the sandbox was locked. The jail mounts a copy of the mount
+ * that fd is on (jail_workspace_tree), never what the path names later;
+ * rootless (user namespaces) binds the path. */
+struct kproc_workspace {
+        const char *dir;
+        int fd;
+};
+
+/* Spawns a kernel in MODE ("once" or "repl") with the workspace ws at
  * /workspace (NULL: a private tmpfs). replay_overlay: start with /workspace
  * as a throw-away overlay until kproc_end_replay() (context restore).
- * Returns 0 or -errno (err: the failing step, as jail_spawn). */
+ * Returns 0 or -errno (err: the failing step, as jail_spawn; a workspace
+ * unmounted meanwhile fails at "workspace"). */
 int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
-                const char *workspace_dir, bool replay_overlay, const struct exec_limits *lim,
+                const struct kproc_workspace *ws, bool replay_overlay, const struct exec_limits *lim,
                 struct kproc **ret, struct err *err);
-/* kproc_spawn for a sandbox: its jails run as host_id (jail_spec.host_id;
- * 0: a stateless id). */
-int kproc_spawn_as(struct engine *e, const struct runtime *rt, const char *mode, const char *workspace_dir,
-                   bool replay_overlay, uid_t host_id, const struct exec_limits *lim, struct kproc **ret,
-                   struct err *err);
+/* Where and as whom a kernel runs. */
+struct kproc_where {
+        const struct kproc_workspace *ws; /* NULL: a private tmpfs /workspace */
+        int netns_fd;                     /* a sandbox's own (engine_netns_take); -1: a fresh one */
+        uid_t host_id;                    /* the sandbox's host id (jail_spec.host_id); 0: a stateless id */
+};
+/* kproc_spawn for a sandbox's context. */
+int kproc_spawn_in(struct engine *e, const struct runtime *rt, const char *mode, const struct kproc_where *where,
+                   bool replay_overlay, const struct exec_limits *lim, struct kproc **ret, struct err *err);
 /* Swaps the real workspace in after a replay. Returns 0 or -errno. */
 int kproc_end_replay(struct kproc *kp);
 /* Sends one request and collects everything until the answer (and, for a

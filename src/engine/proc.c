@@ -39,28 +39,70 @@ static void proc_attach(struct engine *e, struct proc *p, int out_fd, int err_fd
         engine_track(e, p);
 }
 
+int proc_watch_refusals(struct proc *p, int sock, int timeout_ms)
+{
+        if (!p->engine || !p->engine->notifier)
+                return 0; /* no seccomp policy: the workload sent nothing */
+        int fd = notify_recv_tagged_fd(sock, NOTIFY_TAG, timeout_ms);
+        if (fd < 0)
+                return fd;
+        char label[48];
+        snprintf(label, sizeof(label), "jail_pid=%d", (int)p->jp.pid);
+        return notifier_watch(p->engine->notifier, fd, label, &p->watch);
+}
+
 int proc_spawn_jail(struct engine *e, struct jail_spec *spec, struct proc *p, struct err *err)
 {
-        int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, r;
+        int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, own[2] = { -1, -1 }, r;
         char cgname[64];
         if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
                 r = jail_step_err(err, "pipes", -errno);
                 goto fail;
         }
+        /* No control socket of the caller's: one just for the seccomp
+         * listener, closed in the jail before exec. */
+        if (spec->ctl_fd < 0 && e->jail.seccomp) {
+                if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, own) < 0) {
+                        r = jail_step_err(err, "pipes", -errno);
+                        goto fail;
+                }
+                spec->ctl_fd = own[1];
+                spec->ctl_only_seccomp = true;
+        }
         spec->stdout_fd = out[1];
         spec->stderr_fd = errp[1];
         engine_next_cgroup_name(e, cgname, sizeof(cgname));
         spec->cgroup_name = cgname;
+        /* A jail without a sandbox's namespace gets one of its own. */
+        int own_netns = spec->has_netns || spec->template ? -1 : engine_netns_take(e);
+        if (own_netns >= 0) {
+                spec->has_netns = true;
+                spec->netns_fd = own_netns;
+        }
         r = jail_spawn(&e->jail, spec, &p->jp, err);
+        if (own_netns >= 0) {
+                close(own_netns); /* the jail holds it now, or failed */
+                spec->has_netns = false;
+        }
         if (r < 0)
                 goto fail;
         close(out[1]);
         close(errp[1]);
         proc_attach(e, p, out[0], errp[0]);
+        if (own[0] >= 0) {
+                spec->ctl_fd = -1;
+                r = proc_watch_refusals(p, own[0], 1000);
+                close_pair(own);
+                if (r < 0) {
+                        proc_release(p);
+                        return jail_step_err(err, "seccomp", r);
+                }
+        }
         return 0;
 fail:
         close_pair(out);
         close_pair(errp);
+        close_pair(own);
         return r;
 }
 
@@ -100,25 +142,12 @@ static int spawn_with_pipes(struct engine *e, struct jail_spec *spec, bool stdin
 }
 
 /* Receives the terminal master the workload sent before exec (already
- * queued: jail_spawn returns only after the exec). */
-static int recv_master(int sock)
+ * queued: jail_spawn returns only after the exec), after the seccomp
+ * listener it sent first. */
+static int recv_master(struct proc *p, int sock)
 {
-        char byte;
-        struct iovec iov = { &byte, 1 };
-        union {
-                char buf[CMSG_SPACE(sizeof(int))];
-                struct cmsghdr align;
-        } u;
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-        ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-        if (n != 1 || byte != 'T')
-                return n < 0 ? -errno : -EPROTO;
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-        if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(int)))
-                return -EPROTO;
-        int fd;
-        memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
-        return fd;
+        int r = proc_watch_refusals(p, sock, 1000);
+        return r < 0 ? r : notify_recv_tagged_fd(sock, 'T', 0);
 }
 
 static int spawn_with_terminal(struct engine *e, struct jail_spec *spec, struct proc *p, struct err *err)
@@ -129,7 +158,7 @@ static int spawn_with_terminal(struct engine *e, struct jail_spec *spec, struct 
         spec->ctl_fd = ctl[1];
         int r = proc_spawn_jail(e, spec, p, err);
         close_fd(&ctl[1]);
-        if (r == 0 && (r = recv_master(ctl[0])) < 0)
+        if (r == 0 && (r = recv_master(p, ctl[0])) < 0)
                 jail_step_err(err, "tty", r);
         close_fd(&ctl[0]);
         if (r < 0) {
@@ -321,6 +350,9 @@ int proc_run(struct proc *p, const void *stdin_data, size_t stdin_len, const str
 void proc_release(struct proc *p)
 {
         proc_reap(p);
+        if (p->engine)
+                notifier_unwatch(p->engine->notifier, p->watch);
+        p->watch = NULL;
         engine_untrack(p->engine, p);
         jail_proc_release(&p->jp);
         close_fd(&p->in_fd);

@@ -17,6 +17,7 @@ void run_init(struct run_state *s, struct proc *p, const struct exec_limits *lim
         s->deadline_ns = s->start_ns + lim->wall_ms * 1000000ULL;
         /* A terminal carries both streams on one fd. */
         s->err_eof = p->err_fd < 0;
+        s->refused_base = notify_watch_count(p->watch);
 }
 
 static bool output_over_limit(struct run_state *s)
@@ -96,7 +97,7 @@ static void check_cpu_and_wall(struct run_state *s)
                 return;
         }
         if (s->p->jp.cg && cgroup_read_usage(s->p->jp.cg, &u) == 0 &&
-            u.cpu_ns - s->cpu_base > s->lim->cpu_ms * 1000000ULL)
+            u.cpu_ns - s->cpu_base + s->cpu_debt > s->lim->cpu_ms * 1000000ULL)
                 run_hit_limit(s, EXEC_LIMIT_CPU);
 }
 
@@ -198,8 +199,10 @@ static void finish_usage(struct run_state *s)
 {
         struct cgroup_usage u = { 0 };
         struct exec_outcome *o = s->o;
+        /* Counted before each answer: complete once the guest moved on. */
+        o->refused_syscalls = notify_watch_count(s->p->watch) - s->refused_base;
         if (s->p->jp.cg && cgroup_read_usage(s->p->jp.cg, &u) == 0) {
-                o->cpu_ns = u.cpu_ns - s->cpu_base;
+                o->cpu_ns = u.cpu_ns - s->cpu_base + s->cpu_debt;
                 o->memory_peak = u.memory_peak;
                 if (u.oom_kills > 0 && o->limit == EXEC_LIMIT_NONE && (o->died || !o->response))
                         o->limit = EXEC_LIMIT_MEMORY;

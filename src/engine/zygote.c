@@ -20,7 +20,9 @@ static int zygote_send_config(struct engine *e, struct kproc *k, const struct ex
 {
         const struct engine_options *o = &e->opt;
         const struct seccomp_prog *sp = e->jail.seccomp;
-        uint32_t bpf_len = (uint32_t)(sp->fprog.len * sizeof(struct sock_filter));
+        /* The notify variant: executors install it with a listener and send
+         * that back after "G" (zygote_fork). */
+        uint32_t bpf_len = (uint32_t)(sp->notify.len * sizeof(struct sock_filter));
         struct forkserver_config c = {
                 .magic = FORKSERVER_MAGIC, .version = FORKSERVER_VERSION, .uid = JAIL_UID, .gid = JAIL_GID,
                 .bpf_len = bpf_len, .landlock = e->jail.landlock,
@@ -40,7 +42,7 @@ static int zygote_send_config(struct engine *e, struct kproc *k, const struct ex
         memcpy(c.rlimits, rl, sizeof(rl));
         c.nrlimits = ARRAY_SIZE(rl);
         int r = write_all(k->ctl_fd, &c, sizeof(c));
-        return r < 0 ? r : write_all(k->ctl_fd, sp->fprog.filter, bpf_len);
+        return r < 0 ? r : write_all(k->ctl_fd, sp->notify.filter, bpf_len);
 }
 
 /* Starts (or restarts) a template; caller holds z->lock. */
@@ -193,7 +195,8 @@ struct kproc *zygote_fork(struct engine *e, const struct runtime *rt, const stru
         /* A new or recycled (reset) cgroup: nothing to reset again. */
         k->counters_fresh = true;
         k->forked = true;
-        if ((r = write_all(k->ctl_fd, "G", 1)) < 0) {
+        if ((r = write_all(k->ctl_fd, "G", 1)) < 0 || (r = proc_watch_refusals(&k->p, k->ctl_fd, 3000)) < 0) {
+                log_debug("msg=\"template fork failed\" lang=%s err=\"%s\"", rt->id, strerror(-r));
                 kproc_free(k);
                 return NULL;
         }

@@ -330,6 +330,17 @@ const char *cgroup_root_path(const struct cgroup_root *root, size_t i)
         return root && i < root->n ? root->h[i].path : NULL;
 }
 
+int cgroup_root_set_cpu_quota(struct cgroup_root *root, uint32_t percent)
+{
+        bool have = false;
+        for (size_t i = 0; root && i < root->n; i++)
+                have |= (root->h[i].ctrls & CG_BIT(CG_CPUQ)) != 0;
+        if (percent && !have)
+                return -EOPNOTSUPP;
+        root->cpu_quota_percent = percent;
+        return 0;
+}
+
 const char *cgroup_backend_name(enum cgroup_backend b)
 {
         switch (b) {
@@ -389,8 +400,9 @@ int cgroup_create(struct cgroup_root *root, const char *name, const struct cgrou
         static const struct cgroup_limits none = { 0 };
         if (!root || !name_valid(name))
                 return -EINVAL;
-        if (!lim)
-                lim = &none;
+        struct cgroup_limits l = lim ? *lim : none;
+        if (!l.cpu_quota_percent)
+                l.cpu_quota_percent = root->cpu_quota_percent;
         _cleanup_(cgroup_destroyp) struct cgroup *cg = calloc(1, sizeof(*cg));
         if (!cg)
                 return -ENOMEM;
@@ -399,7 +411,7 @@ int cgroup_create(struct cgroup_root *root, const char *name, const struct cgrou
         int r = create_dirs(cg, root, name);
         if (r < 0)
                 return r;
-        if (cg->ops->set_limits && (r = cg->ops->set_limits(cg, lim)) < 0)
+        if (cg->ops->set_limits && (r = cg->ops->set_limits(cg, &l)) < 0)
                 return r;
         *ret = TAKE_PTR(cg);
         return 0;

@@ -17,6 +17,7 @@ struct cgroup;      /* one execution's group */
 struct cgroup_limits {
         uint64_t memory_bytes; /* 0 = unlimited */
         uint64_t pids;         /* 0 = unlimited */
+        uint32_t cpu_quota_percent; /* CFS quota in % of one CPU; 0 = the root's */
 };
 
 struct cgroup_usage {
@@ -37,6 +38,12 @@ const char *cgroup_backend_name(enum cgroup_backend b);
  * none without cgroups), or NULL past the last: for diagnostics and for
  * checking that nothing is left behind. */
 const char *cgroup_root_path(const struct cgroup_root *root, size_t i);
+/* Every group created from now on gets a CPU bandwidth quota of percent %
+ * of one CPU (v1 cpu.cfs_quota_us / cfs_period_us, v2 cpu.max), so a job
+ * is throttled at all times, also while nobody samples its usage (an idle
+ * context's leftover processes). 0 disables. -EOPNOTSUPP when the backend
+ * has no CPU bandwidth controller (the quota is then not applied). */
+int cgroup_root_set_cpu_quota(struct cgroup_root *root, uint32_t percent);
 
 /* Creates a child group "name" with the limits. Returns 0 or -errno. */
 int cgroup_create(struct cgroup_root *root, const char *name, const struct cgroup_limits *lim,

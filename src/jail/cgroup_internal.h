@@ -11,8 +11,9 @@
 #include "jail/cgroup.h"
 
 /* Controllers we use. On v1 the CPU one is "cpuacct" (accounting only; it is
- * often a separate hierarchy from "cpu"), on v2 it is "cpu". */
-enum cg_ctrl { CG_MEMORY, CG_PIDS, CG_CPU, _CG_CTRL_MAX };
+ * often a separate hierarchy from "cpu"), on v2 it is "cpu". CG_CPUQ is the
+ * CFS bandwidth (quota) controller: "cpu" on v1, the same "cpu" on v2. */
+enum cg_ctrl { CG_MEMORY, CG_PIDS, CG_CPU, CG_CPUQ, _CG_CTRL_MAX };
 #define CG_BIT(c) (1U << (c))
 
 /* A task killed with SIGKILL stays in its group until it has finished
@@ -20,6 +21,13 @@ enum cg_ctrl { CG_MEMORY, CG_PIDS, CG_CPU, _CG_CTRL_MAX };
  * is polled for a bounded time: CG_KILL_ROUNDS x CG_POLL_NS = 2 s. */
 #define CG_KILL_ROUNDS 2000
 #define CG_POLL_NS 1000000L
+
+/* CFS bandwidth: quota per period, both in microseconds. */
+#define CG_CPU_PERIOD_US 100000ULL
+static inline uint64_t cg_cpu_quota_us(uint32_t percent)
+{
+        return CG_CPU_PERIOD_US * percent / 100;
+}
 
 struct cgroup_ops;
 
@@ -33,6 +41,7 @@ struct cg_hier {
 
 struct cgroup_root {
         const struct cgroup_ops *ops;
+        uint32_t cpu_quota_percent; /* applied to every group created below */
         size_t n;
         struct cg_hier h[_CG_CTRL_MAX];
 };

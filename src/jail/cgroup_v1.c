@@ -6,16 +6,17 @@
 #include "base/util.h"
 #include "jail/cgroup_internal.h"
 
-static const char *const v1_names[_CG_CTRL_MAX] = { "memory", "pids", "cpuacct" };
+static const char *const v1_names[_CG_CTRL_MAX] = { "memory", "pids", "cpuacct", "cpu" };
 
 /* v1: memory and pids are required (they are the limits); cpuacct is
- * optional and only feeds cpu_ns. */
+ * optional and only feeds cpu_ns; cpu (the CFS quota) is optional too:
+ * cgroup_root_set_cpu_quota says when it is missing. */
 static int open_v1(struct cgroup_root *root, const char *name)
 {
         for (enum cg_ctrl c = 0; c < _CG_CTRL_MAX; c++) {
                 char dir[PATH_MAX];
                 int r = cg_find_own_dir(v1_names[c], dir, sizeof(dir));
-                if (r == -ENOENT && c == CG_CPU)
+                if (r == -ENOENT && (c == CG_CPU || c == CG_CPUQ))
                         continue;
                 if (r == -ENOENT)
                         return -EOPNOTSUPP;
@@ -28,10 +29,25 @@ static int open_v1(struct cgroup_root *root, const char *name)
         return 0;
 }
 
+/* The period first: a quota above the period of a fresh group is valid
+ * either way, but the kernel checks the pair against the parent's. */
+static int set_cpu_quota_v1(struct cgroup *cg, uint32_t percent)
+{
+        const char *cpu = cg_ctrl_dir(cg, CG_CPUQ);
+        if (!percent)
+                return 0;
+        if (!cpu)
+                return -EOPNOTSUPP;
+        int r = cg_write_u64(cpu, "cpu.cfs_period_us", CG_CPU_PERIOD_US);
+        return r < 0 ? r : cg_write_u64(cpu, "cpu.cfs_quota_us", cg_cpu_quota_us(percent));
+}
+
 static int set_limits_v1(struct cgroup *cg, const struct cgroup_limits *lim)
 {
         const char *mem = cg_ctrl_dir(cg, CG_MEMORY), *pids = cg_ctrl_dir(cg, CG_PIDS);
-        int r;
+        int r = set_cpu_quota_v1(cg, lim->cpu_quota_percent);
+        if (r < 0)
+                return r;
         if (lim->memory_bytes) {
                 r = cg_write_u64(mem, "memory.limit_in_bytes", lim->memory_bytes);
                 if (r < 0)

@@ -8,7 +8,8 @@
 #include "base/util.h"
 #include "jail/cgroup_internal.h"
 
-static const char *const v2_names[_CG_CTRL_MAX] = { "memory", "pids", "cpu" };
+/* CG_CPU and CG_CPUQ are the same "cpu" controller on v2. */
+static const char *const v2_names[_CG_CTRL_MAX] = { "memory", "pids", "cpu", "cpu" };
 
 static unsigned v2_available(const char *dir)
 {
@@ -79,7 +80,8 @@ static int set_limits_v2(struct cgroup *cg, const struct cgroup_limits *lim)
         int r;
         /* Refuse rather than silently run without a requested limit. */
         if ((lim->memory_bytes && !(have & CG_BIT(CG_MEMORY))) ||
-            (lim->pids && !(have & CG_BIT(CG_PIDS))))
+            (lim->pids && !(have & CG_BIT(CG_PIDS))) ||
+            (lim->cpu_quota_percent && !(have & CG_BIT(CG_CPUQ))))
                 return -EOPNOTSUPP;
         if (lim->memory_bytes) {
                 r = cg_write_u64(dir, "memory.max", lim->memory_bytes);
@@ -91,6 +93,14 @@ static int set_limits_v2(struct cgroup *cg, const struct cgroup_limits *lim)
         }
         if (lim->pids) {
                 r = cg_write_u64(dir, "pids.max", lim->pids);
+                if (r < 0)
+                        return r;
+        }
+        if (lim->cpu_quota_percent) {
+                char v[64];
+                snprintf(v, sizeof(v), "%llu %llu", (unsigned long long)cg_cpu_quota_us(lim->cpu_quota_percent),
+                         CG_CPU_PERIOD_US);
+                r = cg_write(dir, "cpu.max", v);
                 if (r < 0)
                         return r;
         }

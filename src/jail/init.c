@@ -27,7 +27,26 @@ void jail_child_fail(const struct child_args *a, int step, int err)
         _exit(127);
 }
 
-static void confine(const struct child_args *a)
+static int send_fd(int sock, int fd, char tag);
+
+/* issue 10 row 15: the workload's filter comes with a listener, which goes
+ * to the daemon (engine/notify.c answers and counts refusals) and is never
+ * kept: whoever holds it could answer its own notifications. */
+static int apply_seccomp_listener(const struct child_args *a)
+{
+        if (a->spec->ctl_fd < 0)
+                return seccomp_prog_apply(a->ctx->seccomp);
+        int fd = seccomp_prog_apply_listener(a->ctx->seccomp);
+        if (fd < 0)
+                return fd;
+        int r = send_fd(3, fd, 'N');
+        close(fd);
+        if (a->spec->ctl_only_seccomp)
+                close(3);
+        return r < 0 ? -EPIPE : 0;
+}
+
+static void confine(const struct child_args *a, bool workload)
 {
         if (a->ctx->landlock) {
                 int r = landlock_restrict_scopes();
@@ -35,7 +54,7 @@ static void confine(const struct child_args *a)
                         jail_child_fail(a, STEP_LANDLOCK, -r);
         }
         if (a->ctx->seccomp) {
-                int r = seccomp_prog_apply(a->ctx->seccomp);
+                int r = workload ? apply_seccomp_listener(a) : seccomp_prog_apply(a->ctx->seccomp);
                 if (r < 0)
                         jail_child_fail(a, STEP_SECCOMP, -r);
         }
@@ -67,10 +86,10 @@ static void setup_fds(struct child_args *a)
         CHECK(a, STEP_FDS, (int)syscall(SYS_close_range, 5U, ~0U, 0U));
 }
 
-/* Sends fd over sock as one byte 'T' (SCM_RIGHTS). No allocation. */
-static int send_fd(int sock, int fd)
+/* Sends fd over sock as one byte tag (SCM_RIGHTS). No allocation. */
+static int send_fd(int sock, int fd, char tag)
 {
-        char byte = 'T';
+        char byte = tag;
         struct iovec iov = { &byte, 1 };
         union {
                 char buf[CMSG_SPACE(sizeof(int))];
@@ -104,7 +123,7 @@ static void open_terminal(const struct child_args *a)
         if (slave < 0)
                 jail_child_fail(a, STEP_TTY, errno);
         CHECK(a, STEP_TTY, ioctl(slave, TIOCSCTTY, 0));
-        CHECK(a, STEP_TTY, send_fd(3, m));
+        CHECK(a, STEP_TTY, send_fd(3, m, 'T'));
         close(m);
         close(3);
         CHECK(a, STEP_TTY, dup2(slave, 0));
@@ -198,9 +217,9 @@ static __attribute__((noreturn)) void exec_workload(struct child_args *a)
                         jail_child_fail(a, STEP_LANDLOCK, EPERM);
         } else {
                 CHECK_R(a, STEP_PRIVS, privs_drop(JAIL_UID, JAIL_GID, PRIVS_SETID));
+                confine(a, true); /* before the terminal: its 'N' precedes 'T' */
                 if (s->pty)
                         open_terminal(a);
-                confine(a);
         }
         CHECK(a, STEP_CHDIR, chdir(s->cwd ? s->cwd : JAIL_WORKSPACE));
         execve(s->argv[0], (char *const *)s->argv, (char *const *)s->envp);
@@ -296,7 +315,7 @@ static __attribute__((noreturn)) void run_init(struct child_args *a)
         else
                 CHECK_R(a, STEP_PRIVS, privs_drop(0, 0, 0));
         CHECK(a, STEP_PRIVS, prctl(PR_SET_DUMPABLE, 0, 0, 0, 0));
-        confine(a);
+        confine(a, false);
         if (exec_init)
                 exec_init_binary(child);
         close(0);
@@ -378,8 +397,9 @@ void jail_child_main(struct child_args *a)
          * and in its terminal session when started from a shell. */
         CHECK(a, STEP_SYNC, setsid());
         CHECK(a, STEP_SYNC, unshare(CLONE_NEWCGROUP));
-        if (a->ctx->netns_fd >= 0 && !a->spec->template)
-                CHECK(a, STEP_NETNS, setns(a->ctx->netns_fd, CLONE_NEWNET));
+        int netns = a->spec->has_netns ? a->spec->netns_fd : a->ctx->netns_fd;
+        if (netns >= 0 && !a->spec->template)
+                CHECK(a, STEP_NETNS, setns(netns, CLONE_NEWNET));
         CHECK(a, STEP_HOSTNAME, sethostname("sandbox", 7));
         /* Opened on the host's (writable) procfs before the jail's /proc/sys
          * is made read-only: names looked up through it later resolve in the

@@ -208,7 +208,7 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
         }
         if (ctx->userns || spec->template)
                 flags |= CLONE_NEWUSER;
-        if (ctx->netns_fd < 0 || spec->template)
+        if ((ctx->netns_fd < 0 && !spec->has_netns) || spec->template)
                 flags |= CLONE_NEWNET;
         int pidfd = -1;
         /* Rootless: the child's own user namespace already maps JAIL_UID to

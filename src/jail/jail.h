@@ -91,6 +91,10 @@ struct jail_spec {
         const char *argv[JAIL_MAX_ARGS + 1];  /* NULL-terminated, paths as seen inside */
         const char *envp[JAIL_MAX_ENV + 1];   /* complete environment, NULL-terminated */
         const char *workspace_dir;            /* host dir bound at /workspace, or NULL for tmpfs */
+        /* > 0: a detached copy of the workspace mount (jail_workspace_tree),
+         * attached at /workspace instead of binding workspace_dir by path.
+         * 0 (a zeroed spec) or -1: none. Stays the caller's to close. */
+        int workspace_tree_fd;
         const char *cwd;                      /* inside the jail; NULL = /workspace */
         const char *cgroup_name;              /* unique name for the execution's group */
         struct jail_limits limits;
@@ -125,10 +129,26 @@ struct jail_spec {
          * a template's executors take a stateless id. Ignored when rootless
          * (the daemon's id is the only one it can map). */
         uid_t host_id;
+        /* seccomp refusals (engine/notify.c): when ctl_fd >= 0 the workload
+         * installs the policy with a listener and sends it over fd 3 as one
+         * byte 'N' with SCM_RIGHTS, before the terminal's 'T'. ctl_only_seccomp:
+         * fd 3 carries nothing else and is closed before exec. */
+        bool ctl_only_seccomp;
+        /* has_netns: join netns_fd (a sandbox's own namespace, or a fresh
+         * one) instead of the context's shared empty one. Root only. */
+        bool has_netns;
+        int netns_fd;
 };
 
 /* Without an id range (jail_ctx_set_ids not called): the templates' root. */
 #define JAIL_TEMPLATE_UID 65533
+
+/* A detached copy (open_tree OPEN_TREE_CLONE) of the mount dir_fd (an
+ * O_PATH fd of a mounted workspace, opened under the sandbox's lock) is
+ * on, for jail_spec.workspace_tree_fd: each spawn needs a fresh one. Fails
+ * (-EINVAL) once that mount was detached, e.g. by a concurrent DELETE, and
+ * without CAP_SYS_ADMIN (-EPERM). Returns the fd or -errno. */
+int jail_workspace_tree(int dir_fd);
 
 struct jail_proc {
         struct jail_ctx *ctx;

@@ -124,6 +124,32 @@ static void setup_proc(const struct child_args *a)
                 CHECK_R(a, STEP_PROC, jail_mask_proc(proc));
 }
 
+int jail_workspace_tree(int dir_fd)
+{
+        int fd = open_tree(dir_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        return fd < 0 ? -errno : fd;
+}
+
+/* Puts the sandbox's workspace at dst: the detached copy the daemon made
+ * under the sandbox lock (so a concurrent DELETE cannot swap in the plain
+ * directory left under the unmounted image) or, without one (rootless: a
+ * plain directory anyway), a bind of its path. Private, so nothing mounted
+ * in the jail propagates back; nosuid,nodev in every mode, so a set-id file
+ * a guest makes never works, even on a plain directory (not noexec: guests
+ * run their scripts there). */
+static void attach_workspace(const struct child_args *a, const char *dst)
+{
+        const struct jail_spec *s = a->spec;
+        if (s->workspace_tree_fd > 0) {
+                CHECK(a, STEP_WORKSPACE, move_mount(s->workspace_tree_fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH));
+                close(s->workspace_tree_fd);
+                CHECK(a, STEP_WORKSPACE, mount(NULL, dst, NULL, MS_PRIVATE, NULL));
+        } else {
+                CHECK(a, STEP_WORKSPACE, mount(s->workspace_dir, dst, NULL, MS_BIND, NULL));
+        }
+        CHECK(a, STEP_WORKSPACE, mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL));
+}
+
 static void setup_replay_overlay(const struct child_args *a, const char *ws)
 {
         char sbx[PATHLEN], real[PATHLEN], ovl[PATHLEN], up[PATHLEN], work[PATHLEN];
@@ -133,8 +159,7 @@ static void setup_replay_overlay(const struct child_args *a, const char *ws)
         CHECK(a, STEP_WORKSPACE, mkdir(sbx, 0700));
         CHECK(a, STEP_WORKSPACE, mkdir(real, 0755));
         CHECK(a, STEP_WORKSPACE, mkdir(ovl, 0755));
-        CHECK(a, STEP_WORKSPACE, mount(a->spec->workspace_dir, real, NULL, MS_BIND, NULL));
-        CHECK(a, STEP_WORKSPACE, mount(NULL, real, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL));
+        attach_workspace(a, real);
         CHECK(a, STEP_WORKSPACE, mount("tmpfs", ovl, "tmpfs", MS_NOSUID | MS_NODEV, a->ws_opts));
         CHECK(a, STEP_WORKSPACE, mkdir(path_join(up, ovl, "up"), 0755));
         CHECK(a, STEP_WORKSPACE, mkdir(path_join(work, ovl, "work"), 0755));
@@ -284,6 +309,9 @@ void jail_setup_root(const struct child_args *a)
         const struct jail_spec *s = a->spec;
         char p[PATHLEN];
 
+        /* The daemon runs with umask 077 (data at rest); the jail's tree and
+         * its guests get the usual 022. */
+        umask(022);
         /* Private propagation first, so nothing we mount leaks back to the
          * host namespace and host mount events do not reach the jail. */
         CHECK(a, STEP_PRIVATE, mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
@@ -307,8 +335,7 @@ void jail_setup_root(const struct child_args *a)
         if (s->workspace_dir && s->replay_fd >= 0) {
                 setup_replay_overlay(a, p);
         } else if (s->workspace_dir) {
-                CHECK(a, STEP_WORKSPACE, mount(s->workspace_dir, p, NULL, MS_BIND, NULL));
-                CHECK(a, STEP_WORKSPACE, mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL));
+                attach_workspace(a, p);
         } else {
                 CHECK(a, STEP_WORKSPACE, mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, a->ws_opts));
         }

@@ -6,11 +6,17 @@
 
 #include "jail/internal.h"
 
-/* procfs entries that leak host state even inside a pid namespace. */
+/* procfs entries that leak host state even inside a pid namespace. The
+ * last row identifies the host and its other users: the kernel command line
+ * (root device, boot options), the boot id (the same for every jail of the
+ * boot: ties tenants' sessions together) and every uid's key quotas. sys/
+ * entries are masked before sys is made read-only, whose recursive bind
+ * keeps them. */
 static const char *const proc_masks[] = {
         "kcore", "kallsyms", "keys", "timer_list", "sched_debug", "sysrq-trigger", "kmsg",
         "latency_stats", "config.gz", "modules", "vmallocinfo", "slabinfo", "pagetypeinfo",
         "buddyinfo", "zoneinfo", "iomem", "ioports", "kpagecount", "kpageflags", "kpagecgroup",
+        "cmdline", "sys/kernel/random/boot_id", "key-users",
 };
 
 /* A bind mount ignores flags on creation, so a second remount pass applies them. */

@@ -3,6 +3,7 @@
  * needed; run the cell; journal it). */
 #include "sandbox/internal.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -31,6 +32,7 @@ struct context *context_from_row(struct sandbox_mgr *m, struct sandbox *s, const
          * cell if the daemon died between the two writes. */
         journal_sync(m, c);
         pthread_mutex_init(&c->run_lock, NULL);
+        c->ws_fd = -1;
         return c;
 }
 
@@ -61,7 +63,9 @@ void context_info_fill(const struct context *c, struct sbx_context_info *ret)
                 .cells = c->row.snap_cells,
                 .bytes = c->row.snap_bytes,
                 .stale = c->row.snap_stale,
+                .stale_reason = c->row.snap_stale ? c->stale_reason : NULL,
         };
+        ret->last_restore = c->last_restore;
         snprintf(ret->snap.build, sizeof(ret->snap.build), "%s", c->row.build);
 }
 
@@ -152,6 +156,7 @@ static struct context *context_new(struct sandbox_mgr *m, struct sandbox *s, con
         c->rt = rt;
         c->sbx = s;
         pthread_mutex_init(&c->run_lock, NULL);
+        c->ws_fd = -1;
         int r = c->row.env_json ? store_context_insert(m->store, &c->row) : -ENOMEM;
         if (r < 0) {
                 context_free(m, c);
@@ -173,12 +178,12 @@ int sbx_context_create(struct sandbox_mgr *m, const char *id, const struct runti
         }
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
-                return -EINVAL;
+                return err_ret(err);
         struct context *c = context_new(m, s, rt, binding, norm, env, err);
         if (c)
                 context_info_fill(c, ret);
         sandbox_leave(m, s);
-        return c ? 0 : -EIO;
+        return c ? 0 : err_ret(err);
 }
 
 static int context_not_found(struct err *err, const char *cid, const char *op, const char *msg)
@@ -193,7 +198,7 @@ int sbx_context_delete(struct sandbox_mgr *m, const char *id, const char *cid, s
 {
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
-                return -EINVAL;
+                return err_ret(err);
         struct context *c = find_context(s, cid);
         int r = 0;
         if (!c) {
@@ -215,41 +220,22 @@ int sbx_context_delete(struct sandbox_mgr *m, const char *id, const char *cid, s
 
 /* ---- one execution ---- */
 
-static int restore_state(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim,
-                         struct err *err)
-{
-        uint64_t t0 = now_ns();
-        size_t bad = journal_replay(m, c, lim);
-        if (bad) {
-                /* Never restore silently wrong state: say so. */
-                c->row.snap_stale = true;
-                log_warn("msg=\"context restored with replay failures\" context=%s cells=%zu", c->row.id, bad);
-        }
-        log_debug("msg=\"context restored\" context=%s cells=%llu ms=%.1f", c->row.id,
-                  (unsigned long long)c->row.snap_cells, (double)(now_ns() - t0) / 1e6);
-        c->need_reseed = true;
-        if (!kproc_alive(c->kp)) {
-                int r = err_set(err, ERR_UNAVAILABLE, 0, "Context state could not be restored");
-                err->op = OP_EXECUTE;
-                return r;
-        }
-        return 0;
-}
+static const char *const lost_names[] = {
+        [CONTEXT_LOST_RESTART] = "restart",
+        [CONTEXT_LOST_EVICTED] = "evicted",
+        [CONTEXT_LOST_EVICTED_OWN] = "evicted_own",
+        [CONTEXT_LOST_LIMIT] = "limit",
+};
 
-/* Makes the context's interpreter resident, restoring state if it has a
- * journal. Caller holds c->run_lock. */
-static int ensure_resident(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim,
-                           struct err *err)
+/* Starts c's interpreter (overlay: a throw-away /workspace for replay) and
+ * makes it resident. */
+static int spawn_interpreter(struct sandbox_mgr *m, struct context *c, bool overlay, const struct exec_limits *lim,
+                             struct err *err)
 {
-        if (kproc_alive(c->kp)) {
-                lru_touch(m, c);
-                return 0;
-        }
-        context_drop_interpreter(m, c);
-        bool restore = c->row.snap_cells > 0;
         struct err why = { 0 };
-        int r = kproc_spawn_as(m->engine, c->rt, "repl", c->sbx->ws.mount, restore, c->sbx->row.host_id, lim,
-                               &c->kp, &why);
+        struct kproc_workspace ws = { .dir = c->sbx->ws.mount, .fd = c->ws_fd };
+        struct kproc_where where = { .ws = &ws, .netns_fd = c->sbx->netns_fd, .host_id = c->sbx->row.host_id };
+        int r = kproc_spawn_in(m->engine, c->rt, "repl", &where, overlay, lim, &c->kp, &why);
         if (r < 0) {
                 /* Always "unavailable" (an upstream failure to the client),
                  * whatever the step's own reason. */
@@ -259,9 +245,70 @@ static int ensure_resident(struct sandbox_mgr *m, struct context *c, const struc
                 return r;
         }
         lru_add(m, c);
-        if (restore && (r = restore_state(m, c, lim, err)) < 0)
+        return 0;
+}
+
+/* Replay went past its bounds: a fresh interpreter with an empty journal,
+ * the context marked stale; the caller's answer says so. */
+static int start_fresh(struct sandbox_mgr *m, struct context *c, const char *why, const struct exec_limits *lim,
+                       struct err *err)
+{
+        context_drop_interpreter(m, c);
+        journal_reset(m, c, why);
+        c->last_restore.fresh = true;
+        c->last_restore.stale_reason = why;
+        log_warn("msg=\"context restore abandoned, starting fresh\" context=%s why=%s", c->row.id, why);
+        return spawn_interpreter(m, c, false, lim, err);
+}
+
+static int restore_state(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim,
+                         struct err *err)
+{
+        uint64_t t0 = now_ns();
+        enum replay_verdict v = journal_replay(m, c, lim);
+        c->last_restore.replay_ms = (now_ns() - t0) / 1000000;
+        c->need_reseed = true;
+        if (v == REPLAY_TOO_LONG || v == REPLAY_TOO_BIG)
+                return start_fresh(m, c, v == REPLAY_TOO_LONG ? "replay_time" : "journal_size", lim, err);
+        if (v == REPLAY_FAILED) {
+                /* Never restore silently wrong state: say so. */
+                c->row.snap_stale = true;
+                c->stale_reason = c->last_restore.stale_reason = "replay_failed";
+                log_warn("msg=\"context restored with replay failures\" context=%s", c->row.id);
+        }
+        log_debug("msg=\"context restored\" context=%s cells=%llu ms=%llu", c->row.id,
+                  (unsigned long long)c->row.snap_cells, (unsigned long long)c->last_restore.replay_ms);
+        if (!kproc_alive(c->kp)) {
+                int r = err_set(err, ERR_UNAVAILABLE, 0, "Context state could not be restored");
+                err->op = OP_EXECUTE;
                 return r;
-        lru_evict(m, c);
+        }
+        return 0;
+}
+
+/* Makes the context's interpreter resident, restoring state if it has a
+ * journal. Caller holds c->run_lock. *restored: this call rebuilt it. */
+static int ensure_resident(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim,
+                           bool *restored, struct err *err)
+{
+        if (kproc_alive(c->kp)) {
+                lru_touch(m, c);
+                return 0;
+        }
+        context_drop_interpreter(m, c);
+        bool restore = c->row.snap_cells > 0 || c->row.snap_bytes > 0;
+        int r = spawn_interpreter(m, c, restore, lim, err);
+        if (r < 0)
+                return r;
+        if (restore) {
+                c->last_restore = (struct sbx_restore){ .restored = true, .reason = lost_names[c->lost],
+                                                        .at = wall_ms() };
+                *restored = true;
+                if ((r = restore_state(m, c, lim, err)) < 0)
+                        return r;
+        }
+        c->lost = CONTEXT_LOST_LIMIT; /* until something else takes it */
+        lru_evict(m, c, false);
         return 0;
 }
 
@@ -318,9 +365,12 @@ static int run_cell(struct sandbox_mgr *m, struct context *c, const char *code, 
                     struct sbx_exec_result *ret, struct err *err)
 {
         ret->limits = m->opt.limits;
-        int r = ensure_resident(m, c, &ret->limits, err);
+        bool restored = false;
+        int r = ensure_resident(m, c, &ret->limits, &restored, err);
         if (r < 0)
                 return r;
+        if (restored)
+                ret->restore = c->last_restore;
         bool ts = strcmp(c->rt->id, "javascript") == 0;
         char cwd_before[4096];
         snprintf(cwd_before, sizeof(cwd_before), "%s", c->row.cwd);
@@ -344,6 +394,9 @@ static int run_cell(struct sandbox_mgr *m, struct context *c, const char *code, 
         } else {
                 update_cwd(c, o->response);
                 journal_append(m, c, code, env, cwd_before, ts, &ret->snapshot_ms);
+                /* A sandbox over its share gives back its own interpreter,
+                 * this one included, once its cell is answered. */
+                lru_evict(m, c, true);
         }
         c->row.executions++;
         c->row.last_used = wall_ms();
@@ -363,14 +416,16 @@ void sbx_exec_result_done(struct sbx_exec_result *r)
 
 /* Runs under the context's own lock, not the sandbox's: other contexts of
  * the sandbox (and its files) stay usable during a long cell. */
-static int execute_locked(struct sandbox_mgr *m, struct context *c, const char *code, json_t *env,
+static int execute_locked(struct sandbox_mgr *m, struct context *c, int ws_fd, const char *code, json_t *env,
                           struct sbx_exec_result *ret, struct err *err)
 {
         if (!c->rt)
                 return err_set(err, ERR_INVALID, 0, "Context language '%s' is not available", c->row.language);
         pthread_mutex_lock(&c->run_lock);
+        c->ws_fd = ws_fd;
         int r = c->deleted ? context_not_found(err, c->row.id, OP_EXECUTE, "Context was deleted")
                            : run_cell(m, c, code, env, ret, err);
+        c->ws_fd = -1;
         pthread_mutex_unlock(&c->run_lock);
         return r;
 }
@@ -383,17 +438,21 @@ int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt,
         ret->snapshot_ms = -1;
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
-                return -EINVAL;
+                return err_ret(err);
         struct context *c = resolve_context(m, s, rt, binding, context_id, err);
         json_t *env = NULL;
-        int r = c ? sandbox_open_workspace(m, s, err) : -EIO;
+        int r = c ? sandbox_open_workspace(m, s, err) : err_ret(err);
         if (r == 0) {
                 c->refs++;
                 env = effective_env(s, c, call_env);
+                sandbox_netns(m, s);
         }
+        /* Opened under the lock: a kernel started for this call mounts what
+         * this fd is on, even if a DELETE unmounts the path meanwhile. */
+        _cleanup_close_ int ws_fd = r == 0 ? open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         pthread_mutex_unlock(&s->lock);
         if (r == 0) {
-                r = execute_locked(m, c, code, env, ret, err);
+                r = execute_locked(m, c, ws_fd, code, env, ret, err);
                 pthread_mutex_lock(&s->lock);
                 bool free_it = --c->refs == 0 && c->deleted && !find_context(s, c->row.id);
                 pthread_mutex_unlock(&s->lock);

@@ -38,6 +38,7 @@ struct files_limits {
         uint64_t max_file_bytes;    /* per file → ERR_TOO_LARGE */
         uint64_t max_total_bytes;   /* whole workspace → ERR_NO_SPACE */
         uint64_t max_entries;       /* files + dirs → ERR_NO_SPACE */
+        uint64_t max_depth;         /* nested levels a recursive delete enters → ERR_LIMIT */
 };
 
 /* The workspace an operation acts on (filled by the caller, e.g. from a

@@ -18,15 +18,35 @@
 
 struct sandbox;
 
+/* Why a context has no interpreter (what its next restore reports). */
+enum context_lost {
+        CONTEXT_LOST_RESTART = 0,    /* never resident in this daemon run */
+        CONTEXT_LOST_EVICTED,        /* evicted for another sandbox */
+        CONTEXT_LOST_EVICTED_OWN,    /* evicted because its sandbox was over its share */
+        CONTEXT_LOST_LIMIT,          /* killed by a limit, or died */
+};
+
+/* What journal_replay achieved. */
+enum replay_verdict {
+        REPLAY_OK,
+        REPLAY_FAILED,               /* some cell died or hit a limit: stale */
+        REPLAY_TOO_LONG,             /* past sandbox.replay_ms: start fresh */
+        REPLAY_TOO_BIG,              /* journal past sandbox.journal_bytes: start fresh */
+};
+
 struct context {
         struct context_row row;
         const struct runtime *rt;
         struct sandbox *sbx;
         struct kproc *kp;            /* resident interpreter, or NULL */
         bool need_reseed;            /* first run after a restore */
+        enum context_lost lost;      /* why kp is NULL */
+        struct sbx_restore last_restore;
+        const char *stale_reason;    /* why snap_stale was set (this run) */
         bool deleted;
         int refs;                    /* executions holding it (sandbox lock) */
         pthread_mutex_t run_lock;    /* serialises executions */
+        int ws_fd;                   /* run_lock: the workspace fd of the execution in progress */
         struct context *next;        /* sandbox's list, by created_at */
         struct context *lru_prev, *lru_next; /* resident LRU (manager lock) */
 };
@@ -38,6 +58,8 @@ struct sandbox {
         struct context *contexts;
         pthread_mutex_t lock;
         int refs;                    /* manager lock */
+        size_t resident;             /* its contexts in the LRU (manager lock) */
+        int netns_fd;                /* its own network namespace, shared by its jails; -1: none yet */
         bool deleted;
         struct sandbox *hnext;
 };
@@ -61,6 +83,9 @@ void sandbox_put(struct sandbox_mgr *m, struct sandbox *s);
 struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err *err);
 /* unlock + sandbox_put. */
 void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s);
+/* Takes the sandbox's own network namespace if it has none yet (caller
+ * holds s->lock); without one (rootless) every jail has its own. */
+void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s);
 /* Mounts the workspace if needed (caller holds s->lock). */
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err);
 json_t *env_parse(const char *text);
@@ -77,8 +102,10 @@ void env_merge(json_t *base, json_t *delta);
 /* lru.c: resident interpreters (each takes m->lock itself). */
 void lru_touch(struct sandbox_mgr *m, struct context *c);
 void lru_add(struct sandbox_mgr *m, struct context *c);
-/* Evicts least recently used idle interpreters beyond the cap. */
-void lru_evict(struct sandbox_mgr *m, struct context *keep);
+/* Evicts idle interpreters while self's sandbox is over its own cap or all
+ * are over the global one, fairly (see lru.c). self_ok: self may go too
+ * (after its cell; the caller holds its run_lock). */
+void lru_evict(struct sandbox_mgr *m, struct context *self, bool self_ok);
 void context_drop_interpreter(struct sandbox_mgr *m, struct context *c);
 
 /* context.c */
@@ -90,9 +117,12 @@ void context_info_fill(const struct context *c, struct sbx_context_info *ret);
 /* journal.c */
 /* The build that writes a journal: language, engine and kernel version. */
 void journal_build_id(const struct runtime *rt, char *buf, size_t len);
-/* Replays the journal into c's fresh interpreter (throw-away workspace);
- * returns the number of cells that did not replay cleanly. */
-size_t journal_replay(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim);
+/* Replays the journal into c's fresh interpreter (throw-away workspace),
+ * within sandbox.replay_ms in total and only for a journal of at most
+ * sandbox.journal_bytes. */
+enum replay_verdict journal_replay(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim);
+/* Empties c's journal (a fresh start): the context is stale from now on. */
+void journal_reset(struct sandbox_mgr *m, struct context *c, const char *why);
 /* Appends one successful cell; *ret_ms: how long that took. */
 void journal_append(struct sandbox_mgr *m, struct context *c, const char *code, json_t *env,
                     const char *cwd_before, bool ts, double *ret_ms);

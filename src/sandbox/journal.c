@@ -23,39 +23,67 @@ void journal_build_id(const struct runtime *rt, char *buf, size_t len)
 struct replay {
         struct context *c;
         struct exec_limits lim;
+        uint64_t wall_ms;       /* one cell's own wall clock limit */
+        uint64_t deadline_ns;   /* sandbox.replay_ms for the whole replay */
         size_t cells, bad;
+        bool too_long;
 };
 
 /* Re-runs one journaled cell; store_cell_each calls this without holding
- * the store lock, so a long replay blocks nobody else. */
+ * the store lock, so a long replay blocks nobody else. Past the deadline
+ * the remaining cells are skipped, and a cell still running at the
+ * deadline is cut there (its wall clock limit is what is left). */
 static void replay_cell(const struct cell_row *cell, void *userdata)
 {
         struct replay *rp = userdata;
         rp->cells++;
+        uint64_t now = now_ns();
+        if (rp->too_long || now >= rp->deadline_ns) {
+                rp->too_long = true;
+                return;
+        }
         if (!kproc_alive(rp->c->kp)) {
                 rp->bad++;
                 return;
         }
+        uint64_t left_ms = (rp->deadline_ns - now) / 1000000 + 1;
+        rp->lim.wall_ms = left_ms < rp->wall_ms ? left_ms : rp->wall_ms;
         json_t *env = env_parse(cell->env_json);
         json_t *req = exec_build_request(cell->code, env, cell->cwd, cell->typescript, rp->lim.result_bytes, true);
         struct exec_outcome o;
         if (kproc_run(rp->c->kp, req, &rp->lim, &o) < 0 || o.died || o.limit != EXEC_LIMIT_NONE)
                 rp->bad++;
+        if (o.limit == EXEC_LIMIT_WALL && now_ns() >= rp->deadline_ns)
+                rp->too_long = true;
         exec_outcome_done(&o);
         json_decref(req);
         json_decref(env);
 }
 
-size_t journal_replay(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim)
+enum replay_verdict journal_replay(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim)
 {
-        struct replay rp = { .c = c, .lim = *lim };
+        if (c->row.snap_bytes > m->opt.journal_bytes)
+                return REPLAY_TOO_BIG;
+        struct replay rp = { .c = c, .lim = *lim, .wall_ms = lim->wall_ms,
+                             .deadline_ns = now_ns() + m->opt.replay_ms * 1000000ULL };
         rp.lim.output_bytes *= 4; /* output is discarded; never fail on it */
         rp.lim.output_entries *= 4;
         if (store_cell_each(m->store, c->row.id, replay_cell, &rp) < 0)
                 rp.bad++; /* an unreadable journal cannot have rebuilt the state */
+        if (rp.too_long)
+                return REPLAY_TOO_LONG;
         if (rp.cells > 0 && kproc_alive(c->kp) && kproc_end_replay(c->kp) < 0)
                 rp.bad++;
-        return rp.bad;
+        return rp.bad ? REPLAY_FAILED : REPLAY_OK;
+}
+
+void journal_reset(struct sandbox_mgr *m, struct context *c, const char *why)
+{
+        store_cells_delete(m->store, c->row.id);
+        c->row.snap_cells = c->row.snap_bytes = 0;
+        c->row.snap_stale = true;
+        c->stale_reason = why;
+        journal_sync(m, c);
 }
 
 void journal_sync(struct sandbox_mgr *m, struct context *c)
@@ -71,6 +99,14 @@ void journal_append(struct sandbox_mgr *m, struct context *c, const char *code, 
                     const char *cwd_before, bool ts, double *ret_ms)
 {
         uint64_t t0 = now_ns();
+        if (c->row.snap_bytes > m->opt.journal_bytes) {
+                /* Past the bound the journal stops growing; the live state
+                 * is fine, but a restore will start fresh: say so now. */
+                c->row.snap_stale = true;
+                c->stale_reason = "journal_size";
+                *ret_ms = -1;
+                return;
+        }
         char *env_text = json_dumps(env, JSON_COMPACT | JSON_SORT_KEYS);
         struct cell_row cell = { c->row.snap_cells + 1, code, env_text ? env_text : "{}", cwd_before, ts };
         int r = store_cell_append(m->store, c->row.id, &cell);

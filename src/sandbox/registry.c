@@ -71,6 +71,8 @@ static void sandbox_free(struct sandbox_mgr *m, struct sandbox *s)
                 context_free(m, c);
         }
         workspace_close(&s->ws);
+        if (s->netns_fd >= 0)
+                close(s->netns_fd);
         json_decref(s->env);
         sandbox_row_done(&s->row);
         pthread_mutex_destroy(&s->lock);
@@ -101,8 +103,34 @@ static uint64_t expiry_for(const struct sandbox_options *opt, uint64_t now)
         return opt->idle_ttl_ms ? now + opt->idle_ttl_ms : 0;
 }
 
-static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const char *id)
+/* The service-wide caps, checked before anything of a new sandbox exists.
+ * Disk is counted as reserved: each sandbox may fill its whole image
+ * (limits.workspace_bytes), so n images never need more than n quotas. */
+static int check_caps(struct sandbox_mgr *m, struct err *err)
 {
+        uint64_t n = 0;
+        int r = store_sandbox_count(m->store, &n);
+        if (r < 0)
+                return err_set(err, ERR_INTERNAL, -r, "Cannot count sandboxes: %s", strerror(-r));
+        if (n >= m->opt.max_sandboxes) {
+                r = err_set(err, ERR_QUOTA, EUSERS, "Sandbox limit reached (%llu sandboxes)",
+                            (unsigned long long)m->opt.max_sandboxes);
+                err_detail_u64(err, "maxSandboxes", m->opt.max_sandboxes);
+        } else if ((n + 1) * m->opt.workspace_bytes > m->opt.max_disk_bytes) {
+                r = err_set(err, ERR_STORAGE, ENOSPC, "Workspace storage exhausted (%llu bytes for all sandboxes)",
+                            (unsigned long long)m->opt.max_disk_bytes);
+                err_detail_u64(err, "maxDiskBytes", m->opt.max_disk_bytes);
+        }
+        if (r < 0)
+                err->op = "sandbox.create";
+        return r;
+}
+
+static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const char *id, struct err *err)
+{
+        int r = check_caps(m, err);
+        if (r < 0)
+                return r;
         uint64_t now = wall_ms();
         snprintf(s->row.id, sizeof(s->row.id), "%s", id);
         snprintf(s->row.org_id, sizeof(s->row.org_id), "%s", SBX_DEFAULT_ORG);
@@ -110,24 +138,30 @@ static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const ch
         s->row.expires_at = expiry_for(&m->opt, now);
         s->row.env_json = strdup("{}");
         if (!s->row.env_json)
-                return -ENOMEM;
+                return err_set(err, ERR_INTERNAL, ENOMEM, "Out of memory");
         /* A sandbox id reused after destroy/expiry starts empty. */
         workspace_destroy(&s->ws);
-        return store_sandbox_put(m->store, &s->row);
+        r = store_sandbox_put(m->store, &s->row);
+        return r < 0 ? err_set(err, ERR_INTERNAL, -r, "Cannot store sandbox: %s", strerror(-r)) : 0;
 }
 
-static int sandbox_load(struct sandbox_mgr *m, const char *id, struct sandbox **ret)
+static int sandbox_load(struct sandbox_mgr *m, const char *id, struct sandbox **ret, struct err *err)
 {
         struct sandbox *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
         pthread_mutex_init(&s->lock, NULL);
+        s->netns_fd = -1;
         workspace_init(&s->ws, m->opt.data_dir, id);
         int r = store_sandbox_get(m->store, id, &s->row);
         if (r == -ENOENT)
-                r = sandbox_create_row(m, s, id);
-        if (r == 0)
-                r = sandbox_assign_host_id(m, s);
+                r = sandbox_create_row(m, s, id, err);
+        else if (r < 0)
+                err_set(err, ERR_INTERNAL, -r, "Cannot load sandbox: %s", strerror(-r));
+        /* No id left (store_sandbox_free_host_id: -ENOSPC) is a quota. */
+        if (r == 0 && (r = sandbox_assign_host_id(m, s)) < 0)
+                err_set(err, r == -ENOSPC ? ERR_QUOTA : ERR_INTERNAL, -r, "Cannot give the sandbox a host id: %s",
+                        strerror(-r));
         if (r < 0) {
                 sandbox_free(m, s);
                 return r;
@@ -137,7 +171,8 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, struct sandbox **
         r = store_context_each(m->store, id, load_context_row, &lc);
         if (r < 0 || lc.r < 0) {
                 sandbox_free(m, s);
-                return r < 0 ? r : lc.r;
+                r = r < 0 ? r : lc.r;
+                return err_set(err, ERR_INTERNAL, -r, "Cannot load sandbox: %s", strerror(-r));
         }
         *ret = s;
         return 0;
@@ -160,10 +195,10 @@ struct sandbox *sandbox_get(struct sandbox_mgr *m, const char *id, struct err *e
         if (!s) {
                 /* Loading under the manager lock keeps two first requests for
                  * one id from creating it twice; it is a few store reads. */
-                int r = sandbox_load(m, id, &s);
+                int r = sandbox_load(m, id, &s, err);
                 if (r < 0) {
                         pthread_mutex_unlock(&m->lock);
-                        err_set(err, ERR_INTERNAL, -r, "Cannot load sandbox: %s", strerror(-r));
+                        err_detail(err, "id", id, (size_t)-1);
                         return NULL;
                 }
                 s->hnext = m->buckets[h];
@@ -214,6 +249,14 @@ void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s)
         sandbox_put(m, s);
 }
 
+void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s)
+{
+        if (s->netns_fd < 0) {
+                int fd = engine_netns_take(m->engine);
+                s->netns_fd = fd >= 0 ? fd : -1;
+        }
+}
+
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err)
 {
         int r = workspace_open(&s->ws, m->opt.workspace_bytes, m->opt.workspace_inodes);
@@ -261,7 +304,7 @@ int sbx_destroy(struct sandbox_mgr *m, const char *id, struct err *err)
 {
         struct sandbox *s = sandbox_get(m, id, err);
         if (!s)
-                return -EINVAL;
+                return err_ret(err);
         int r = sandbox_wipe(m, s);
         sandbox_put(m, s);
         if (r < 0)
@@ -313,7 +356,7 @@ int sbx_info(struct sandbox_mgr *m, const char *id, struct sbx_info *ret, struct
         memset(ret, 0, sizeof(*ret));
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
-                return -EINVAL;
+                return err_ret(err);
         snprintf(ret->id, sizeof(ret->id), "%s", s->row.id);
         snprintf(ret->org_id, sizeof(ret->org_id), "%s", s->row.org_id);
         ret->created_at = s->row.created_at;
@@ -336,7 +379,7 @@ int sbx_context_list(struct sandbox_mgr *m, const char *id, struct sbx_context_i
 {
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
-                return -EINVAL;
+                return err_ret(err);
         int r = contexts_snapshot(s, ret, ret_n);
         sandbox_leave(m, s);
         if (r < 0)
@@ -348,7 +391,7 @@ int sbx_set_env(struct sandbox_mgr *m, const char *id, json_t *env, struct err *
 {
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
-                return -EINVAL;
+                return err_ret(err);
         json_t *next = json_deep_copy(s->env);
         env_merge(next, env);
         char *text = json_dumps(next, JSON_COMPACT | JSON_SORT_KEYS);
@@ -374,7 +417,7 @@ int sbx_workspace_acquire(struct sandbox_mgr *m, const char *id, struct sbx_work
         ret->root_fd = -1;
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
-                return -EINVAL;
+                return err_ret(err);
         int r = sandbox_open_workspace(m, s, err);
         int fd = r == 0 ? open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         if (fd < 0) {
@@ -385,7 +428,8 @@ int sbx_workspace_acquire(struct sandbox_mgr *m, const char *id, struct sbx_work
         }
         *ret = (struct sbx_workspace){
                 .root_fd = fd,
-                .limits = { m->opt.file_bytes, m->opt.workspace_bytes, m->opt.workspace_inodes },
+                .limits = { m->opt.file_bytes, m->opt.workspace_bytes, m->opt.workspace_inodes,
+                            m->opt.files_max_depth },
                 .created_at = s->row.created_at,
                 .uid = s->row.host_id ? s->row.host_id : JAIL_UID,
                 .gid = s->row.host_id ? s->row.host_id : JAIL_GID,
@@ -482,6 +526,20 @@ static void reaper_loop(void *arg)
 
 /* ---- the manager ---- */
 
+/* A cap left at 0 by a caller that predates it means "none" (the
+ * configuration never gives 0: its bounds start at 1). */
+static void options_fill_caps(struct sandbox_options *o)
+{
+        /* Large, yet no overflow when scaled (replay_ms to ns, disk sums). */
+        const uint64_t none = 1ULL << 42;
+        uint64_t *caps[] = { &o->max_sandboxes, &o->max_disk_bytes, &o->replay_ms, &o->journal_bytes };
+        for (size_t i = 0; i < ARRAY_SIZE(caps); i++)
+                if (*caps[i] == 0)
+                        *caps[i] = i == 1 ? UINT64_MAX / 2 : none;
+        if (o->max_resident_per_sandbox == 0)
+                o->max_resident_per_sandbox = o->max_resident_contexts;
+}
+
 int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct store *store,
                 struct sandbox_mgr **ret)
 {
@@ -489,6 +547,7 @@ int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct
         if (!m)
                 return -ENOMEM;
         m->opt = *opt;
+        options_fill_caps(&m->opt);
         m->engine = engine;
         m->store = store;
         pthread_mutex_init(&m->lock, NULL);

@@ -28,8 +28,16 @@ struct sandbox_options {
         uint64_t idle_ttl_ms;            /* 0: sandboxes never expire */
         uint64_t max_contexts;           /* per sandbox */
         uint64_t max_resident_contexts;  /* live interpreters, all sandboxes */
+        /* Caps below: 0 means none (max_resident_per_sandbox: the total). */
+        uint64_t max_resident_per_sandbox; /* live interpreters of one sandbox */
+        uint64_t resident_grace_ms;      /* idle longer: evictable by any sandbox (0: never) */
+        uint64_t replay_ms;              /* total replay time of one restore */
+        uint64_t journal_bytes;          /* a journal past this restores fresh */
+        uint64_t max_sandboxes;          /* sandboxes at once */
+        uint64_t max_disk_bytes;         /* workspace images in total */
         uint64_t workspace_bytes, workspace_inodes;
         uint64_t file_bytes;             /* one file, files API */
+        uint64_t files_max_depth;        /* levels a recursive delete enters */
         struct exec_limits limits;       /* one execution in a context */
 };
 
@@ -47,7 +55,22 @@ struct sbx_snapshot {
         uint64_t taken_at;       /* epoch ms of the last journaled cell; 0: none */
         uint64_t cells, bytes;
         bool stale;              /* the journal cannot reproduce the live state */
+        const char *stale_reason; /* static, as sbx_restore's; NULL when unknown (before a restart) */
         char build[128];         /* kernel + interpreter build that wrote it */
+};
+
+/* How a context's interpreter was last rebuilt from its journal: the
+ * client is told (issue 10 rows 7 and 8), never left to guess. Reasons are
+ * static strings: "restart" (daemon restarted or never resident), "evicted"
+ * (by another sandbox), "evicted_own" (its sandbox was over its share),
+ * "limit" (a limit killed it, or it died). */
+struct sbx_restore {
+        bool restored;
+        const char *reason;
+        uint64_t at;             /* epoch ms */
+        uint64_t replay_ms;      /* time spent replaying */
+        bool fresh;              /* replay abandoned: a fresh interpreter, state lost */
+        const char *stale_reason; /* "replay_time", "journal_size", "replay_failed", or NULL */
 };
 
 struct sbx_context_info {
@@ -59,6 +82,7 @@ struct sbx_context_info {
         uint64_t created_at, last_used, executions;
         bool resident;
         struct sbx_snapshot snap;
+        struct sbx_restore last_restore; /* restored false: never restored in this run */
 };
 
 struct sbx_info {
@@ -95,6 +119,7 @@ struct sbx_exec_result {
         uint64_t executions;
         double snapshot_ms;              /* time to journal the cell; < 0: not journaled */
         uint64_t expires_at;             /* the sandbox's deadline; 0: never */
+        struct sbx_restore restore;      /* restored: this execution rebuilt the interpreter */
 };
 void sbx_exec_result_done(struct sbx_exec_result *r);
 

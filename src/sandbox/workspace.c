@@ -14,11 +14,18 @@
 #include "base/util.h"
 #include "jail/jail.h"
 
-/* ext4 metadata (journal, bitmaps) takes part of a tiny image; size the
- * image so that roughly quota_bytes remain usable for data. */
-static uint64_t image_size_for(uint64_t quota)
+/* ext4 metadata (journal, inode tables, bitmaps) takes part of a small
+ * image. First guess: the quota plus the 1 MiB journal, 256-byte inodes
+ * and 1/32 for the rest; create_image then measures what mkfs left free
+ * and shrinks the image until the usable space is at most the quota. */
+#define WS_INODE_BYTES 256
+#define WS_MKFS_ROUNDS 4
+/* Room for lost+found, removed after the first mount (it frees blocks). */
+#define WS_SLACK_BYTES (64 * KiB)
+
+static uint64_t image_size_for(uint64_t quota, uint64_t inodes)
 {
-        return quota + quota / 4 + 2 * MiB;
+        return quota + 1 * MiB + inodes * WS_INODE_BYTES + quota / 32;
 }
 
 void workspace_init(struct workspace *ws, const char *data_dir, const char *id)
@@ -42,8 +49,10 @@ static int run_mkfs(const char *image, uint64_t inodes)
                 dup2(nul, 0);
                 dup2(nul, 1);
                 dup2(nul, 2);
+                /* -J size=1: the smallest journal, as in the first guess;
+                 * -I: the inode size the guess assumes. */
                 char *const argv[] = { "/sbin/mkfs.ext4", "-q", "-F", "-N", n, "-m", "0", "-E", owner,
-                                       "-O", "^resize_inode", (char *)image, NULL };
+                                       "-O", "^resize_inode", "-J", "size=1", "-I", "256", (char *)image, NULL };
                 char *const envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
                 execve(argv[0], argv, envp);
                 _exit(127);
@@ -53,6 +62,57 @@ static int run_mkfs(const char *image, uint64_t inodes)
                 if (errno != EINTR)
                         return -errno;
         return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
+
+/* Free space of a freshly made ext4 image, from its superblock (at byte
+ * 1024: s_free_blocks_count_lo at +12, s_log_block_size at +24, and
+ * s_free_blocks_count_hi at +0x158 with the 64bit feature). */
+uint64_t workspace_image_free_bytes(int fd)
+{
+        unsigned char sb[1024];
+        if (pread(fd, sb, sizeof(sb), 1024) != (ssize_t)sizeof(sb))
+                return UINT64_MAX;
+        uint32_t lo, hi, log_bs;
+        memcpy(&lo, sb + 12, 4);
+        memcpy(&log_bs, sb + 24, 4);
+        memcpy(&hi, sb + 0x158, 4);
+        if (log_bs > 6)
+                return UINT64_MAX;
+        return (((uint64_t)hi << 32) | lo) * (1024ULL << log_bs);
+}
+
+/* mkfs at size, then the space it left for data. */
+static int mkfs_sized(const char *tmp, uint64_t size, uint64_t inodes, uint64_t *ret_free)
+{
+        _cleanup_close_ int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        if (ftruncate(fd, (off_t)size) < 0)
+                return -errno;
+        int r = run_mkfs(tmp, inodes);
+        if (r < 0)
+                return r;
+        *ret_free = workspace_image_free_bytes(fd);
+        return 0;
+}
+
+/* Sizes the image so that the guest can store at most quota bytes: the
+ * usable space of an ext4 image is not its size (issue 10 row 9: a 22 MiB
+ * image gave 19 MiB for a 16 MiB quota). */
+static int mkfs_fitting(const char *tmp, uint64_t quota, uint64_t inodes)
+{
+        uint64_t size = image_size_for(quota, inodes), avail = UINT64_MAX, want = quota - WS_SLACK_BYTES;
+        if (quota <= WS_SLACK_BYTES * 2)
+                want = quota;
+        for (int round = 0; round < WS_MKFS_ROUNDS; round++) {
+                int r = mkfs_sized(tmp, size, inodes, &avail);
+                if (r < 0)
+                        return r;
+                if (avail <= want)
+                        return 0;
+                size -= avail - want + 4 * KiB;
+        }
+        return -ERANGE;
 }
 
 static int create_image(const char *image, uint64_t quota, uint64_t inodes)
@@ -68,17 +128,7 @@ static int create_image(const char *image, uint64_t quota, uint64_t inodes)
         /* Build under a temporary name and rename: a crash mid-mkfs never
          * leaves a half-made image under the real name. */
         snprintf(tmp, sizeof(tmp), "%s.tmp", image);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        if (ftruncate(fd, (off_t)image_size_for(quota)) < 0) {
-                r = -errno;
-                close(fd);
-                unlink(tmp);
-                return r;
-        }
-        close(fd);
-        if ((r = run_mkfs(tmp, inodes)) < 0 || rename(tmp, image) < 0) {
+        if ((r = mkfs_fitting(tmp, quota, inodes)) < 0 || rename(tmp, image) < 0) {
                 r = r < 0 ? r : -errno;
                 unlink(tmp);
                 return r;
@@ -131,7 +181,7 @@ int workspace_open(struct workspace *ws, uint64_t quota_bytes, uint64_t quota_in
         int r;
         if (ws->mounted)
                 return 0;
-        if ((r = mkdir_p(ws->mount, 0755)) < 0)
+        if ((r = mkdir_p(ws->mount, 0700)) < 0)
                 return r;
         if (ws->plain) {
                 ws->mounted = true;

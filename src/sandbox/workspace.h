@@ -21,6 +21,9 @@ struct workspace {
 void workspace_init(struct workspace *ws, const char *data_dir, const char *id);
 /* Creates the image if missing and mounts it (idempotent). */
 int workspace_open(struct workspace *ws, uint64_t quota_bytes, uint64_t quota_inodes);
+/* Bytes a fresh ext4 image (open fd) leaves for data, from its superblock;
+ * UINT64_MAX when it cannot be read. */
+uint64_t workspace_image_free_bytes(int fd);
 /* Unmounts (the image stays). */
 void workspace_close(struct workspace *ws);
 /* Unmounts and deletes everything the workspace holds. */

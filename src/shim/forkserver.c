@@ -111,8 +111,15 @@ static void confine(const struct forkserver_config *c, const struct sock_filter 
         }
         struct sock_fprog prog = { (unsigned short)(c->bpf_len / sizeof(struct sock_filter)),
                                    (struct sock_filter *)bpf };
-        if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
+        /* The daemon's notify program: install it with a listener and hand
+         * that to the daemon (engine/notify.c answers and counts refusals);
+         * the executor keeps no copy. */
+        int listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+        if (listener < 0)
                 _exit(131);
+        if (forkserver_send_byte(CTL_FD, 'N', SCM_RIGHTS, &listener, sizeof(listener)) != 1)
+                _exit(132);
+        close(listener);
 }
 
 /* ---- in the execution's pid 1 ---- */
@@ -180,6 +187,11 @@ static void become_execution(const struct forkserver_config *c, const struct soc
         close(gate[1]);
         private_mounts(c);
         report_pid_and_wait();
+        /* Now in the execution's cgroup (the daemon moved us before 'G'):
+         * make it our cgroup root, so /proc/self/cgroup shows "/" as in
+         * every other jail, not the daemon's hierarchy. */
+        if (unshare(CLONE_NEWCGROUP) < 0)
+                _exit(132);
         drop_privileges(c);
         confine(c, bpf);
         char byte;

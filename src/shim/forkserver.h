@@ -7,7 +7,8 @@
  * bpf_len bytes of seccomp program (struct sock_filter[]) on fd 3. The shim
  * answers {"ready":true} again and from then on serves fork requests: one
  * byte 'F' carrying three fds (SCM_RIGHTS: stdout, stderr, control socket of
- * the new execution). */
+ * the new execution). After 'G', each executor sends one byte 'N' with its
+ * seccomp listener (SCM_RIGHTS) on that control socket (engine/notify.c). */
 #pragma once
 
 #include <stdint.h>

@@ -146,3 +146,20 @@ def text_of(res):
     if not res["results"]:
         return None
     return res["results"][0].get("text")
+
+
+def nosuid_data_dir(owner=65534, mode=0o700):
+    """A fresh data dir on its own tmpfs mounted nosuid,nodev (rootless mode
+    refuses any other: guests write plain directories there). Needs root;
+    release with release_data_dir()."""
+    path = tempfile.mkdtemp(prefix="sandboxd-nosuid-")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"nosuid,nodev,size=256m,mode={mode:o}", "tmpfs", path],
+                   check=True)
+    os.chown(path, owner, owner)
+    return path
+
+
+def release_data_dir(path):
+    unmount_under(path)
+    subprocess.run(["umount", "-l", path], check=False)
+    os.rmdir(path)

@@ -4,11 +4,10 @@ RLIMIT_DATA; workspaces are plain directories)."""
 import os
 import shutil
 import subprocess
-import tempfile
 
 import pytest
 
-from conftest import BIN, Daemon
+from conftest import BIN, Daemon, nosuid_data_dir, release_data_dir
 
 NOBODY = 65534
 
@@ -27,11 +26,12 @@ def test_rootless_daemon_runs_jails_and_contexts():
     if not nobody_can_reach(BIN) or not nobody_can_reach(os.path.join(os.path.dirname(BIN), "..", "src",
                                                                         "runtimes", "kernels", "python_kernel.py")):
         pytest.skip("the checkout is not readable by an unprivileged user here")
-    tmp = tempfile.mkdtemp(prefix="sandboxd-rootless-")
-    os.chown(tmp, NOBODY, NOBODY)
-    d = Daemon(data_dir=tmp, wrapper=["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"],
-               sets=["limits.memory_bytes=128M", "limits.wall_ms=5000"])
+    # Rootless mode needs a data dir on a nosuid file system.
+    tmp = nosuid_data_dir(NOBODY)
+    d = None
     try:
+        d = Daemon(data_dir=tmp, wrapper=["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"],
+                   sets=["limits.memory_bytes=128M", "limits.wall_ms=5000"])
         status, ready, _ = d.get("/ready")
         assert ready["cgroup"] == "none"
         res = d.execute("python", "import os\n[os.getuid() != 0, sorted(int(p) for p in os.listdir('/proc') if p.isdigit())]")
@@ -46,5 +46,6 @@ def test_rootless_daemon_runs_jails_and_contexts():
         status, body, _ = d.post(base + "/execute", {"code": "x + 1"})
         assert body["results"] == [{"text": "42"}]
     finally:
-        d.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if d:
+            d.stop()
+        release_data_dir(tmp)

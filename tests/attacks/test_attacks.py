@@ -720,14 +720,14 @@ def test_row_14_huge_request_body(daemon):
     assert status == 413, body
     # A multi-GB Content-Length is refused before any body byte is read.
     t = time.time()
-    raw = raw_http(daemon.port, b"POST /execute/python HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    raw = raw_http(daemon.port, b"POST /execute/python HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                                 b"Content-Length: 10000000000\r\n\r\n{\"code\":")
     assert status_of(raw) == 413, raw[:200]
     assert time.time() - t < 5
     # Chunked upload without a length: cut off at the cap while streaming.
     chunk = b"a" * 65536
     payload = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(40)) + b"0\r\n\r\n"
-    raw = raw_http(daemon.port, b"POST /execute/python HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    raw = raw_http(daemon.port, b"POST /execute/python HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                                 b"Transfer-Encoding: chunked\r\n\r\n" + payload)
     assert status_of(raw) == 413, raw[:200]
     # Files API: content over 1 MiB and body over limits.files_request_bytes.
@@ -735,7 +735,7 @@ def test_row_14_huge_request_body(daemon):
     status, body = files(daemon, s, op="write", path="big", content="x" * (1024 * 1024 + 1))
     assert status == 413 and body["code"] == "FILE_TOO_LARGE", body
     body = json.dumps({"op": "write", "path": "big", "content": "x" * (5 * 1024 * 1024)}).encode()
-    raw = raw_http(daemon.port, b"POST /languages/python/sandboxes/%s/files HTTP/1.1\r\nHost: x\r\n"
+    raw = raw_http(daemon.port, b"POST /languages/python/sandboxes/%s/files HTTP/1.1\r\nHost: localhost\r\n"
                                 b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (s.encode(), len(body)) + body)
     assert status_of(raw) == 413, raw[:200]
     status, body = files(daemon, s, op="exists", path="big")
@@ -1708,9 +1708,9 @@ def test_row_41_api_key():
 def test_row_42_malformed_http(daemon):
     port = daemon.port
     # Oversized headers: refused (4xx) or the connection is closed.
-    raw = raw_http(port, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (256 * 1024) + b"\r\n\r\n")
+    raw = raw_http(port, b"GET /health HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * (256 * 1024) + b"\r\n\r\n")
     assert raw == b"" or 400 <= status_of(raw) < 500, raw[:200]
-    raw = raw_http(port, b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(20000)) + b"\r\n")
+    raw = raw_http(port, b"GET /health HTTP/1.1\r\nHost: localhost\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(20000)) + b"\r\n")
     assert raw == b"" or 400 <= status_of(raw) < 500, raw[:200]
     # Deeply nested JSON: a 400, not a crash (stack exhaustion in the parser).
     for path, depth in (("/execute/python", 90 * 1024), ("/languages/python/sandboxes/deep/files", 1_000_000)):
@@ -1722,18 +1722,18 @@ def test_row_42_malformed_http(daemon):
         assert status == 400, (path, status, body)
     # Pipelined requests followed by garbage: the good ones are answered in
     # order, the garbage gets a 400 or a close.
-    raw = raw_http(port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n" * 3 + b"\x00\xff GARBAGE \r\n\r\n", shutdown=True)
+    raw = raw_http(port, b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n" * 3 + b"\x00\xff GARBAGE \r\n\r\n", shutdown=True)
     assert raw.count(b"HTTP/1.1 200") == 3, raw[:500]
     for junk in (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + os.urandom(64),  # a TLS hello
                  b"GET / HTTP/9.9\r\n\r\n", b"GET\r\n\r\n", b"POST /execute/python HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
                  # smuggling shapes: two lengths, length plus chunked, a bad chunk size
-                 b"POST /execute/python HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"POST /execute/python HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                  b"Content-Length: 5\r\nContent-Length: 500\r\n\r\n{}",
-                 b"POST /execute/python HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"POST /execute/python HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                  b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /health HTTP/1.1\r\n\r\n",
-                 b"POST /execute/python HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"POST /execute/python HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                  b"Transfer-Encoding: chunked\r\n\r\nzzzz\r\n",
-                 b"GET /\x00health HTTP/1.1\r\nHost: x\r\n\r\n", b"\r\n" * 10000):
+                 b"GET /\x00health HTTP/1.1\r\nHost: localhost\r\n\r\n", b"\r\n" * 10000):
         raw = raw_http(port, junk, read_timeout=3, shutdown=True)
         assert raw == b"" or status_of(raw) is None or status_of(raw) >= 400, (junk[:40], raw[:200])
     # Slowloris: many clients dribbling headers byte by byte for 3 s while a
@@ -1744,7 +1744,7 @@ def test_row_42_malformed_http(daemon):
     def dribble():
         try:
             s = socket.create_connection(("127.0.0.1", port), timeout=10)
-            req = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"z" * 1000
+            req = b"GET /health HTTP/1.1\r\nHost: localhost\r\nX-Slow: " + b"z" * 1000
             for i in range(len(req)):
                 if stop.is_set():
                     break

@@ -34,6 +34,10 @@ void workers_error_status(const struct err *e, int *ret_status, const char **ret
          * failure of this gateway, as a dead Worker is for the original. */
         case ERR_UNAVAILABLE: status = 502, code = "INTERNAL_ERROR"; break;
         case ERR_BUSY: status = 503, code = "OVERLOADED"; break;
+        /* Service-wide caps (sandbox.max_sandboxes, sandbox.max_disk_bytes):
+         * the tenant may retry once others have released theirs. */
+        case ERR_QUOTA: status = 429, code = "SANDBOX_LIMIT_EXCEEDED"; break;
+        case ERR_STORAGE: status = 507, code = "INSUFFICIENT_STORAGE"; break;
         case ERR_OK:
         case ERR_INTERNAL:
         case _ERR_REASON_MAX:

@@ -149,9 +149,10 @@ json_t *exec_result_json(const struct runtime *rt, const char *code, const struc
         if (error)
                 json_object_set_new(res, "error", error);
         json_object_set_new(res, "usage",
-                            json_pack("{s:I, s:I, s:I}", "fuelConsumed", (json_int_t)(o->cpu_ns / 1000),
+                            json_pack("{s:I, s:I, s:I, s:I}", "fuelConsumed", (json_int_t)(o->cpu_ns / 1000),
                                       "fuelLimit", (json_int_t)(lim->cpu_ms * 1000), "memoryBytes",
-                                      (json_int_t)o->memory_peak));
+                                      (json_int_t)o->memory_peak, "refusedSyscalls",
+                                      (json_int_t)o->refused_syscalls));
         return res;
 }
 

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "api/app.h"
+#include "api/common/host_check.h"
 #include "api/workers/envelope.h"
 
 /* Compares every byte of the expected key whatever the input, so the time
@@ -20,13 +21,24 @@ static bool const_time_eq(const char *given, const char *key)
         return diff == 0 && lg == lk;
 }
 
-/* Authorization: Bearer <key> (scheme case-insensitive) or X-API-Key. */
+/* Authorization: Bearer <key> (scheme case-insensitive) or X-API-Key.
+ * Without a key only loopback Host names are served: a browser page that
+ * rebinds its own name to 127.0.0.1 still sends that name as Host
+ * (docs/security.md, "Tenant isolation: hygiene"). With a key, the key
+ * protects and any Host is fine (a reverse proxy may set its own). */
 static bool workers_auth(void *cls, struct http_request *req, struct http_response *res)
 {
         const struct app *app = cls;
         const char *key = app->cfg->api_key;
-        if (!key[0])
-                return true;
+        if (!key[0]) {
+                if (api_host_is_loopback_literal(http_header(req, "Host")))
+                        return true;
+                workers_error(res, 403, "FORBIDDEN",
+                              "Host not allowed: without an API key only Host 127.0.0.1, localhost or [::1] "
+                              "(with an optional port) is served",
+                              NULL);
+                return false;
+        }
         const char *auth = http_header(req, "Authorization");
         if (auth && strncasecmp(auth, "Bearer ", 7) == 0 && const_time_eq(auth + 7, key))
                 return true;
@@ -41,6 +53,7 @@ static const char *code_for(int status)
 {
         switch (status) {
         case 401: return "UNAUTHORIZED";
+        case 403: return "FORBIDDEN";
         case 503: return "OVERLOADED";
         case 500: return "INTERNAL_ERROR";
         default: return "VALIDATION_FAILED"; /* 400, 404, 405, 413, 415 */

@@ -9,6 +9,20 @@
 
 /* ---- mkdir --------------------------------------------------------------- */
 
+/* mkdirat with exactly DIR_MODE, whatever the daemon's umask (077): the new
+ * directory is re-opened confined (a guest may have swapped the name for a
+ * link meanwhile: then ELOOP) and chmodded through its fd. No set-id or
+ * sticky bit is ever given. -EEXIST when the name exists. */
+static int mkdir_at(int dir_fd, const char *name)
+{
+        if (mkdirat(dir_fd, name, DIR_MODE) < 0)
+                return -errno;
+        _cleanup_close_ int fd = resolve_at(dir_fd, name, O_RDONLY | O_DIRECTORY);
+        if (fd < 0)
+                return fd;
+        return fchmod(fd, DIR_MODE) < 0 ? -errno : 0;
+}
+
 /* mkdir -p beneath the root: walk the existing prefix (each step confined),
  * check the entry limit for what is missing, then create the rest. */
 static int mkdir_parents(const struct fop *f)
@@ -40,8 +54,9 @@ static int mkdir_parents(const struct fop *f)
         if (r < 0)
                 return r;
         for (; i < n; i++) {
-                if (mkdirat(cur, names[i], DIR_MODE) < 0 && errno != EEXIST)
-                        return -errno;
+                r = mkdir_at(cur, names[i]);
+                if (r < 0 && r != -EEXIST)
+                        return r;
                 r = fsync_dir(cur);
                 if (r < 0)
                         return r;
@@ -71,8 +86,8 @@ static int mkdir_one(const struct fop *f)
         r = fop_check_new_entries(f, 1);
         if (r < 0)
                 return r;
-        if (mkdirat(pfd, name, DIR_MODE) < 0)
-                return -errno;
+        if ((r = mkdir_at(pfd, name)) < 0)
+                return r;
         return fsync_dir(pfd);
 }
 
@@ -126,10 +141,19 @@ int files_delete(const struct files_root *root, const char *path, unsigned flags
                                         "Cannot delete directory with deleteFile() at '%s'. "
                                         "Pass { recursive: true } to delete a directory.",
                                         f.path);
-                /* rm_rf_at works on names relative to pfd and opens each
-                 * subdirectory with O_NOFOLLOW, so links are unlinked, never
-                 * followed, and a swapped-in link cannot redirect it. */
-                r = rm_rf_at(pfd, name);
+                /* Every level is re-opened confined beneath its parent, so
+                 * links are unlinked, never followed, and a swapped-in link
+                 * cannot redirect it; a bounded number of fds whatever the
+                 * depth (a guest can nest thousands of levels). */
+                r = files_rm_tree(pfd, name, root->limits.max_depth);
+                if (r == -EMLINK) {
+                        fop_fail(&f, EMLINK, NULL,
+                                 "Directory tree deeper than %llu levels (limits.files_max_depth): %s; "
+                                 "entries removed before that level was reached stay removed",
+                                 (unsigned long long)root->limits.max_depth, f.path);
+                        err->reason = ERR_LIMIT;
+                        return r;
+                }
         } else {
                 /* A symlink is removed itself; its target is untouched. */
                 r = unlinkat(pfd, name, 0) < 0 ? -errno : 0;

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -258,4 +259,146 @@ int files_list(const struct files_root *root, const char *path, unsigned flags, 
         *ret = l;
         l = (struct files_list){ 0 };
         return 0;
+}
+
+/* ---- recursive delete ---------------------------------------------------- */
+
+/* Depth-first removal that holds at most RM_FD_WINDOW directory fds (plus one
+ * stream) however deep the tree: the open directories are the deepest
+ * levels; when the walk climbs above them it re-opens the next ones from the
+ * top, one confined component at a time. The names on the way down stay in
+ * memory (bounded by max_depth). Each level is scanned from its start again
+ * after a subdirectory is gone, so no position is kept across re-opens. */
+#define RM_FD_WINDOW 64
+
+struct rm_walk {
+        int top_fd;                  /* parent of the removed directory (borrowed) */
+        struct names names;          /* v[i]: level i, a child of level i-1; n: the depth */
+        size_t lo;                   /* levels [lo, n) are open in ring */
+        int ring[RM_FD_WINDOW];
+        size_t max_depth;
+};
+
+static int *rm_slot(struct rm_walk *w, size_t level)
+{
+        return &w->ring[level % RM_FD_WINDOW];
+}
+
+static int rm_fd(struct rm_walk *w, size_t level)
+{
+        return level == (size_t)-1 ? w->top_fd : *rm_slot(w, level);
+}
+
+/* Opens level `level` (whose name is known) below the open level-1. */
+static int rm_open_level(struct rm_walk *w, size_t level)
+{
+        int fd = resolve_at(rm_fd(w, level - 1), w->names.v[level], O_RDONLY | O_DIRECTORY);
+        if (fd < 0)
+                return fd;
+        if (level - w->lo == RM_FD_WINDOW) { /* the window is full: drop its top */
+                close(*rm_slot(w, w->lo));
+                w->lo++;
+        }
+        *rm_slot(w, level) = fd;
+        return 0;
+}
+
+static int rm_push(struct rm_walk *w, const char *name)
+{
+        if (w->names.n >= w->max_depth)
+                return -EMLINK;
+        int r = names_add(&w->names, name);
+        if (r == 0 && (r = rm_open_level(w, w->names.n - 1)) < 0)
+                free(w->names.v[--w->names.n]);
+        return r;
+}
+
+/* Closes the deepest level; makes its parent open again if the window had
+ * dropped it, re-walking down from the top. */
+static int rm_pop(struct rm_walk *w)
+{
+        size_t level = --w->names.n;
+        close(*rm_slot(w, level));
+        free(w->names.v[level]);
+        if (level == 0 || w->lo < level)
+                return 0;
+        w->lo = 0;
+        for (size_t i = 0; i < level; i++) {
+                int r = rm_open_level(w, i);
+                if (r < 0) {
+                        /* Moved meanwhile: keep what is open, [lo, i). */
+                        for (size_t k = i; k < level; k++)
+                                free(w->names.v[k]);
+                        w->names.n = i;
+                        return r;
+                }
+        }
+        return 0;
+}
+
+static void rm_walk_done(struct rm_walk *w)
+{
+        for (size_t i = w->lo; i < w->names.n; i++)
+                close(*rm_slot(w, i));
+        names_done(&w->names);
+}
+
+/* Unlinks every non-directory in the deepest level; *ret_sub is the first
+ * subdirectory met (empty string: none left). */
+static int rm_scan(struct rm_walk *w, char ret_sub[NAME_MAX + 1])
+{
+        int fd = rm_fd(w, w->names.n - 1);
+        ret_sub[0] = '\0';
+        int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        DIR *d = fdopendir(dfd);
+        if (!d) {
+                int r = -errno;
+                close(dfd);
+                return r;
+        }
+        int r = 0;
+        struct dirent *de;
+        while (r == 0 && (errno = 0, de = readdir(d))) {
+                const char *name = de->d_name;
+                if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+                        continue;
+                if (unlinkat(fd, name, 0) == 0 || errno == ENOENT)
+                        continue;
+                if (errno == EISDIR) {
+                        snprintf(ret_sub, NAME_MAX + 1, "%s", name);
+                        break;
+                }
+                r = -errno;
+        }
+        if (r == 0 && !de && errno)
+                r = -errno;
+        closedir(d);
+        return r;
+}
+
+int files_rm_tree(int parent_fd, const char *name, size_t max_depth)
+{
+        struct rm_walk w = { .top_fd = parent_fd, .max_depth = max_depth ? max_depth : SIZE_MAX };
+        int r = rm_push(&w, name);
+        char sub[NAME_MAX + 1];
+        while (r == 0 && w.names.n > 0) {
+                r = rm_scan(&w, sub);
+                if (r == 0 && sub[0]) {
+                        r = rm_push(&w, sub);
+                        continue;
+                }
+                if (r < 0)
+                        break;
+                /* Empty: remove it from its parent, then rescan that. */
+                size_t level = w.names.n - 1;
+                char *last = TAKE_PTR(w.names.v[level]);
+                r = rm_pop(&w);
+                if (r == 0 && unlinkat(rm_fd(&w, level - 1), last, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                        r = -errno;
+                free(last);
+        }
+        rm_walk_done(&w);
+        return r;
 }

@@ -155,7 +155,7 @@ static inline void request_raw(unsigned port, const char *raw, struct resp *r)
 static inline void request(unsigned port, const char *method, const char *path, const char *extra_headers, struct resp *r)
 {
         char raw[4096];
-        snprintf(raw, sizeof(raw), "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%s\r\n", method, path,
+        snprintf(raw, sizeof(raw), "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n%s\r\n", method, path,
                  extra_headers ? extra_headers : "");
         request_raw(port, raw, r);
 }
@@ -205,7 +205,7 @@ static inline void get_expect(unsigned port, const char *path, const char *hdrs,
 static inline int open_get(unsigned port, const char *path, const char *hdrs, int status, struct resp *r)
 {
         int fd = tcp_connect(port);
-        send_fmt(fd, "GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n", path, hdrs ? hdrs : "");
+        send_fmt(fd, "GET %s HTTP/1.1\r\nHost: localhost\r\n%s\r\n", path, hdrs ? hdrs : "");
         memset(r, 0, sizeof(*r));
         read_head(fd, r);
         if (r->status != status)

@@ -358,6 +358,43 @@ TEST(cgroup_v1_limits_written)
         ASSERT_TRUE(dir_exists(mem)); /* the failed duplicate removed nothing */
 }
 
+/* The root's CPU quota reaches every group created below it (issue 10
+ * row 6), and an explicit one wins. */
+TEST(cgroup_v1_cpu_quota_written)
+{
+        require_v1();
+        char dir[PATH_MAX];
+        if (cg_find_own_dir("cpu", dir, sizeof(dir)) < 0)
+                SKIP("no cgroup v1 cpu hierarchy");
+        ASSERT_OK(cgroup_root_set_cpu_quota(g_root, 50));
+        struct cgroup *cg = make_group(0, "quota", 64 * MiB, 10);
+        const char *cpu = cg_ctrl_dir(cg, CG_CPUQ);
+        ASSERT_TRUE(cpu != NULL);
+        char p[PATH_MAX];
+        uint64_t v;
+        ASSERT_OK(cg_join_path(p, cpu, "cpu.cfs_period_us"));
+        ASSERT_OK(read_u64_file(p, &v));
+        ASSERT_EQ(v, 100000);
+        ASSERT_OK(cg_join_path(p, cpu, "cpu.cfs_quota_us"));
+        ASSERT_OK(read_u64_file(p, &v));
+        ASSERT_EQ(v, 50000);
+        const struct cgroup_limits two_cpus = { .memory_bytes = 64 * MiB, .pids = 10, .cpu_quota_percent = 200 };
+        ASSERT_OK(cgroup_create(g_root, "quota2", &two_cpus, &g_cg[1]));
+        ASSERT_OK(cg_join_path(p, cg_ctrl_dir(g_cg[1], CG_CPUQ), "cpu.cfs_quota_us"));
+        ASSERT_OK(read_u64_file(p, &v));
+        ASSERT_EQ(v, 200000);
+        ASSERT_OK(cgroup_root_set_cpu_quota(g_root, 0));
+}
+
+TEST(cgroup_none_refuses_cpu_quota)
+{
+        struct cgroup_root *root = NULL;
+        ASSERT_OK(cgroup_root_open("sbx-none-quota", CGROUP_NONE, &root));
+        ASSERT_EQ(cgroup_root_set_cpu_quota(root, 100), -EOPNOTSUPP);
+        ASSERT_OK(cgroup_root_set_cpu_quota(root, 0));
+        cgroup_root_free(root);
+}
+
 TEST(cgroup_v1_oom_kill)
 {
         require_v1();

@@ -38,6 +38,8 @@ TEST(reason_to_status_and_code)
         map(ERR_UNAVAILABLE, "context.execute", 502, "INTERNAL_ERROR");
         map(ERR_BUSY, NULL, 503, "OVERLOADED");
         map(ERR_INTERNAL, NULL, 500, "INTERNAL_ERROR");
+        map(ERR_QUOTA, "sandbox.create", 429, "SANDBOX_LIMIT_EXCEEDED");
+        map(ERR_STORAGE, "sandbox.create", 507, "INSUFFICIENT_STORAGE");
 }
 
 TEST(envelope_carries_details_and_operation)

@@ -98,6 +98,7 @@ TEST(result_success_shape)
         o.duration_ns = 2500000;
         o.cpu_ns = 1234567;
         o.memory_peak = 9999;
+        o.refused_syscalls = 7;
         json_t *res = result(&o);
 
         ASSERT_STREQ(json_string_value(json_object_get(res, "code")), "print(1)");
@@ -119,6 +120,9 @@ TEST(result_success_shape)
         ASSERT_EQ(json_integer_value(json_object_get(usage, "fuelConsumed")), 1234); /* cpu_ns / 1000 */
         ASSERT_EQ(json_integer_value(json_object_get(usage, "fuelLimit")), 10000000); /* cpu_ms * 1000 */
         ASSERT_EQ(json_integer_value(json_object_get(usage, "memoryBytes")), 9999);
+        /* seccomp refusals of the run (issue 10 row 15) */
+        ASSERT_TRUE(json_is_integer(json_object_get(usage, "refusedSyscalls")));
+        ASSERT_EQ(json_integer_value(json_object_get(usage, "refusedSyscalls")), 7);
 
         /* the outcome is not consumed: the result holds its own reference */
         ASSERT_EQ(o.response->refcount, 1);

@@ -83,7 +83,7 @@ static int head_status(const char *path, size_t content_length)
 {
         int fd = tcp_connect(http_server_port(app.srv));
         send_fmt(fd,
-                 "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                 "POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
                  "Expect: 100-continue\r\n\r\n",
                  path, content_length);
         struct resp r = { 0 };

@@ -1,0 +1,231 @@
+/* End-to-end tests of the sandbox domain without HTTP (src/sandbox/
+ * registry.c, context.c, journal.c, lru.c): a real engine (jails), a real
+ * SQLite store in a temp dir, and the sbx_* calls the facades make. Each
+ * TEST runs in its own process. Needs root (skips otherwise). */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "sandbox/sandbox.h"
+#include "tap.h"
+
+static struct {
+        char dir[64];
+        struct engine *engine;
+        struct store *store;
+        struct sandbox_mgr *mgr;
+} g;
+
+static void cleanup(void)
+{
+        sbx_mgr_free(g.mgr);
+        store_close(g.store);
+        engine_free(g.engine);
+        if (g.dir[0])
+                rm_rf(g.dir);
+}
+
+static const struct exec_limits LIM = {
+        .cpu_ms = 5000, .wall_ms = 10000, .memory_bytes = 256 * MiB, .pids = 64,
+        .output_bytes = 32 * KiB, .output_entries = 200, .result_bytes = 64 * KiB,
+};
+
+static void kernels_dir(char *out, size_t len)
+{
+        const char *me = __FILE__;
+        const char *tail = strstr(me, "tests/unit/sandbox/test_context.c");
+        char cwd[PATH_MAX] = ".";
+        if (tail && tail > me)
+                snprintf(out, len, "%.*ssrc/runtimes/kernels", (int)(tail - me), me);
+        else if (getcwd(cwd, sizeof(cwd)))
+                snprintf(out, len, "%s/src/runtimes/kernels", cwd);
+}
+
+static void start_engine(void)
+{
+        struct engine_options o = {
+                .cgroup_force = -1, .limits = LIM, .file_bytes = 1 * MiB, .nofile = 256,
+                .tmp_bytes = 16 * MiB, .tmp_inodes = 1024, .workspace_bytes = 16 * MiB,
+                .workspace_inodes = 1024, .workers = 2,
+        };
+        snprintf(o.run_dir, sizeof(o.run_dir), "%s/run", g.dir);
+        kernels_dir(o.kernels_dir, sizeof(o.kernels_dir));
+        struct err e = { 0 };
+        int r = engine_new(&o, &g.engine, &e);
+        if (r == -EPERM || r == -EACCES || r == -ENOSYS || r == -EOPNOTSUPP)
+                SKIP("namespaces or cgroups not available here");
+        if (r < 0)
+                TAP_FAIL("engine_new: %d (%s)", r, e.msg);
+        err_done(&e);
+}
+
+/* A manager with at most max_resident live interpreters. */
+static struct sandbox_mgr *mgr(uint64_t max_resident)
+{
+        if (geteuid() != 0)
+                SKIP("needs root");
+        atexit(cleanup);
+        snprintf(g.dir, sizeof(g.dir), "/tmp/sbx-ctx-XXXXXX");
+        ASSERT_TRUE(mkdtemp(g.dir) != NULL);
+        char missing[128];
+        runtime_probe_versions(missing, sizeof(missing));
+        if (!runtime_find("python") || !runtime_find("python")->version[0])
+                SKIP("python3 not installed");
+        start_engine();
+        char url[128];
+        snprintf(url, sizeof(url), "sqlite:%s/db", g.dir);
+        struct err e = { 0 };
+        ASSERT_OK(store_open(url, &g.store, &e));
+        struct sandbox_options opt = {
+                .idle_ttl_ms = 0, .max_contexts = 3, .max_resident_contexts = max_resident,
+                .workspace_bytes = 16 * MiB, .workspace_inodes = 1024, .file_bytes = 1 * MiB, .limits = LIM,
+        };
+        snprintf(opt.data_dir, sizeof(opt.data_dir), "%s", g.dir);
+        ASSERT_OK(sbx_mgr_new(&opt, g.engine, g.store, &g.mgr));
+        return g.mgr;
+}
+
+/* Runs code in the PYTHON binding's default context (or cid); returns the
+ * first result's text (static buffer) or the error name. */
+static const char *run(const char *sbx, const char *cid, const char *code, struct sbx_exec_result *keep)
+{
+        static char out[256];
+        struct sbx_exec_result r;
+        struct err e = { 0 };
+        int rc = sbx_execute(g.mgr, sbx, runtime_find("python"), "PYTHON", code, cid, NULL, &r, &e);
+        if (rc < 0)
+                TAP_FAIL("sbx_execute '%s': %d %s (%s)", code, rc, err_reason_name(e.reason), e.msg);
+        json_t *resp = r.outcome.response;
+        json_t *err = json_object_get(resp, "error");
+        json_t *first = json_array_get(json_object_get(resp, "results"), 0);
+        if (err && !json_is_null(err))
+                snprintf(out, sizeof(out), "error:%s", json_string_value(json_object_get(err, "name")));
+        else
+                snprintf(out, sizeof(out), "%s", first ? json_string_value(json_object_get(first, "text")) : "");
+        if (keep)
+                *keep = r;
+        else
+                sbx_exec_result_done(&r);
+        return out;
+}
+
+TEST(context_keeps_state_and_journals_cells)
+{
+        mgr(8);
+        struct sbx_exec_result r;
+        ASSERT_STREQ(run("s1", NULL, "x = 41", &r), "");
+        ASSERT_EQ(r.executions, 1);
+        ASSERT_TRUE(r.snapshot_ms >= 0);
+        ASSERT_STREQ(r.cwd, "/workspace");
+        char cid[STORE_ID_MAX];
+        snprintf(cid, sizeof(cid), "%s", r.context_id);
+        sbx_exec_result_done(&r);
+        ASSERT_STREQ(run("s1", cid, "x + 1", NULL), "42");
+        struct sbx_info info;
+        struct err e = { 0 };
+        ASSERT_OK(sbx_info(g.mgr, "s1", &info, &e));
+        ASSERT_EQ(info.ncontexts, 1);
+        ASSERT_STREQ(info.contexts[0].id, cid);
+        ASSERT_EQ(info.contexts[0].snap.cells, 2);
+        ASSERT_EQ(info.contexts[0].snap.bytes, strlen("x = 41") + strlen("x + 1"));
+        ASSERT_TRUE(strncmp(info.contexts[0].snap.build, "python:CPython", 14) == 0);
+        ASSERT_TRUE(info.contexts[0].resident);
+        sbx_info_done(&info);
+}
+
+TEST(evicted_context_is_restored_from_its_journal)
+{
+        mgr(1); /* one resident interpreter for everyone */
+        ASSERT_STREQ(run("a", NULL, "v = 'alpha'", NULL), "");
+        ASSERT_STREQ(run("b", NULL, "v = 'beta'", NULL), "");  /* evicts one (its own: fair) */
+        ASSERT_EQ(sbx_resident_count(g.mgr), 1);
+        ASSERT_STREQ(run("a", NULL, "v", NULL), "'alpha'");      /* replayed */
+        ASSERT_STREQ(run("b", NULL, "v", NULL), "'beta'");
+        struct sbx_info info;
+        struct err e = { 0 };
+        ASSERT_OK(sbx_info(g.mgr, "a", &info, &e));
+        ASSERT_FALSE(info.contexts[0].snap.stale);
+        sbx_info_done(&info);
+}
+
+/* Fair eviction (issue 10 row 7): with room for one interpreter, a second
+ * sandbox holding no more than the first gives back its own, and each
+ * answer says whether the interpreter was rebuilt and why. */
+TEST(eviction_is_fair_and_restores_are_said)
+{
+        mgr(1);
+        struct sbx_exec_result r;
+        ASSERT_STREQ(run("a", NULL, "v = 'alpha'", NULL), "");
+        ASSERT_STREQ(run("b", NULL, "v = 'beta'", NULL), "");
+        ASSERT_STREQ(run("a", NULL, "v", &r), "'alpha'");
+        ASSERT_FALSE(r.restore.restored); /* a kept its interpreter */
+        sbx_exec_result_done(&r);
+        ASSERT_STREQ(run("b", NULL, "v", &r), "'beta'");
+        ASSERT_TRUE(r.restore.restored);
+        ASSERT_STREQ(r.restore.reason, "evicted_own");
+        ASSERT_FALSE(r.restore.fresh);
+        sbx_exec_result_done(&r);
+        struct sbx_info info;
+        struct err e = { 0 };
+        ASSERT_OK(sbx_info(g.mgr, "b", &info, &e));
+        ASSERT_TRUE(info.contexts[0].last_restore.restored);
+        ASSERT_STREQ(info.contexts[0].last_restore.reason, "evicted_own");
+        sbx_info_done(&info);
+}
+
+TEST(failed_cell_is_not_journaled)
+{
+        mgr(8);
+        ASSERT_STREQ(run("s", NULL, "n = 1", NULL), "");
+        ASSERT_STREQ(run("s", NULL, "n = 2\nraise ValueError('x')", NULL), "error:ValueError");
+        struct sbx_info info;
+        struct err e = { 0 };
+        ASSERT_OK(sbx_info(g.mgr, "s", &info, &e));
+        ASSERT_EQ(info.contexts[0].executions, 2);
+        ASSERT_EQ(info.contexts[0].snap.cells, 2); /* a guest exception still ran cleanly */
+        sbx_info_done(&info);
+}
+
+TEST(context_errors_are_domain_errors)
+{
+        mgr(8);
+        struct err e = { 0 };
+        struct sbx_exec_result r;
+        ASSERT_ERR(sbx_execute(g.mgr, "s", runtime_find("python"), "PYTHON", "1", "no-such", NULL, &r, &e), ENOENT);
+        ASSERT_EQ(e.reason, ERR_NOT_FOUND);
+        ASSERT_STREQ(e.op, "context.execute");
+        ASSERT_STREQ(err_detail_get(&e, "contextId"), "no-such");
+        err_done(&e);
+        ASSERT_ERR(sbx_context_delete(g.mgr, "s", "nope", &e), ENOENT);
+        ASSERT_STREQ(e.op, "context.delete");
+        err_done(&e);
+        struct sbx_info info;
+        ASSERT_ERR(sbx_info(g.mgr, "bad/id", &info, &e), EINVAL);
+        ASSERT_EQ(e.reason, ERR_INVALID);
+        err_done(&e);
+        struct sbx_context_info ci;
+        for (int i = 0; i < 3; i++)
+                ASSERT_OK(sbx_context_create(g.mgr, "s", runtime_find("python"), "PYTHON", NULL, NULL, &ci, &e));
+        ASSERT_TRUE(sbx_context_create(g.mgr, "s", runtime_find("python"), "PYTHON", NULL, NULL, &ci, &e) < 0);
+        ASSERT_EQ(e.reason, ERR_LIMIT);
+        err_done(&e);
+        ASSERT_TRUE(sbx_context_create(g.mgr, "t", runtime_find("python"), "PYTHON", "/etc", NULL, &ci, &e) < 0);
+        ASSERT_EQ(e.reason, ERR_INVALID);
+        ASSERT_STREQ(err_detail_get(&e, "cwd"), "/etc");
+        err_done(&e);
+}
+
+TEST(destroy_forgets_everything)
+{
+        mgr(8);
+        ASSERT_STREQ(run("gone", NULL, "open('/workspace/f', 'w').write('x')\ny = 1", NULL), "");
+        struct err e = { 0 };
+        ASSERT_OK(sbx_destroy(g.mgr, "gone", &e));
+        struct sbx_info info;
+        ASSERT_OK(sbx_info(g.mgr, "gone", &info, &e)); /* recreated empty */
+        ASSERT_EQ(info.ncontexts, 0);
+        ASSERT_EQ(info.ws_files, 0);
+        sbx_info_done(&info);
+        ASSERT_STREQ(run("gone", NULL, "import os\nos.path.exists('/workspace/f')", NULL), "False");
+}
