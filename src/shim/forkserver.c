@@ -102,7 +102,12 @@ static void drop_privileges(const struct forkserver_config *c)
                 _exit(128);
 }
 
-static void confine(const struct forkserver_config *c, const struct sock_filter *bpf)
+/* Landlock scoping, then the daemon's notify program. The executor
+ * (with_listener) installs it with a listener and hands that to the daemon
+ * (engine/notify.c answers and counts refusals) and keeps no copy; pid 1,
+ * which has no channel to the daemon left, installs it without one, so its
+ * refusals are plain ENOSYS. */
+static void confine(const struct forkserver_config *c, const struct sock_filter *bpf, bool with_listener)
 {
         if (c->landlock) {
                 int r = landlock_restrict_scopes();
@@ -111,12 +116,12 @@ static void confine(const struct forkserver_config *c, const struct sock_filter 
         }
         struct sock_fprog prog = { (unsigned short)(c->bpf_len / sizeof(struct sock_filter)),
                                    (struct sock_filter *)bpf };
-        /* The daemon's notify program: install it with a listener and hand
-         * that to the daemon (engine/notify.c answers and counts refusals);
-         * the executor keeps no copy. */
-        int listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+        unsigned flags = with_listener ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0;
+        int listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
         if (listener < 0)
                 _exit(131);
+        if (!with_listener)
+                return;
         if (forkserver_send_byte(CTL_FD, 'N', SCM_RIGHTS, &listener, sizeof(listener)) != 1)
                 _exit(132);
         close(listener);
@@ -149,7 +154,7 @@ static __attribute__((noreturn)) void reap_until(pid_t executor, const struct fo
         if (privs_drop(c->uid, c->gid, PRIVS_SETID | PRIVS_SETGROUPS) < 0 ||
             prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
                 _exit(112);
-        confine(c, bpf);
+        confine(c, bpf, false);
         close(gate); /* the executor may run guest code now */
         for (;;) {
                 int status;
@@ -193,7 +198,7 @@ static void become_execution(const struct forkserver_config *c, const struct soc
         if (unshare(CLONE_NEWCGROUP) < 0)
                 _exit(132);
         drop_privileges(c);
-        confine(c, bpf);
+        confine(c, bpf, true);
         char byte;
         if (sys_read(gate[0], &byte, 1) != 0)
                 _exit(111);

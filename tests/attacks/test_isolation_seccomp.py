@@ -121,10 +121,14 @@ def test_row_01_no_setid_from_guest(daemon):
     assert out["modes"], out
     for name, mode in out["modes"].items():
         assert not mode & (stat.S_ISUID | stat.S_ISGID), (name, oct(mode))
-    # On the host: nothing under the data dir carries a set-id bit (today the
-    # workspace is mounted there while its context is resident; the guest's
-    # stat above sees the same inode in any layout).
-    for root, dirs, files in os.walk(daemon.data_dir):
+    # On the host: nothing in this sandbox's workspace carries a set-id bit
+    # (it is mounted under the data dir while its context is resident; the
+    # guest's stat above sees the same inode in any layout). Only this
+    # sandbox: other tests share the daemon, and the hygiene test plants a
+    # set-id file from the host on purpose.
+    mnt = os.path.join(os.path.realpath(daemon.data_dir), "mnt", s)
+    assert os.path.isdir(mnt), mnt
+    for root, dirs, files in os.walk(mnt):
         for n in dirs + files:
             st = os.lstat(os.path.join(root, n))
             assert not st.st_mode & (stat.S_ISUID | stat.S_ISGID), os.path.join(root, n)
