@@ -300,8 +300,25 @@ static int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
         return r < 0 ? r : k;
 }
 
+/* Whether id names a sandbox that exists (loaded or stored), without
+ * creating it: destroying an unknown id must not count against the caps. */
+static bool sandbox_exists(struct sandbox_mgr *m, const char *id)
+{
+        pthread_mutex_lock(&m->lock);
+        struct sandbox *s = m->buckets[hash_id(id)];
+        while (s && strcmp(s->row.id, id) != 0)
+                s = s->hnext;
+        pthread_mutex_unlock(&m->lock);
+        if (s)
+                return true;
+        _cleanup_(sandbox_row_done) struct sandbox_row row = { 0 };
+        return store_sandbox_get(m->store, id, &row) != -ENOENT;
+}
+
 int sbx_destroy(struct sandbox_mgr *m, const char *id, struct err *err)
 {
+        if (sbx_id_valid(id) && !sandbox_exists(m, id))
+                return 0; /* nothing to destroy: the answer is the same */
         struct sandbox *s = sandbox_get(m, id, err);
         if (!s)
                 return err_ret(err);

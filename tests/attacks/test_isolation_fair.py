@@ -120,6 +120,10 @@ def test_row_09_sandbox_and_disk_caps():
         assert not os.path.exists(os.path.join(d.data_dir, "mnt", ids[3]))
         loops = [l for l in open("/proc/self/mountinfo") if d.data_dir in l and " ext4 " in l]
         assert len(loops) <= 3, loops
+        # Deleting an unknown id at the cap succeeds without creating it.
+        status, res, _ = d.request("DELETE", base(ids[3]))
+        assert status == 200 and res == {"success": True}, res
+        assert not os.path.exists(os.path.join(d.data_dir, "sandboxes", ids[3]))
         # Deleting one frees its slot.
         status, _, _ = d.request("DELETE", base(ids[0]))
         assert status in (200, 204)
