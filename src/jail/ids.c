@@ -115,11 +115,16 @@ static int set_subordinate_ids(struct jail_ctx *ctx, uint64_t base, uint64_t cou
         uint64_t sbase = 0, scount = 0;
         getpwuid_r(ctx->outer_uid, &pw, buf, sizeof(buf), &pwp);
         int r = jail_ids_subordinate("/etc/subuid", ctx->outer_uid, pwp ? pwp->pw_name : NULL, &sbase, &scount);
+        if (r == 0 && scount < JAIL_IDS_MIN_COUNT)
+                r = -ERANGE;
         if (r < 0 || !newuidmap_path()) {
                 log_warn("rootless mode: %s: every sandbox runs as the daemon's own uid %u (shared with each other "
-                         "and with the daemon); give the daemon's user a range in /etc/subuid and install uidmap",
-                         r < 0 ? "no subordinate uid range in /etc/subuid" : "newuidmap not found",
-                         (unsigned)ctx->outer_uid);
+                         "and with the daemon); give the daemon's user a range of at least %u ids in /etc/subuid "
+                         "and install uidmap",
+                         r == -ERANGE ? "the subordinate uid range in /etc/subuid is too small"
+                         : r < 0      ? "no subordinate uid range in /etc/subuid"
+                                      : "newuidmap not found",
+                         (unsigned)ctx->outer_uid, JAIL_IDS_MIN_COUNT);
                 return 0;
         }
         if (base < sbase || base + count > sbase + scount) {
