@@ -8,6 +8,7 @@ PACKAGES=(
   libmicrohttpd-dev libjansson-dev libseccomp-dev libsqlite3-dev libssl-dev libwslay-dev
   python3 python3-pytest perl ruby nodejs esbuild
   bubblewrap hyperfine sqlite3 clang libclang-rt-14-dev
+  uidmap
 )
 
 missing=()

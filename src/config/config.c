@@ -43,7 +43,7 @@ static const struct cfg_opt opts[] = {
         STR("cgroup", cgroup, "auto", "auto | v1 | v2 | none"),
         /* Host ids of jails (root mode): one per sandbox, a rotating set for
          * stateless runs; checked at start against the accounts of the host. */
-        U64("jail.id_base", jail_id_base, 1000000000, 1, 4294967294ULL, "first host uid/gid of the range jails run as (root mode; no account may use one)"),
+        U64("jail.id_base", jail_id_base, 1000000000, 1, 4294967294ULL, "first host uid/gid of the range jails run as (no account may use one; rootless: uids only, within the daemon user's /etc/subuid range, else its start)"),
         U64("jail.id_count", jail_id_count, 65536, 66, 1U << 30, "host ids in that range: 1 for templates, 64 rotating for stateless runs, the rest one per sandbox"),
         /* Test-only: the attack suite switches Landlock off to play a
          * kernel older than 6.12 (issue 10's rootless rows). */

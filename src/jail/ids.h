@@ -29,9 +29,19 @@ struct jail_ctx;
  * NULL for the real files). Returns 0 or -errno with err saying which id
  * collides. */
 int jail_ids_check(uint64_t base, uint64_t count, const char *passwd, const char *group, struct err *err);
-/* Gives the context its range (after jail_ctx_init, root mode only; a
- * rootless daemon keeps mapping its own id). Checks it first. */
+/* Gives the context its range (after jail_ctx_init) and checks it. Rootless:
+ * the range is the daemon user's subordinate uid range (/etc/subuid, the
+ * configured one when it lies inside, else its start) when newuidmap
+ * exists; otherwise none (every jail maps the daemon's own id, with a
+ * warning in the log). */
 int jail_ctx_set_ids(struct jail_ctx *ctx, uint64_t base, uint64_t count, struct err *err);
+/* Reads the first subordinate range of uid (or of the user name) from an
+ * /etc/subuid-style file. Returns 0, -ENOENT (no entry) or -errno. */
+int jail_ids_subordinate(const char *path, uid_t uid, const char *name, uint64_t *base, uint64_t *count);
+/* Rootless: maps JAIL_UID in pid's (fresh) user namespace to host_id, a
+ * subordinate id, and its root to the daemon's own uid, by running the
+ * setuid newuidmap. Returns 0 or -errno. */
+int jail_ids_map_user(pid_t pid, uid_t host_id);
 /* The templates' root id (JAIL_TEMPLATE_UID without a range). */
 uid_t jail_ids_template(const struct jail_ctx *ctx);
 /* The next id of the rotating stateless set (thread-safe). Without a range:

@@ -64,16 +64,26 @@ static pid_t clone_owned_by(unsigned long flags, uid_t owner, int *pidfd)
         return pid;
 }
 
-static int write_id_maps(const struct jail_ctx *ctx, pid_t pid)
+/* Rootless. With a subordinate range (jail/ids.h) the jail user is the
+ * sandbox's own host uid, mapped by newuidmap; its group stays the
+ * daemon's, so the daemon (as that group) keeps reaching the workspace's
+ * files, whose dirs are not reachable by any other uid (0700 data dir).
+ * Without one, both are the daemon's own ids. */
+static int write_id_maps(const struct jail_ctx *ctx, pid_t pid, uid_t host_id)
 {
         char path[64], map[64];
         snprintf(path, sizeof(path), "/proc/%d/setgroups", pid);
         int r = write_string_file(path, "deny");
         if (r < 0)
                 return r;
-        snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
-        snprintf(map, sizeof(map), "%u %u 1\n", JAIL_UID, (unsigned)ctx->outer_uid);
-        if ((r = write_string_file(path, map)) < 0)
+        if (ctx->id_count)
+                r = jail_ids_map_user(pid, host_id);
+        else {
+                snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+                snprintf(map, sizeof(map), "%u %u 1\n", JAIL_UID, (unsigned)ctx->outer_uid);
+                r = write_string_file(path, map);
+        }
+        if (r < 0)
                 return r;
         snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
         snprintf(map, sizeof(map), "%u %u 1\n", JAIL_GID, (unsigned)ctx->outer_gid);
@@ -211,9 +221,11 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
         if ((ctx->netns_fd < 0 && !spec->has_netns) || spec->template)
                 flags |= CLONE_NEWNET;
         int pidfd = -1;
-        /* Rootless: the child's own user namespace already maps JAIL_UID to
-         * the daemon's id, so the jail user's files belong to JAIL_UID. */
-        a.host_id = ctx->userns ? JAIL_UID : spec->host_id ? spec->host_id : jail_ids_stateless(ctx);
+        /* Rootless: the child's own user namespace maps JAIL_UID to the host
+         * id (write_id_maps), so inside, the jail user's files belong to
+         * JAIL_UID. */
+        uid_t host_id = spec->host_id ? spec->host_id : jail_ids_stateless(ctx);
+        a.host_id = ctx->userns ? JAIL_UID : host_id;
         pid_t pid = spec->template ? clone_owned_by(flags | SIGCHLD, jail_ids_template(ctx), &pidfd)
                                    : (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, &pidfd, NULL, 0);
         if (pid < 0) {
@@ -230,7 +242,7 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
                 jail_step_err(err, "cgroup-attach", r);
         else if (spec->template && (r = write_template_maps(pid, jail_ids_template(ctx), a.host_id)) < 0)
                 jail_step_err(err, "id-maps", r);
-        else if (ctx->userns && (r = write_id_maps(ctx, pid)) < 0)
+        else if (ctx->userns && (r = write_id_maps(ctx, pid, host_id)) < 0)
                 jail_step_err(err, "id-maps", r);
         if (r == 0 && write(sync[1], "g", 1) != 1)
                 r = jail_step_err(err, "sync", -errno);

@@ -310,8 +310,9 @@ void jail_setup_root(const struct child_args *a)
         char p[PATHLEN];
 
         /* The daemon runs with umask 077 (data at rest); the jail's tree and
-         * its guests get the usual 022. */
-        umask(022);
+         * its guests get the usual 022, or 002 when rootless with host ids,
+         * so that the daemon, as their group, can still change their files. */
+        umask(a->ctx->userns && a->ctx->id_count ? 002 : 022);
         /* Private propagation first, so nothing we mount leaks back to the
          * host namespace and host mount events do not reach the jail. */
         CHECK(a, STEP_PRIVATE, mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));

@@ -44,8 +44,13 @@ int sandbox_workspace_own(struct sandbox *s)
 {
         struct stat st;
         uid_t id = s->row.host_id;
-        if (!id || s->ws.plain || stat(s->ws.mount, &st) < 0)
+        if (!id || stat(s->ws.mount, &st) < 0)
                 return 0;
+        /* Rootless: the guest is a subordinate uid with the daemon's group
+         * (jail.c, write_id_maps); the dir stays the daemon's, under the
+         * 0700 data dir, and only that group may enter besides. */
+        if (s->ws.plain)
+                return (st.st_mode & 07777) != 0770 && chmod(s->ws.mount, 0770) < 0 ? -errno : 0;
         if (st.st_uid != id) {
                 /* A workspace made before ids existed (everything JAIL_UID),
                  * or a fresh image (root_owner JAIL_UID): hand it over. */

@@ -84,3 +84,26 @@ TEST(ids_layout_and_rotation)
         jail_ids_sandbox_range(&none, &first, &n);
         ASSERT_EQ(n, 0);
 }
+
+TEST(ids_subordinate_finds_the_users_range)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/tmp/test_ids_subuid.%d", (int)getpid());
+        FILE *f = fopen(path, "w");
+        fputs("other:100000:65536\nbroken:x:1\n4242:300000:100\nsvc:200000:65536\nsvc:900000:10\n", f);
+        fclose(f);
+        uint64_t base = 0, count = 0;
+        /* by name; the first entry wins */
+        ASSERT_EQ(jail_ids_subordinate(path, 1000, "svc", &base, &count), 0);
+        ASSERT_EQ(base, 200000);
+        ASSERT_EQ(count, 65536);
+        /* by uid, when the name has none */
+        ASSERT_EQ(jail_ids_subordinate(path, 4242, "nobody", &base, &count), 0);
+        ASSERT_EQ(base, 300000);
+        ASSERT_EQ(count, 100);
+        /* no entry, a malformed one, no file */
+        ASSERT_EQ(jail_ids_subordinate(path, 1000, "nobody", &base, &count), -ENOENT);
+        ASSERT_EQ(jail_ids_subordinate(path, 1000, "broken", &base, &count), -ENOENT);
+        unlink(path);
+        ASSERT_EQ(jail_ids_subordinate(path, 1000, "svc", &base, &count), -ENOENT);
+}
