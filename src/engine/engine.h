@@ -64,6 +64,9 @@ struct engine_options {
         /* CFS quota of every jail's cgroup, % of one CPU (0: none): it holds
          * between requests too, when nobody samples a context's usage. */
         uint32_t cpu_quota_percent;
+        /* One sandbox's context kernels together (its parent cgroup, which
+         * also holds the CPU quota for all of them): 0 = unlimited. */
+        uint64_t sandbox_memory_bytes, sandbox_pids;
 };
 
 struct engine;
