@@ -598,9 +598,9 @@ TEST(cgroup_v1_sweep_stale)
         wait_status(dead);
         snprintf(p, sizeof(p), "%s/sbxd-%d-1", dir, (int)dead);
         ASSERT_OK(mkdir(p, 0755));
-        ASSERT_OK(cg_join_path(p, p, "s1"));
+        snprintf(p, sizeof(p), "%s/sbxd-%d-1/s1", dir, (int)dead);
         ASSERT_OK(mkdir(p, 0755));
-        ASSERT_OK(cg_join_path(p, p, "x2"));
+        snprintf(p, sizeof(p), "%s/sbxd-%d-1/s1/x2", dir, (int)dead);
         ASSERT_OK(mkdir(p, 0755));
         snprintf(p, sizeof(p), "%s/sbxd-%d-1", dir, (int)getpid());
         ASSERT_OK(mkdir(p, 0755));
