@@ -173,6 +173,9 @@ static void engine_options_from_config(const struct config *cfg, struct engine_o
                 .id_base = cfg->jail_id_base, .id_count = cfg->jail_id_count,
                 .no_landlock = !cfg->jail_landlock,
                 .cpu_quota_percent = (uint32_t)cfg->cpu_quota_percent,
+                .sandbox_memory_bytes = cfg->sandbox_memory_bytes ? cfg->sandbox_memory_bytes
+                                                                  : cfg->max_resident_per_sandbox * cfg->memory_bytes,
+                .sandbox_pids = cfg->sandbox_pids ? cfg->sandbox_pids : cfg->max_resident_per_sandbox * cfg->pids,
         };
         snprintf(o->run_dir, sizeof(o->run_dir), "%s/run", cfg->data_dir);
         snprintf(o->kernels_dir, sizeof(o->kernels_dir), "%s", cfg->kernels_dir);

@@ -85,8 +85,12 @@ static const struct cfg_opt opts[] = {
         U64("sandbox.max_resident_contexts", max_resident_contexts, 32, 1, 100000, "live context interpreters before LRU eviction"),
         /* Issue 10 "fair resources": every jail's cgroup is throttled at all
          * times; caps per sandbox and in total; replay bounded. */
-        U64("sandbox.cpu_quota_percent", cpu_quota_percent, 100, 0, 6400, "CPU quota of every jail (contexts between requests included), % of one CPU; 0: none"),
+        U64("sandbox.cpu_quota_percent", cpu_quota_percent, 100, 0, 6400, "CPU quota of every stateless jail and of every sandbox (all its contexts together, between requests included), % of one CPU; 0: none"),
         U64("sandbox.max_resident_per_sandbox", max_resident_per_sandbox, 4, 1, 64, "live context interpreters one sandbox may hold (it evicts its own beyond)"),
+        /* One parent cgroup per sandbox holds the CPU quota above and these
+         * for all its interpreters together (each keeps its own limits). */
+        U64("sandbox.memory_bytes", sandbox_memory_bytes, 0, 0, UINT64_MAX / 2, "memory (cgroup) of all one sandbox's context interpreters together; 0: max_resident_per_sandbox x limits.memory_bytes"),
+        U64("sandbox.pids", sandbox_pids, 0, 0, 1 << 22, "processes+threads of all one sandbox's context interpreters together; 0: max_resident_per_sandbox x limits.pids"),
         U64("sandbox.resident_grace_ms", resident_grace_ms, 600000, 0, UINT64_MAX / 2, "an interpreter idle longer may be evicted for any sandbox (0: only for smaller ones)"),
         U64("sandbox.replay_ms", replay_ms, 10000, 100, 3600000, "total time a context restore may replay its journal before it starts fresh (stale)"),
         U64("sandbox.journal_bytes", journal_bytes, 4 * MiB, 1 * KiB, 1 * GiB, "journal size past which a context restores fresh (stale) and stops journaling"),

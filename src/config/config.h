@@ -68,6 +68,8 @@ struct config {
         uint64_t max_resident_contexts;
         uint64_t cpu_quota_percent;
         uint64_t max_resident_per_sandbox;
+        uint64_t sandbox_memory_bytes; /* 0: max_resident_per_sandbox x memory_bytes */
+        uint64_t sandbox_pids;         /* 0: max_resident_per_sandbox x pids */
         uint64_t resident_grace_ms;
         uint64_t replay_ms;
         uint64_t journal_bytes;

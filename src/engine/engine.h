@@ -61,9 +61,13 @@ struct engine_options {
         uint64_t pool_memory_budget; /* bytes all warm members may hold (0: no cap) */
         uint64_t id_base, id_count;  /* host ids of jails (jail/ids.h); count 0: none */
         bool no_landlock;            /* test-only: behave as on a kernel without Landlock */
-        /* CFS quota of every jail's cgroup, % of one CPU (0: none): it holds
+        /* CFS quota of every stateless jail's cgroup and of every sandbox's
+         * parent group (engine/group.c), % of one CPU (0: none): it holds
          * between requests too, when nobody samples a context's usage. */
         uint32_t cpu_quota_percent;
+        /* One sandbox's context kernels together (its parent cgroup, which
+         * also holds the CPU quota for all of them): 0 = unlimited. */
+        uint64_t sandbox_memory_bytes, sandbox_pids;
 };
 
 struct engine;

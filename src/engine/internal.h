@@ -39,6 +39,7 @@ struct kproc {
         bool cpu_marked;            /* cpu_mark is valid (a resident kernel that ran) */
         uint64_t cpu_mark;          /* its group's CPU counter when the last run ended */
         struct buf ctl_in;          /* partial control-channel input */
+        struct kproc_group *group;  /* its sandbox's parent cgroup (a reference), or NULL */
 };
 
 #define POOL_MAX 64

@@ -14,6 +14,7 @@ static void kproc_destroy(struct proc *p)
 {
         struct kproc *kp = (struct kproc *)p;
         proc_release(p);
+        kproc_group_unref(kp->group); /* after its child group is gone */
         close(kp->ctl_fd);
         if (kp->replay_fd >= 0)
                 close(kp->replay_fd);
@@ -126,7 +127,8 @@ int kproc_spawn_in(struct engine *e, const struct runtime *rt, const char *mode,
         const struct kproc_workspace *ws = where->ws;
         const char *workspace_dir = ws ? ws->dir : NULL;
         struct jail_spec spec = { .workspace_dir = workspace_dir, .replay_fd = -1, .has_netns = where->netns_fd >= 0,
-                                  .netns_fd = where->netns_fd, .host_id = where->host_id };
+                                  .netns_fd = where->netns_fd, .host_id = where->host_id,
+                                  .cgroup_parent = kproc_group_cgroup(where->group) };
 
         if ((r = build_spec(e, rt, mode, lim, &spec, scratch, sizeof(scratch))) < 0)
                 return err_set(err, ERR_INVALID, -r, "kernel start failed at argv: %s", strerror(-r));
@@ -147,6 +149,7 @@ int kproc_spawn_in(struct engine *e, const struct runtime *rt, const char *mode,
                 goto fail;
         }
         ctl[0] = rep[0] = -1;
+        k->group = kproc_group_ref(where->group);
         r = proc_spawn_jail(e, &spec, &k->p, err);
         /* A template has no filter: its executors send their listeners. */
         if (r == 0 && !spec.template && (r = proc_watch_refusals(&k->p, k->ctl_fd, 1000)) < 0)
@@ -195,6 +198,7 @@ void kproc_free(struct kproc *kp)
         if (kp->p.engine)
                 kproc_destroy(&kp->p);
         else { /* never spawned */
+                kproc_group_unref(kp->group);
                 close(kp->ctl_fd);
                 if (kp->replay_fd >= 0)
                         close(kp->replay_fd);

@@ -29,11 +29,24 @@ struct kproc_workspace {
 int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
                 const struct kproc_workspace *ws, bool replay_overlay, const struct exec_limits *lim,
                 struct kproc **ret, struct err *err);
+/* A sandbox's parent cgroup (engine/group.c), shared by reference: the
+ * sandbox's CPU quota (engine_options.cpu_quota_percent), memory and pids
+ * (sandbox_memory_bytes, sandbox_pids) hold for all its kernels together.
+ * *ret = NULL (and 0) without cgroups. Returns 0 or -errno. */
+struct kproc_group;
+int kproc_group_new(struct engine *e, struct kproc_group **ret);
+struct kproc_group *kproc_group_ref(struct kproc_group *g);
+/* The last reference removes the group (its kernels' groups first). NULL-safe. */
+void kproc_group_unref(struct kproc_group *g);
+struct cgroup *kproc_group_cgroup(const struct kproc_group *g);
+
 /* Where and as whom a kernel runs. */
 struct kproc_where {
         const struct kproc_workspace *ws; /* NULL: a private tmpfs /workspace */
         int netns_fd;                     /* a sandbox's own (engine_netns_take); -1: a fresh one */
         uid_t host_id;                    /* the sandbox's host id (jail_spec.host_id); 0: a stateless id */
+        struct kproc_group *group;        /* the sandbox's parent cgroup (the kernel takes a
+                                           * reference); NULL: a group of its own under the root */
 };
 /* kproc_spawn for a sandbox's context. */
 int kproc_spawn_in(struct engine *e, const struct runtime *rt, const char *mode, const struct kproc_where *where,

@@ -1,5 +1,6 @@
 #include "jail/cgroup.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -235,6 +236,47 @@ static int make_dir(const char *path)
         return 0;
 }
 
+static void rmdir_tree(int dfd, const char *name, int depth)
+{
+        int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        DIR *d = fd < 0 || depth > 8 ? NULL : fdopendir(fd);
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+        } else {
+                struct dirent *de;
+                while ((de = readdir(d)))
+                        if (de->d_type == DT_DIR && strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+                                rmdir_tree(dirfd(d), de->d_name, depth + 1);
+                closedir(d);
+        }
+        (void)unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+/* "<prefix>-<pid>-..." of a daemon that is gone (kill(pid, 0) says ESRCH). */
+static bool name_stale(const char *entry, const char *name)
+{
+        const char *dash = strchr(name, '-');
+        size_t pl = dash ? (size_t)(dash - name) + 1 : 0;
+        if (!pl || strncmp(entry, name, pl) != 0 || strcmp(entry, name) == 0)
+                return false;
+        char *end = NULL;
+        long pid = strtol(entry + pl, &end, 10);
+        return end != entry + pl && pid > 0 && pid <= INT_MAX && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+void cg_sweep_stale(const char *dir, const char *name)
+{
+        DIR *d = opendir(dir);
+        if (!d)
+                return;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (de->d_type == DT_DIR && name_stale(de->d_name, name))
+                        rmdir_tree(dirfd(d), de->d_name, 0);
+        closedir(d);
+}
+
 /* Adds "dir/name" for controller c, merging co-mounted controllers. */
 int cg_root_add(struct cgroup_root *root, const char *dir, const char *name, enum cg_ctrl c)
 {
@@ -249,6 +291,7 @@ int cg_root_add(struct cgroup_root *root, const char *dir, const char *name, enu
                 }
         }
         root->h[root->n++] = (struct cg_hier){ path, CG_BIT(c) };
+        cg_sweep_stale(dir, name);
         return make_dir(path);
 }
 
@@ -371,11 +414,13 @@ const char *cg_ctrl_dir(const struct cgroup *cg, enum cg_ctrl c)
         return NULL;
 }
 
-static int create_dirs(struct cgroup *cg, const struct cgroup_root *root, const char *name)
+/* Makes "name" below each of the n directories of h (the root's, or a
+ * parent group's), with the controllers each carries. */
+static int create_dirs(struct cgroup *cg, const struct cg_hier *h, size_t n, const char *name)
 {
-        for (size_t i = 0; i < root->n; i++) {
+        for (size_t i = 0; i < n; i++) {
                 char *path = NULL;
-                if (asprintf(&path, "%s/%s", root->h[i].path, name) < 0)
+                if (asprintf(&path, "%s/%s", h[i].path, name) < 0)
                         return -ENOMEM;
                 /* An existing group may belong to a live execution: never
                  * adopt it (EEXIST goes back to the caller). */
@@ -384,7 +429,7 @@ static int create_dirs(struct cgroup *cg, const struct cgroup_root *root, const 
                         free(path);
                         return r;
                 }
-                cg->h[cg->n++] = (struct cg_hier){ path, root->h[i].ctrls };
+                cg->h[cg->n++] = (struct cg_hier){ path, h[i].ctrls };
         }
         return 0;
 }
@@ -394,27 +439,60 @@ static void cgroup_destroyp(struct cgroup **cg)
         cgroup_destroy(*cg);
 }
 
-int cgroup_create(struct cgroup_root *root, const char *name, const struct cgroup_limits *lim,
-                  struct cgroup **ret)
+static int create_group(struct cgroup_root *root, struct cgroup *parent, const char *name,
+                        const struct cgroup_limits *lim, struct cgroup **ret)
 {
         static const struct cgroup_limits none = { 0 };
-        if (!root || !name_valid(name))
+        if (!root || !name_valid(name) || (parent && parent->ops != root->ops))
                 return -EINVAL;
         struct cgroup_limits l = lim ? *lim : none;
-        if (!l.cpu_quota_percent)
+        if (!l.cpu_quota_percent && !parent)
                 l.cpu_quota_percent = root->cpu_quota_percent;
         _cleanup_(cgroup_destroyp) struct cgroup *cg = calloc(1, sizeof(*cg));
         if (!cg)
                 return -ENOMEM;
         cg->ops = root->ops;
         cg->peak_fd = -1;
-        int r = create_dirs(cg, root, name);
+        cg->nested = parent != NULL;
+        int r = parent ? create_dirs(cg, parent->h, parent->n, name) : create_dirs(cg, root->h, root->n, name);
         if (r < 0)
                 return r;
         if (cg->ops->set_limits && (r = cg->ops->set_limits(cg, &l)) < 0)
                 return r;
         *ret = TAKE_PTR(cg);
         return 0;
+}
+
+int cgroup_create(struct cgroup_root *root, const char *name, const struct cgroup_limits *lim,
+                  struct cgroup **ret)
+{
+        return create_group(root, NULL, name, lim, ret);
+}
+
+int cgroup_create_in(struct cgroup_root *root, struct cgroup *parent, const char *name,
+                     const struct cgroup_limits *lim, struct cgroup **ret)
+{
+        return create_group(root, parent, name, lim, ret);
+}
+
+int cgroup_create_parent(struct cgroup_root *root, const char *name, const struct cgroup_limits *lim,
+                         struct cgroup **ret)
+{
+        struct cgroup *cg = NULL;
+        int r = create_group(root, NULL, name, lim, &cg);
+        if (r < 0)
+                return r;
+        if (cg->ops->delegate && (r = cg->ops->delegate(cg)) < 0) {
+                cgroup_destroy(cg);
+                return r;
+        }
+        *ret = cg;
+        return 0;
+}
+
+bool cgroup_is_nested(const struct cgroup *cg)
+{
+        return cg && cg->nested;
 }
 
 int cgroup_attach(struct cgroup *cg, pid_t pid)

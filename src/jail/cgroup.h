@@ -48,6 +48,19 @@ int cgroup_root_set_cpu_quota(struct cgroup_root *root, uint32_t percent);
 /* Creates a child group "name" with the limits. Returns 0 or -errno. */
 int cgroup_create(struct cgroup_root *root, const char *name, const struct cgroup_limits *lim,
                   struct cgroup **ret);
+/* A parent group (one per sandbox): "name" under the root with lim (the
+ * CPU quota defaulting to the root's), holding no process itself, every
+ * controller passed on to its children. Its limits hold for all of them
+ * together. Destroy it after its children. Returns 0 or -errno. */
+int cgroup_create_parent(struct cgroup_root *root, const char *name, const struct cgroup_limits *lim,
+                         struct cgroup **ret);
+/* cgroup_create below parent (NULL: the root). A child gets no CPU quota
+ * of the root's: its parent's holds for the whole family. */
+int cgroup_create_in(struct cgroup_root *root, struct cgroup *parent, const char *name,
+                     const struct cgroup_limits *lim, struct cgroup **ret);
+/* True for a group created below a parent: it must never be reused for a
+ * jail of another parent (or of none). */
+bool cgroup_is_nested(const struct cgroup *cg);
 /* Moves pid into every hierarchy of the group. */
 int cgroup_attach(struct cgroup *cg, pid_t pid);
 int cgroup_read_usage(struct cgroup *cg, struct cgroup_usage *ret);

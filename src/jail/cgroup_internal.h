@@ -50,6 +50,7 @@ struct cgroup {
         const struct cgroup_ops *ops;
         size_t n; /* hierarchies whose directory we created */
         struct cg_hier h[_CG_CTRL_MAX];
+        bool nested;              /* below a parent group (cgroup_create_in) */
         int peak_fd;              /* v2 memory.peak: resets are per open file */
         struct cgroup_usage base; /* cumulative counters at the last reset */
 };
@@ -71,6 +72,9 @@ struct cgroup_ops {
         /* Optional: atomic kill; -ENOENT falls back to the procs loop. */
         int (*kill_all)(struct cgroup *cg);
         void (*reset_peaks)(struct cgroup *cg);
+        /* Optional: lets cg's children use its controllers (v2
+         * cgroup.subtree_control); v1 hierarchies need nothing. */
+        int (*delegate)(struct cgroup *cg);
 };
 
 extern const struct cgroup_ops cg_ops_v1, cg_ops_v2;
@@ -96,6 +100,11 @@ int cg_find_own_dir(const char *ctrl, char *ret, size_t size);
 int cg_root_add(struct cgroup_root *root, const char *dir, const char *name, enum cg_ctrl c);
 /* v2 is only worth it with the memory controller (auto-detection). */
 bool cg_v2_has_memory(void);
+
+/* Removes the groups a dead daemon left in dir: entries named like name
+ * (same text before its first '-', then a pid) whose pid is gone, depth
+ * first; a group that still holds a process stays. */
+void cg_sweep_stale(const char *dir, const char *name);
 
 /* Killing and emptiness through cgroup.procs. */
 bool cg_procs_empty(const char *dir);

@@ -162,6 +162,18 @@ static void reset_peaks_v2(struct cgroup *cg)
                 (void)pwrite(cg->peak_fd, "reset\n", 6, 0);
 }
 
+/* A parent group holds no process, so v2's "no internal processes" rule
+ * lets it pass its controllers on; its children get only what it could. */
+static int delegate_v2(struct cgroup *cg)
+{
+        unsigned want = cg->h[0].ctrls;
+        unsigned got = v2_enable(cg->h[0].path, want);
+        if ((want & CG_BIT(CG_MEMORY)) && !(got & CG_BIT(CG_MEMORY)))
+                return -EOPNOTSUPP;
+        cg->h[0].ctrls = got;
+        return 0;
+}
+
 const struct cgroup_ops cg_ops_v2 = {
         .backend = CGROUP_V2,
         .unified = true,
@@ -171,4 +183,5 @@ const struct cgroup_ops cg_ops_v2 = {
         .is_empty = is_empty_v2,
         .kill_all = kill_all_v2,
         .reset_peaks = reset_peaks_v2,
+        .delegate = delegate_v2,
 };

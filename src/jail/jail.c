@@ -163,7 +163,8 @@ static struct cgroup *cgroup_take_free(struct jail_ctx *ctx, uint64_t memory_byt
 /* Keeps an emptied group for the next jail with the same limits. */
 static bool cgroup_give_back(struct jail_ctx *ctx, struct cgroup *cg, uint64_t memory_bytes, uint64_t pids)
 {
-        if (!ctx || !cg || !cgroup_is_empty(cg) || cgroup_reset(cg) < 0)
+        /* A sandbox's group stays in its family (cgroup_is_nested). */
+        if (!ctx || !cg || cgroup_is_nested(cg) || !cgroup_is_empty(cg) || cgroup_reset(cg) < 0)
                 return false;
         bool kept = false;
         pthread_mutex_lock(&ctx->cg_lock);
@@ -187,10 +188,10 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
         format_opts(a.ws_opts, sizeof(a.ws_opts), spec->limits.workspace_bytes,
                     spec->limits.workspace_inodes, "0777");
 
-        cg = cgroup_take_free(ctx, spec->limits.memory_bytes, spec->limits.pids);
+        cg = spec->cgroup_parent ? NULL : cgroup_take_free(ctx, spec->limits.memory_bytes, spec->limits.pids);
         if (!cg) {
                 struct cgroup_limits cl = { spec->limits.memory_bytes, spec->limits.pids };
-                r = cgroup_create(ctx->cgroot, spec->cgroup_name, &cl, &cg);
+                r = cgroup_create_in(ctx->cgroot, spec->cgroup_parent, spec->cgroup_name, &cl, &cg);
                 if (r < 0)
                         return jail_step_err(err, "cgroup", r);
         }

@@ -97,6 +97,9 @@ struct jail_spec {
         int workspace_tree_fd;
         const char *cwd;                      /* inside the jail; NULL = /workspace */
         const char *cgroup_name;              /* unique name for the execution's group */
+        /* The sandbox's parent group (cgroup_create_parent): the execution's
+         * group is made below it, never recycled; NULL: below the root. */
+        struct cgroup *cgroup_parent;
         struct jail_limits limits;
         int stdout_fd, stderr_fd, ctl_fd;     /* become fds 1, 2 and 3 */
         bool has_stdin;                       /* stdin_fd becomes fd 0; else /dev/null */

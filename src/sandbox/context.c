@@ -234,7 +234,8 @@ static int spawn_interpreter(struct sandbox_mgr *m, struct context *c, bool over
 {
         struct err why = { 0 };
         struct kproc_workspace ws = { .dir = c->sbx->ws.mount, .fd = c->ws_fd };
-        struct kproc_where where = { .ws = &ws, .netns_fd = c->sbx->netns_fd, .host_id = c->sbx->row.host_id };
+        struct kproc_where where = { .ws = &ws, .netns_fd = c->sbx->netns_fd, .host_id = c->sbx->row.host_id,
+                                     .group = c->sbx->cgroup };
         int r = kproc_spawn_in(m->engine, c->rt, "repl", &where, overlay, lim, &c->kp, &why);
         if (r < 0) {
                 /* Always "unavailable" (an upstream failure to the client),
@@ -446,6 +447,7 @@ int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt,
                 c->refs++;
                 env = effective_env(s, c, call_env);
                 sandbox_netns(m, s);
+                sandbox_cgroup(m, s);
         }
         /* Opened under the lock: a kernel started for this call mounts what
          * this fd is on, even if a DELETE unmounts the path meanwhile. */

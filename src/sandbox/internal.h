@@ -60,6 +60,8 @@ struct sandbox {
         int refs;                    /* manager lock */
         size_t resident;             /* its contexts in the LRU (manager lock) */
         int netns_fd;                /* its own network namespace, shared by its jails; -1: none yet */
+        struct kproc_group *cgroup;  /* its parent cgroup (CPU, memory, pids of all its
+                                      * interpreters together); NULL: none yet */
         bool deleted;
         struct sandbox *hnext;
 };
@@ -86,6 +88,9 @@ void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s);
 /* Takes the sandbox's own network namespace if it has none yet (caller
  * holds s->lock); without one (rootless) every jail has its own. */
 void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s);
+/* Makes the sandbox's parent cgroup if it has none yet (caller holds
+ * s->lock); on failure (logged) its interpreters get groups of their own. */
+void sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s);
 /* Mounts the workspace if needed (caller holds s->lock). */
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err);
 json_t *env_parse(const char *text);

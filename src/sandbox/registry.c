@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "base/thread.h"
 #include "base/util.h"
+#include "engine/kproc.h"
 #include "jail/jail.h"
 
 static const char *const reserved_ids[] = { "www", "api", "admin", "root", "system", "cloudflare", "workers" };
@@ -73,6 +74,7 @@ static void sandbox_free(struct sandbox_mgr *m, struct sandbox *s)
         workspace_close(&s->ws);
         if (s->netns_fd >= 0)
                 close(s->netns_fd);
+        kproc_group_unref(s->cgroup); /* its directory goes with the last interpreter */
         json_decref(s->env);
         sandbox_row_done(&s->row);
         pthread_mutex_destroy(&s->lock);
@@ -255,6 +257,16 @@ void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s)
                 int fd = engine_netns_take(m->engine);
                 s->netns_fd = fd >= 0 ? fd : -1;
         }
+}
+
+void sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s)
+{
+        if (s->cgroup)
+                return;
+        int r = kproc_group_new(m->engine, &s->cgroup);
+        if (r < 0)
+                log_warn("msg=\"no sandbox cgroup, its interpreters are limited one by one\" sandbox=%s err=\"%s\"",
+                         s->row.id, strerror(-r));
 }
 
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err)

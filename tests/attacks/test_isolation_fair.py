@@ -301,3 +301,105 @@ def test_row_12_abstract_sockets_are_per_sandbox():
         assert value(res) == [False, "ok", "ECONNREFUSED"], res
     finally:
         stop(d)
+
+
+# ---- row 6, per sandbox: one quota and one memory limit for all its contexts ----
+
+def daemon_root(pid, ctrl):
+    """The daemon's cgroup root in controller ctrl's v1 hierarchy, or its
+    unified (v2) group."""
+    for pattern in (f"/sys/fs/cgroup/{ctrl}/**/sandboxd-{pid}-*", f"/sys/fs/cgroup/**/sandboxd-{pid}-*"):
+        for d in glob.glob(pattern, recursive=True):
+            if os.path.isdir(d):
+                return d
+    pytest.skip(f"no {ctrl} cgroup for the daemon")
+
+
+def sandbox_groups(root):
+    """The sandboxes' parent groups ("s<seq>") below the daemon's root."""
+    return sorted(os.path.join(root, n) for n in os.listdir(root) if n.startswith("s"))
+
+
+def group_cpu_ns(g):
+    if os.path.exists(os.path.join(g, "cpuacct.usage")):
+        return int(open(os.path.join(g, "cpuacct.usage")).read())
+    text = open(os.path.join(g, "cpu.stat")).read()
+    return 1000 * next(int(l.split()[1]) for l in text.splitlines() if l.startswith("usage_usec"))
+
+
+SPIN = "import subprocess\np = subprocess.Popen(['sh', '-c', 'while :; do :; done'])\np.pid > 0"
+
+
+def test_row_06_sandbox_quota_covers_all_its_contexts():
+    d = daemon("sandbox.cpu_quota_percent=40", "limits.cpu_ms=60000", "pool.size=0", "pool.zygote=false")
+    try:
+        a, b = sid(), sid()
+        for c in (new_context(d, a), new_context(d, a)):
+            assert value(sbx(d, a, SPIN, contextId=c)) == "True"
+        root = daemon_root(d.proc.pid, "cpuacct")
+        groups = sandbox_groups(root)
+        assert len(groups) == 1, groups  # a's, holding both interpreters
+        ga = groups[0]
+        assert len([n for n in os.listdir(ga) if n.startswith("x")]) == 2
+        t0, c0 = time.monotonic(), group_cpu_ns(ga)
+        time.sleep(3)
+        used, wall = (group_cpu_ns(ga) - c0) / 1e9, time.monotonic() - t0
+        # Two spinners with a 40 % quota each would take 80 %.
+        assert used <= wall * 0.4 * 1.2 + 0.1, f"{used:.2f} CPU-s in {wall:.2f} s with a 40% sandbox quota"
+        assert used > 0.3, "the spinners should be running (throttled) meanwhile"
+        # Another sandbox still gets its own quota meanwhile.
+        res = sbx(d, b, "import time\nt = time.monotonic()\nc = time.process_time()\n"
+                        "while time.monotonic() - t < 1.5: pass\nround((time.process_time() - c) / 1.5, 2)")
+        share = float(value(res))
+        assert share >= 0.15, f"sandbox b got {share:.0%} of a CPU next to a's spinners"
+        assert len(sandbox_groups(root)) == 2
+    finally:
+        stop(d)
+
+
+def test_row_06_sandbox_memory_limit_across_contexts():
+    d = daemon("sandbox.memory_bytes=160M", "pool.size=0", "pool.zygote=false")
+    try:
+        a, b = sid(), sid()
+        c1, c2 = new_context(d, a), new_context(d, a)
+        eat = "x = bytearray(b'\\x01') * (96 << 20)\nlen(x) >> 20"  # 60 % of the sandbox's limit
+        assert value(sbx(d, a, eat, contextId=c1)) == "96"
+        second = sbx(d, a, eat, contextId=c2)
+        root = daemon_root(d.proc.pid, "memory")
+        (ga,) = sandbox_groups(root)
+        peak = os.path.join(ga, "memory.max_usage_in_bytes")
+        if os.path.exists(peak):
+            assert int(open(peak).read()) <= 160 << 20
+        # Never both: the second is stopped by the limit, or the kernel's
+        # OOM killer took the first (the larger) to make room.
+        time.sleep(0.5)  # a killed interpreter's jail winds down
+        live = [x for x in os.listdir(ga) if x.startswith("x")
+                and open(os.path.join(ga, x, "cgroup.procs")).read().strip()]
+        if "error" in second:
+            assert second["error"]["name"] in ("ExecutionLimitError", "MemoryError"), second
+        else:
+            assert len(live) <= 1, "both contexts hold 96 MiB under a 160 MiB sandbox limit"
+        # The daemon and another sandbox are unaffected.
+        assert value(sbx(d, b, eat)) == "96"
+        assert d.get(base(a))[0] == 200
+    finally:
+        stop(d)
+
+
+def test_row_06_sandbox_group_removed_with_the_sandbox():
+    d = daemon("pool.size=0", "pool.zygote=false")
+    try:
+        a, b = sid(), sid()
+        assert value(sbx(d, a, "1", contextId=new_context(d, a))) == "1"
+        root = daemon_root(d.proc.pid, "memory")
+        (ga,) = sandbox_groups(root)
+        assert value(sbx(d, b, "1", contextId=new_context(d, b))) == "1"
+        status, _, _ = d.request("DELETE", base(a))
+        assert status in (200, 204)
+        deadline = time.monotonic() + 5
+        while os.path.exists(ga) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not os.path.exists(ga), "the deleted sandbox's cgroup was left behind"
+        assert len(sandbox_groups(root)) == 1  # b's stays
+    finally:
+        stop(d)

@@ -517,6 +517,109 @@ TEST(cgroup_v1_attach_errors)
         ASSERT_EQ(cgroup_attach(cg, 0x7ffffff0), -ESRCH);
 }
 
+/* ---- sandbox parent groups (v1) ------------------------------------- */
+
+static bool path_exists(const char *dir, const char *file)
+{
+        char p[PATH_MAX];
+        return cg_join_path(p, dir, file) == 0 && access(p, F_OK) == 0;
+}
+
+static void read_str(const char *dir, const char *file, char *buf, size_t len)
+{
+        char p[PATH_MAX];
+        ASSERT_OK(cg_join_path(p, dir, file));
+        ASSERT_OK(read_file_small(p, buf, len, NULL));
+        buf[strcspn(buf, "\n")] = '\0';
+}
+
+TEST(cgroup_v1_parent_holds_children)
+{
+        require_v1();
+        (void)cgroup_root_set_cpu_quota(g_root, 40); /* -EOPNOTSUPP without a cpu hierarchy */
+        const struct cgroup_limits plim = { .memory_bytes = 64 * MiB, .pids = 20 };
+        ASSERT_OK(cgroup_create_parent(g_root, "sbx", &plim, &g_cg[3]));
+        struct cgroup *parent = g_cg[3];
+        ASSERT_TRUE(!cgroup_is_nested(parent));
+        char buf[64];
+        read_str(cg_ctrl_dir(parent, CG_MEMORY), "memory.limit_in_bytes", buf, sizeof(buf));
+        ASSERT_STREQ(buf, "67108864");
+        read_str(cg_ctrl_dir(parent, CG_PIDS), "pids.max", buf, sizeof(buf));
+        ASSERT_STREQ(buf, "20");
+        const char *cpuq = cg_ctrl_dir(parent, CG_CPUQ);
+        if (cpuq && g_root->cpu_quota_percent) {
+                read_str(cpuq, "cpu.cfs_quota_us", buf, sizeof(buf));
+                ASSERT_STREQ(buf, "40000"); /* the root's quota, on the parent */
+        }
+
+        /* The child's own limits stay; no CPU quota of its own. */
+        const struct cgroup_limits clim = { .memory_bytes = 0, .pids = 50 };
+        ASSERT_OK(cgroup_create_in(g_root, parent, "x1", &clim, &g_cg[2]));
+        struct cgroup *child = g_cg[2];
+        ASSERT_TRUE(cgroup_is_nested(child));
+        ASSERT_EQ(child->n, parent->n);
+        for (size_t i = 0; i < child->n; i++) {
+                char want[PATH_MAX];
+                snprintf(want, sizeof(want), "%s/x1", parent->h[i].path);
+                ASSERT_STREQ(child->h[i].path, want);
+        }
+        read_str(cg_ctrl_dir(child, CG_PIDS), "pids.max", buf, sizeof(buf));
+        ASSERT_STREQ(buf, "50");
+        if (cg_ctrl_dir(child, CG_CPUQ)) {
+                read_str(cg_ctrl_dir(child, CG_CPUQ), "cpu.cfs_quota_us", buf, sizeof(buf));
+                ASSERT_STREQ(buf, "-1");
+        }
+        /* The parent's memory limit holds for a child without one. */
+        int st = wait_status(spawn_attached(child, child_eat_200m));
+        ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+        st = wait_status(spawn_attached(child, child_eat_16m));
+        ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+        /* Children first; then the parent's directories go too. */
+        char ppath[PATH_MAX];
+        snprintf(ppath, sizeof(ppath), "%s", parent->h[0].path);
+        cgroup_destroy(TAKE_PTR(g_cg[2]));
+        ASSERT_TRUE(!path_exists(ppath, "x1"));
+        cgroup_destroy(TAKE_PTR(g_cg[3]));
+        ASSERT_TRUE(access(ppath, F_OK) < 0 && errno == ENOENT);
+}
+
+/* A dead daemon's tree ("<prefix>-<pid>-...", nested groups included) is
+ * swept; a live one's and other names stay. */
+TEST(cgroup_v1_sweep_stale)
+{
+        require_v1();
+        char dir[PATH_MAX / 2], p[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", g_root->h[0].path);
+        pid_t dead = fork();
+        ASSERT_TRUE(dead >= 0);
+        if (dead == 0)
+                _exit(0);
+        wait_status(dead);
+        snprintf(p, sizeof(p), "%s/sbxd-%d-1", dir, (int)dead);
+        ASSERT_OK(mkdir(p, 0755));
+        snprintf(p, sizeof(p), "%s/sbxd-%d-1/s1", dir, (int)dead);
+        ASSERT_OK(mkdir(p, 0755));
+        snprintf(p, sizeof(p), "%s/sbxd-%d-1/s1/x2", dir, (int)dead);
+        ASSERT_OK(mkdir(p, 0755));
+        snprintf(p, sizeof(p), "%s/sbxd-%d-1", dir, (int)getpid());
+        ASSERT_OK(mkdir(p, 0755));
+        snprintf(p, sizeof(p), "%s/other-%d-1", dir, (int)dead);
+        ASSERT_OK(mkdir(p, 0755));
+
+        cg_sweep_stale(dir, "sbxd-1-me");
+        snprintf(p, sizeof(p), "sbxd-%d-1", (int)dead);
+        ASSERT_TRUE(!path_exists(dir, p));
+        snprintf(p, sizeof(p), "sbxd-%d-1", (int)getpid());
+        ASSERT_TRUE(path_exists(dir, p));
+        snprintf(p, sizeof(p), "%s/sbxd-%d-1", dir, (int)getpid());
+        rmdir(p);
+        snprintf(p, sizeof(p), "other-%d-1", (int)dead);
+        ASSERT_TRUE(path_exists(dir, p));
+        snprintf(p, sizeof(p), "%s/other-%d-1", dir, (int)dead);
+        rmdir(p);
+}
+
 /* ---- v2 where it exists (controller-less on the CI machine) ----------- */
 
 TEST(cgroup_v2_forced)
