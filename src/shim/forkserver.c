@@ -281,8 +281,11 @@ static void serve(void)
                         _exit(0);
                 if (r > 0)
                         continue;
-                pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
-                                           NULL, NULL, NULL, NULL);
+                /* CLONE_NEWNET: abstract unix socket names live in the
+                 * network namespace; in the template's one, executions
+                 * would see (/proc/net/unix) and squat each other's. */
+                pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                                           CLONE_NEWNET | SIGCHLD, NULL, NULL, NULL, NULL);
                 if (pid == 0) {
                         become_execution(&cfg, bpf, fds);
                         return;
