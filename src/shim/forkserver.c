@@ -14,7 +14,7 @@
  * blocks reading its request from fd 3. The shim interposes read(): the
  * first read of fd 3 in an armed process receives the configuration (see
  * forkserver.h) and becomes the fork loop. For each 'F' message it clones a
- * child into new mount, pid, ipc and uts namespaces. That child (pid 1 of
+ * child into new mount, pid, ipc, uts and network namespaces. That child (pid 1 of
  * the execution) forks the executor and only reaps; the executor mounts a
  * private /tmp, /workspace and /proc, reports its pid to the daemon (which
  * moves it into the execution's cgroup), drops to the jail uid, applies
