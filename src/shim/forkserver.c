@@ -28,7 +28,6 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -166,13 +165,9 @@ static __attribute__((noreturn)) void reap_until(pid_t executor, const struct fo
 }
 
 /* Runs in the clone()d child, pid 1 of fresh namespaces. Returns only in
- * the executor, fully confined. netns: a recycled empty network namespace
- * to join, or -1 (the clone made a fresh one). */
-static void become_execution(const struct forkserver_config *c, const struct sock_filter *bpf, const int fds[3],
-                             int netns)
+ * the executor, fully confined. */
+static void become_execution(const struct forkserver_config *c, const struct sock_filter *bpf, const int fds[3])
 {
-        if (netns >= 0 && setns(netns, CLONE_NEWNET) < 0)
-                _exit(110);
         /* The template ignores SIGCHLD (see serve()); the guest must not. */
         struct sigaction dfl = { .sa_handler = SIG_DFL };
         sigaction(SIGCHLD, &dfl, NULL);
@@ -211,91 +206,6 @@ static void become_execution(const struct forkserver_config *c, const struct soc
 }
 
 /* ---- in the template ---- */
-
-/* Network namespaces for executions (issue 10 row 12): each execution gets
- * one no other live execution uses, so abstract unix socket names are not
- * shared. Making one per execution and letting the kernel tear it down
- * costs 1-2 ms of CPU per run (about a fifth of the throughput on two
- * cores), so a few are recycled: a namespace is reused only once the
- * execution that had it is over (its pid 1 has exited, which happens only
- * after every process of its pid namespace is gone) and it holds no unix
- * socket any more (one in an SCM_RIGHTS cycle lives until the kernel's
- * garbage collector runs). The guest cannot change anything else in it: it
- * has no capability there and only AF_UNIX sockets. All slots busy: the
- * clone makes a fresh namespace instead. */
-#define NETNS_SLOTS 8
-
-static struct netns_slot {
-        int ns, pidfd; /* -1: none; pidfd: the execution using ns */
-} slots[NETNS_SLOTS];
-static int home_netns = -1;
-
-static void netns_slots_init(void)
-{
-        for (int i = 0; i < NETNS_SLOTS; i++)
-                slots[i] = (struct netns_slot){ -1, -1 };
-        home_netns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-}
-
-/* The template visits a namespace only to make or inspect one, and always
- * goes back home: failing that, it exits (it would fork into the wrong one). */
-static int netns_enter(int ns)
-{
-        return setns(ns, CLONE_NEWNET);
-}
-
-static bool netns_has_unix_sockets(int ns)
-{
-        bool busy = true;
-        if (netns_enter(ns) < 0)
-                return true;
-        int fd = open("/proc/thread-self/net/unix", O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-                char buf[512];
-                ssize_t n = sys_read(fd, buf, sizeof(buf));
-                busy = n < 0 || memchr(buf, '\n', (size_t)n) != buf + n - 1; /* more than the header */
-                close(fd);
-        }
-        if (netns_enter(home_netns) < 0)
-                _exit(109);
-        return busy;
-}
-
-static int netns_make(void)
-{
-        if (unshare(CLONE_NEWNET) < 0)
-                return -1;
-        int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-        if (netns_enter(home_netns) < 0)
-                _exit(109);
-        return fd;
-}
-
-/* A free slot with a namespace, or NULL (use a fresh one). */
-static struct netns_slot *netns_claim(void)
-{
-        if (home_netns < 0)
-                return NULL;
-        for (int i = 0; i < NETNS_SLOTS; i++) {
-                struct netns_slot *sl = &slots[i];
-                if (sl->pidfd >= 0) {
-                        struct pollfd p = { sl->pidfd, POLLIN, 0 };
-                        if (poll(&p, 1, 0) != 1)
-                                continue; /* its execution still runs */
-                        close(sl->pidfd);
-                        sl->pidfd = -1;
-                }
-                if (sl->ns >= 0 && netns_has_unix_sockets(sl->ns)) {
-                        close(sl->ns);
-                        sl->ns = -1;
-                }
-                if (sl->ns < 0)
-                        sl->ns = netns_make();
-                if (sl->ns >= 0)
-                        return sl;
-        }
-        return NULL;
-}
 
 static int recv_fds(int sock, int fds[3])
 {
@@ -361,7 +271,6 @@ static void serve(void)
         /* Pid 1 of each execution is our child; let the kernel reap them. */
         struct sigaction ign = { .sa_handler = SIG_IGN };
         sigaction(SIGCHLD, &ign, NULL);
-        netns_slots_init();
         static const char ready[] = "{\"ready\":true}\n";
         if (write_all(CTL_FD, ready, sizeof(ready) - 1) < 0)
                 _exit(0);
@@ -372,20 +281,15 @@ static void serve(void)
                         _exit(0);
                 if (r > 0)
                         continue;
-                /* A network namespace of its own: abstract unix socket
-                 * names live there; in the template's one, executions
+                /* CLONE_NEWNET: abstract unix socket names live in the
+                 * network namespace; in the template's one, executions
                  * would see (/proc/net/unix) and squat each other's. */
-                struct netns_slot *sl = netns_claim();
-                unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
-                int pidfd = -1;
-                flags |= sl ? CLONE_PIDFD : CLONE_NEWNET;
-                pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, sl ? &pidfd : NULL, NULL, NULL);
+                pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                                           CLONE_NEWNET | SIGCHLD, NULL, NULL, NULL, NULL);
                 if (pid == 0) {
-                        become_execution(&cfg, bpf, fds, sl ? sl->ns : -1);
+                        become_execution(&cfg, bpf, fds);
                         return;
                 }
-                if (sl)
-                        sl->pidfd = pidfd; /* -1 if the clone failed: free again */
                 for (int i = 0; i < 3; i++)
                         close(fds[i]);
         }
