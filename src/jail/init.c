@@ -151,12 +151,12 @@ static void reset_signals(void)
  * need no ceiling here: the kernel charges them, level by level, to the
  * owner of each namespace, so a sandbox spends only its own host id's
  * share. A template keeps the namespaces it makes for every execution
- * (mount, pid, ipc, uts, and cgroup: each executor roots its own cgroup
+ * (mount, pid, ipc, uts, net, and cgroup: each executor roots its own cgroup
  * namespace in its execution's group): NULL there. Entries the kernel lacks are skipped. */
 static const struct {
         const char *name, *value, *template_value;
 } userns_limits[] = {
-        { "max_user_namespaces", "0", "0" },  { "max_net_namespaces", "0", "0" },
+        { "max_user_namespaces", "0", "0" },  { "max_net_namespaces", "0", NULL },
         { "max_cgroup_namespaces", "0", NULL }, { "max_time_namespaces", "0", "0" },
         { "max_mnt_namespaces", "0", NULL },  { "max_pid_namespaces", "0", NULL },
         { "max_ipc_namespaces", "0", NULL },  { "max_uts_namespaces", "0", NULL },

@@ -14,7 +14,7 @@
  * blocks reading its request from fd 3. The shim interposes read(): the
  * first read of fd 3 in an armed process receives the configuration (see
  * forkserver.h) and becomes the fork loop. For each 'F' message it clones a
- * child into new mount, pid, ipc and uts namespaces. That child (pid 1 of
+ * child into new mount, pid, ipc, uts and network namespaces. That child (pid 1 of
  * the execution) forks the executor and only reaps; the executor mounts a
  * private /tmp, /workspace and /proc, reports its pid to the daemon (which
  * moves it into the execution's cgroup), drops to the jail uid, applies
@@ -281,8 +281,11 @@ static void serve(void)
                         _exit(0);
                 if (r > 0)
                         continue;
-                pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
-                                           NULL, NULL, NULL, NULL);
+                /* CLONE_NEWNET: abstract unix socket names live in the
+                 * network namespace; in the template's one, executions
+                 * would see (/proc/net/unix) and squat each other's. */
+                pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                                           CLONE_NEWNET | SIGCHLD, NULL, NULL, NULL, NULL);
                 if (pid == 0) {
                         become_execution(&cfg, bpf, fds);
                         return;
