@@ -791,7 +791,11 @@ def section_restore(p, work, binary, out):
 
 def section_idle(p, work, binary, out):
     """4d daemon RSS with 0 and N idle sandboxes (GET /languages/python/sandboxes/<id>)."""
-    d = work.daemon(binary).start()
+    # The default caps (sandbox.max_sandboxes 1000, max_disk_bytes 16 GiB of
+    # workspace reservations) would refuse most of the N: lift them here.
+    n = p["idle_n"]
+    d = work.daemon(binary, sets=[f"sandbox.max_sandboxes={n + 10}",
+                                  f"sandbox.max_disk_bytes={(n + 10) * 64 * 1024 * 1024}"]).start()
     c = Client(d.port)
     c.request("GET", "/languages")
     d.settle()
