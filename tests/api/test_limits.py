@@ -63,7 +63,7 @@ def test_shell_fork_bomb(daemon):
     else:
         # Under load the shell's own fork of `sleep` can be refused before a
         # limit is reported: it then exits with an error instead of sleeping
-        # (tests/attacks/test_attacks.py row 1 explains); still bounded.
+        # (tests/attacks/test_attacks_resources.py row 1 explains); still bounded.
         assert res["results"][0]["text"] not in ("0", None), res
 
 

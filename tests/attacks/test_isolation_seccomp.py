@@ -10,7 +10,7 @@ import stat
 import time
 import uuid
 
-from test_attacks import EPERM, ENOSYS, SYSCALLS, needs_x86_64, run, sbx, value
+from attack_common import EPERM, ENOSYS, SYSCALLS, needs_x86_64, run, sbx, value
 
 AIO = {"io_setup": 206, "io_destroy": 207, "io_getevents": 208, "io_submit": 209, "io_cancel": 210,
        "io_pgetevents": 333}
