@@ -1,6 +1,15 @@
 """Shared by the attack suite's files (test_attacks_*.py): constants, the
 raw-syscall guest prelude, request helpers, process checks and the host
-sentinel fixture."""
+sentinel fixture.
+
+Every test performs the attack against a real daemon over HTTP and asserts the
+SAFE OUTCOME (the limit fires and is reported, the syscall gets EPERM, the
+host file is untouched, the daemon still answers), not merely "no crash".
+Rows for features sandboxd does not have (archives, network-enabled mode)
+are skipped with the reason. docs/security.md ("## Attack suite") maps each
+row to its test and outcome.
+
+Syscall numbers are x86_64; the rows that use raw numbers skip elsewhere."""
 import concurrent.futures
 import http.client
 import json

@@ -1,14 +1,7 @@
 """Attack suite, rows 1-8: resource exhaustion and process control (the security checklist of peers.md section 6;
 one test per row, split by area: test_attacks_*.py).
 
-Every test performs the attack against a real daemon over HTTP and asserts the
-SAFE OUTCOME (the limit fires and is reported, the syscall gets EPERM, the
-host file is untouched, the daemon still answers), not merely "no crash".
-Rows for features sandboxd does not have (archives, network-enabled mode)
-are skipped with the reason. docs/security.md ("## Attack suite") maps each
-row to its test and outcome.
-
-Syscall numbers are x86_64; the rows that use raw numbers skip elsewhere."""
+The suite's method and conventions: attack_common.py."""
 
 from attack_common import *  # noqa: F401,F403 (the suite's shared helpers)
 
