@@ -35,7 +35,10 @@ def test_readme_example_factorial(daemon):
     assert isinstance(res["durationMs"], float)
     usage = res["usage"]
     assert usage["fuelLimit"] == 2000 * 1000
-    assert 0 < usage["fuelConsumed"] <= usage["fuelLimit"]
+    # A trivial cell can read as 0: its whole run may fit in one scheduler
+    # slice that the cgroup has not accounted yet when the answer arrives
+    # (seen once under ASan). CPU-heavy runs are counted (test_limits.py).
+    assert 0 <= usage["fuelConsumed"] <= usage["fuelLimit"]
     assert usage["memoryBytes"] > 0
 
 
