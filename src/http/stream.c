@@ -5,8 +5,8 @@
  * empties as fast as MHD can send, i.e. as fast as the client reads.
  * Idle: when the ring is empty the reader suspends the connection (a
  * content reader returning 0 without suspending makes MHD spin) and the
- * next write resumes it. MHD tolerates a resume that overtakes the
- * suspend (the suspend becomes a no-op), so neither call is made under our
+ * next write resumes it. Suspends and resumes are serialised by the
+ * server's resume_lock (suspend_unless_woken), never made under a stream's
  * lock. A suspended connection can only be closed by MHD_stop_daemon; the
  * server forbids resumes before that (resume_lock / resume_closed).
  * Disconnect: MHD's completion callback (termination code not OK) marks
@@ -83,6 +83,22 @@ static void resume(struct http_stream *s)
         pthread_mutex_unlock(&s->srv->resume_lock);
 }
 
+/* Suspends the connection unless a producer or stream_abort_all already
+ * took the "suspended" flag (and so resumed, or will not). Serialised with
+ * every resume by resume_lock: a resume can then never come before the
+ * suspend it is meant to end, which would leave the connection suspended
+ * for good (and make MHD_stop_daemon abort the process). */
+static void suspend_unless_woken(struct http_stream *s)
+{
+        pthread_mutex_lock(&s->srv->resume_lock);
+        pthread_mutex_lock(&s->lock);
+        bool still = s->suspended && !s->aborting;
+        pthread_mutex_unlock(&s->lock);
+        if (still)
+                MHD_suspend_connection(s->conn);
+        pthread_mutex_unlock(&s->srv->resume_lock);
+}
+
 /* Takes s->lock's "suspended" flag: true when the caller must resume. */
 static bool take_suspended(struct http_stream *s)
 {
@@ -120,7 +136,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         }
         s->suspended = true;
         pthread_mutex_unlock(&s->lock);
-        MHD_suspend_connection(s->conn);
+        suspend_unless_woken(s);
         return 0;
 }
 
@@ -180,6 +196,8 @@ void stream_abort_all(struct http_server *srv)
 {
         struct MHD_Connection **wake = calloc(srv->opt.max_streams, sizeof(*wake));
         size_t n = 0;
+        /* No suspend may run between taking the flags and resuming. */
+        pthread_mutex_lock(&srv->resume_lock);
         pthread_mutex_lock(&srv->lock);
         for (struct http_stream *s = srv->stream_list; s; s = s->next) {
                 pthread_mutex_lock(&s->lock);
@@ -191,6 +209,7 @@ void stream_abort_all(struct http_server *srv)
         pthread_mutex_unlock(&srv->lock);
         for (size_t i = 0; i < n; i++)
                 MHD_resume_connection(wake[i]);
+        pthread_mutex_unlock(&srv->resume_lock);
         free(wake);
 }
 
