@@ -75,10 +75,21 @@ void stream_abandon(struct http_stream *s)
         stream_unref(s);
 }
 
-static void resume(struct http_stream *s)
+/* Resumes the connection if its reader suspended it (or is about to). The
+ * flag is taken and the resume made in one resume_lock section, so
+ * stream_abort_all never finds a flag already taken whose resume has not
+ * happened yet (that connection would stay suspended, and MHD_stop_daemon
+ * aborts the process on one). After stream_abort_all no stream can
+ * suspend again (it is aborting), so resume_closed only guards against a
+ * resume after MHD_stop_daemon. Call without s->lock. */
+static void wake_reader(struct http_stream *s)
 {
         pthread_mutex_lock(&s->srv->resume_lock);
-        if (!s->srv->resume_closed)
+        pthread_mutex_lock(&s->lock);
+        bool wake = s->suspended && !s->closed;
+        s->suspended = false;
+        pthread_mutex_unlock(&s->lock);
+        if (wake && !s->srv->resume_closed)
                 MHD_resume_connection(s->conn);
         pthread_mutex_unlock(&s->srv->resume_lock);
 }
@@ -190,7 +201,7 @@ static void unlist(struct http_stream *s)
 /* MHD_stop_daemon panics on a suspended connection: before it, every
  * stream ends with an error and the suspended ones are resumed so that
  * MHD closes them (their completion runs the disconnect callbacks). The
- * caller has set resume_closed, so no producer resumes concurrently; a
+ * resume_lock is held throughout, so no producer resumes concurrently; a
  * connection flagged suspended cannot complete before it is resumed. */
 void stream_abort_all(struct http_server *srv)
 {
@@ -209,6 +220,9 @@ void stream_abort_all(struct http_server *srv)
         pthread_mutex_unlock(&srv->lock);
         for (size_t i = 0; i < n; i++)
                 MHD_resume_connection(wake[i]);
+        /* Every stream is aborting and none is suspended: from here on no
+         * resume is needed, and none may follow MHD_stop_daemon. */
+        srv->resume_closed = true;
         pthread_mutex_unlock(&srv->resume_lock);
         free(wake);
 }
@@ -220,10 +234,8 @@ static void *stream_thread(void *arg)
         s->ops->run(s, s->ctx);
         pthread_mutex_lock(&s->lock);
         s->done = true;
-        bool wake = take_suspended(s);
         pthread_mutex_unlock(&s->lock);
-        if (wake)
-                resume(s);
+        wake_reader(s);
         stream_unref(s);
         slot_release(srv);
         return NULL;
@@ -285,10 +297,8 @@ int http_stream_write(struct http_stream *s, const void *data, size_t len)
                 s->len += k;
                 p += k;
                 len -= k;
-                bool wake = take_suspended(s);
                 pthread_mutex_unlock(&s->lock);
-                if (wake)
-                        resume(s);
+                wake_reader(s);
         }
         return 0;
 }
