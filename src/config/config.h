@@ -80,7 +80,8 @@ struct config {
 /* Fills every field with its default. */
 void config_defaults(struct config *c);
 /* Sets one key from its textual value, checking type and bounds.
- * Returns 0, -ENOENT for an unknown key, -EINVAL/-ERANGE for a bad value. */
+ * Returns 0, -ENOENT for an unknown key, -EINVAL/-ERANGE for a bad value,
+ * -E2BIG when more distinct pool.<lang> keys are set than the table holds. */
 int config_set(struct config *c, const char *key, const char *value);
 /* The warm pool target for a language id (pool.<id>, else pool.size).
  * pool.<id> takes any id: validated by the caller (config_pool_at). */
