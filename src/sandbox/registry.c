@@ -271,8 +271,10 @@ void sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s)
 
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err)
 {
+        /* Ownership is settled once per mount, not on every request. */
+        bool was_open = s->ws.mounted;
         int r = workspace_open(&s->ws, m->opt.workspace_bytes, m->opt.workspace_inodes);
-        if (r == 0)
+        if (r == 0 && !was_open)
                 r = sandbox_workspace_own(s);
         if (r < 0)
                 return err_set(err, ERR_INTERNAL, -r, "Cannot open the workspace: %s", strerror(-r));
