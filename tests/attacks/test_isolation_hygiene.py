@@ -248,6 +248,11 @@ def start_rootless(data_dir):
 def test_row_11_rootless_refuses_reachable_or_suid_data_dir():
     if not shutil.which("setpriv"):
         pytest.skip("setpriv missing")
+    # The daemon runs as nobody: a checkout nobody cannot reach (a 0700
+    # mktemp -d clone) cannot run it, as in the other rootless tests.
+    if subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                       "test", "-x", api.BIN]).returncode != 0:
+        pytest.skip("the build is not reachable by an unprivileged user here")
     # 1. Not nosuid (a plain directory on the root file system).
     plain = tempfile.mkdtemp(prefix="sandboxd-hyg-")
     os.chown(plain, NOBODY, NOBODY)
