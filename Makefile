@@ -9,7 +9,7 @@
 SANITIZER ?=
 BUILD     ?= build$(if $(SANITIZER),-$(SANITIZER))
 CC        ?= cc
-PKGS      := libmicrohttpd jansson libseccomp sqlite3
+PKGS      := libmicrohttpd jansson libseccomp sqlite3 libarchive
 
 WARN   := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
           -Wmissing-prototypes -Wno-missing-field-initializers -Wvla
@@ -42,7 +42,7 @@ UNIT_SRCS := $(shell find tests/unit -name 'test_*.c' | sort)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 TAP_OBJ  := $(BUILD)/obj/tests/unit/tap_main.o
 
-.PHONY: all deps run test unit api attacks check bench fuzz clean layers
+.PHONY: all deps node-deps run test unit api attacks check bench fuzz clean layers
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/sandboxd $(SHIM) $(INIT)
@@ -95,8 +95,17 @@ layers:
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do echo "# $$t"; $$t || fail=1; done; exit $$fail
 
-api: $(BUILD)/sandboxd $(SHIM) $(INIT)
-	SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/tools tests/api tests/kernels tests/attacks $(PYTEST_ARGS)
+# npm test tools (s3rver, playwright-core, an OpenAPI validator), pinned by
+# tests/node/package-lock.json; reinstalled when the lockfile changes.
+NODE_STAMP := tests/node/node_modules/.stamp-$(shell md5sum tests/node/package-lock.json 2>/dev/null | cut -c1-12)
+$(NODE_STAMP): tests/node/package-lock.json $(DEPS_STAMP)
+	cd tests/node && npm ci --no-audit --no-fund --loglevel=error
+	@rm -f tests/node/node_modules/.stamp-* && touch $@
+
+node-deps: $(NODE_STAMP)
+
+api: $(BUILD)/sandboxd $(SHIM) $(INIT) $(NODE_STAMP)
+	SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/tools tests/api tests/bridge tests/kernels tests/attacks $(PYTEST_ARGS)
 
 # Fuzzers carry their own ASan+UBSan build, so the short fuzz runs happen
 # once, in the plain `make test`, not again under SANITIZER=.

@@ -10,6 +10,7 @@
 
 #include "api/app.h"
 #include "api/workers/result_json.h"
+#include "api/bridge/bridge.h"
 #include "api/workers/routes.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -114,7 +115,10 @@ static int build_config(const struct cli *cli, struct config *cfg)
                 fprintf(stderr, "sandboxd: %s:%d: %s\n", cli->config_file, line, strerror(-r));
                 return r;
         }
+        /* SANDBOX_API_KEY is the bridge's own name for the same key. */
         const char *env_key = getenv("SANDBOXD_API_KEY");
+        if (!env_key || !*env_key)
+                env_key = getenv("SANDBOX_API_KEY");
         if (env_key && *env_key && config_set(cfg, "api_key", env_key) < 0)
                 return -EINVAL;
         for (size_t i = 0; i < cli->nsets; i++)
@@ -270,6 +274,8 @@ static int start_server(struct app *app, sigset_t *sigs)
         int r = http_server_new(&opt, app, &app->srv);
         if (r >= 0)
                 r = api_workers_register(app->srv, app);
+        if (r >= 0)
+                r = api_bridge_register(app->srv, app);
         if (r >= 0)
                 r = http_server_start(app->srv);
         if (r < 0) {

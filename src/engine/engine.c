@@ -210,7 +210,7 @@ struct jail_limits engine_jail_limits(const struct engine *e, const struct exec_
                 .memory_bytes = lim->memory_bytes,
                 .pids = lim->pids,
                 /* Backstop only: the daemon samples cgroup CPU and kills first. */
-                .cpu_seconds = lim->cpu_ms / 1000 + 2,
+                .cpu_seconds = lim->cpu_ms ? lim->cpu_ms / 1000 + 2 : 0, /* 0: a command without a CPU cap */
                 .file_bytes = o->file_bytes,
                 .nofile = o->nofile,
                 .tmp_bytes = o->tmp_bytes,

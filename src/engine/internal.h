@@ -25,6 +25,7 @@ struct proc {
         struct proc *prev, *next;   /* engine's live list */
         struct proc *dead_next;     /* engine's reap queue */
         struct notify_watch *watch; /* its seccomp refusals (notify.c), or NULL */
+        struct kproc_group *group;  /* its sandbox's parent cgroup (a reference), or NULL */
 };
 
 struct kproc {
@@ -39,8 +40,12 @@ struct kproc {
         bool cpu_marked;            /* cpu_mark is valid (a resident kernel that ran) */
         uint64_t cpu_mark;          /* its group's CPU counter when the last run ended */
         struct buf ctl_in;          /* partial control-channel input */
-        struct kproc_group *group;  /* its sandbox's parent cgroup (a reference), or NULL */
 };
+
+/* kproc.c: a sandbox's jail context onto a spec, and the detached copy of
+ * its workspace mount for one spawn (*ret = -1: bind by path). */
+void where_apply(const struct kproc_where *where, struct jail_spec *spec);
+int workspace_tree(struct engine *e, const struct kproc_workspace *ws, int *ret, struct err *err);
 
 #define POOL_MAX 64
 

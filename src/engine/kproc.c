@@ -13,8 +13,7 @@
 static void kproc_destroy(struct proc *p)
 {
         struct kproc *kp = (struct kproc *)p;
-        proc_release(p);
-        kproc_group_unref(kp->group); /* after its child group is gone */
+        proc_release(p); /* and its group reference, after its child group is gone */
         close(kp->ctl_fd);
         if (kp->replay_fd >= 0)
                 close(kp->replay_fd);
@@ -98,8 +97,7 @@ int kproc_step_err(struct err *err, const char *step, int r)
         return r;
 }
 
-/* The detached workspace copy for one spawn (*ret = -1: bind by path). */
-static int workspace_tree(struct engine *e, const struct kproc_workspace *ws, int *ret, struct err *err)
+int workspace_tree(struct engine *e, const struct kproc_workspace *ws, int *ret, struct err *err)
 {
         *ret = -1;
         if (!ws || e->jail.userns)
@@ -119,6 +117,15 @@ int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
         return kproc_spawn_in(e, rt, mode, &where, replay_overlay, lim, ret, err);
 }
 
+void where_apply(const struct kproc_where *where, struct jail_spec *spec)
+{
+        spec->workspace_dir = where->ws ? where->ws->dir : NULL;
+        spec->has_netns = where->netns_fd >= 0;
+        spec->netns_fd = where->netns_fd;
+        spec->host_id = where->host_id;
+        spec->cgroup_parent = kproc_group_cgroup(where->group);
+}
+
 int kproc_spawn_in(struct engine *e, const struct runtime *rt, const char *mode, const struct kproc_where *where,
                    bool replay_overlay, const struct exec_limits *lim, struct kproc **ret, struct err *err)
 {
@@ -126,9 +133,8 @@ int kproc_spawn_in(struct engine *e, const struct runtime *rt, const char *mode,
         char scratch[512];
         const struct kproc_workspace *ws = where->ws;
         const char *workspace_dir = ws ? ws->dir : NULL;
-        struct jail_spec spec = { .workspace_dir = workspace_dir, .replay_fd = -1, .has_netns = where->netns_fd >= 0,
-                                  .netns_fd = where->netns_fd, .host_id = where->host_id,
-                                  .cgroup_parent = kproc_group_cgroup(where->group) };
+        struct jail_spec spec = { .replay_fd = -1 };
+        where_apply(where, &spec);
 
         if ((r = build_spec(e, rt, mode, lim, &spec, scratch, sizeof(scratch))) < 0)
                 return err_set(err, ERR_INVALID, -r, "kernel start failed at argv: %s", strerror(-r));
@@ -149,7 +155,7 @@ int kproc_spawn_in(struct engine *e, const struct runtime *rt, const char *mode,
                 goto fail;
         }
         ctl[0] = rep[0] = -1;
-        k->group = kproc_group_ref(where->group);
+        k->p.group = kproc_group_ref(where->group);
         r = proc_spawn_jail(e, &spec, &k->p, err);
         /* A template has no filter: its executors send their listeners. */
         if (r == 0 && !spec.template && (r = proc_watch_refusals(&k->p, k->ctl_fd, 1000)) < 0)
@@ -198,7 +204,7 @@ void kproc_free(struct kproc *kp)
         if (kp->p.engine)
                 kproc_destroy(&kp->p);
         else { /* never spawned */
-                kproc_group_unref(kp->group);
+                kproc_group_unref(kp->p.group);
                 close(kp->ctl_fd);
                 if (kp->replay_fd >= 0)
                         close(kp->replay_fd);

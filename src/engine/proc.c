@@ -199,13 +199,24 @@ int proc_spawn(struct engine *e, const struct proc_spec *ps, struct proc **ret, 
         spec.pty = ps->io == PROC_IO_PTY;
         spec.pty_rows = ps->rows;
         spec.pty_cols = ps->cols;
+        _cleanup_close_ int tree = -1;
+        if (ps->where) {
+                where_apply(ps->where, &spec);
+                int r = workspace_tree(e, ps->where->ws, &tree, err);
+                if (r < 0)
+                        return r;
+                spec.workspace_tree_fd = tree;
+        }
         _cleanup_free_ struct proc *p = calloc(1, sizeof(*p));
         if (!p)
                 return err_set(err, ERR_INTERNAL, ENOMEM, "process start failed: out of memory");
+        p->group = ps->where ? kproc_group_ref(ps->where->group) : NULL;
         int r = spec.pty ? spawn_with_terminal(e, &spec, p, err)
                          : spawn_with_pipes(e, &spec, ps->stdin_pipe, p, err);
-        if (r < 0)
+        if (r < 0) {
+                kproc_group_unref(p->group);
                 return r;
+        }
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -355,6 +366,8 @@ void proc_release(struct proc *p)
         p->watch = NULL;
         engine_untrack(p->engine, p);
         jail_proc_release(&p->jp);
+        kproc_group_unref(p->group); /* after its child group is gone */
+        p->group = NULL;
         close_fd(&p->in_fd);
         close_fd(&p->out_fd);
         close_fd(&p->err_fd);

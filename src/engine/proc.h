@@ -12,6 +12,8 @@
 
 #include "engine/engine.h"
 
+struct kproc_where;
+
 enum proc_io {
         PROC_IO_PIPES,    /* stdout and stderr pipes; stdin /dev/null or a pipe */
         PROC_IO_PTY,      /* one terminal for 0, 1 and 2 (fresh devpts in the jail) */
@@ -26,6 +28,10 @@ struct proc_spec {
         bool stdin_pipe;             /* PROC_IO_PIPES: a stdin pipe instead of /dev/null */
         unsigned short rows, cols;   /* PROC_IO_PTY: initial size (0: 24x80) */
         const struct exec_limits *limits; /* NULL: the engine's */
+        /* A sandbox's jail context (workspace fd, network namespace, host
+         * id, parent cgroup; the process takes a reference on the group).
+         * NULL: workspace_dir as given, fresh namespace, stateless id. */
+        const struct kproc_where *where;
 };
 
 struct proc;

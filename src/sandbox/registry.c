@@ -21,7 +21,7 @@ static const char *const reserved_ids[] = { "www", "api", "admin", "root", "syst
 bool sbx_id_valid(const char *id)
 {
         size_t n = strlen(id);
-        if (n == 0 || n > 63 || id[0] == '-' || id[n - 1] == '-' || strspn(id, ".") == n)
+        if (n == 0 || n > 128 || id[0] == '-' || id[n - 1] == '-' || strspn(id, ".") == n)
                 return false;
         for (size_t i = 0; i < n; i++)
                 if (!isalnum((unsigned char)id[i]) && !strchr("._-", id[i]))

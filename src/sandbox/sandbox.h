@@ -46,7 +46,7 @@ int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct
 /* Stops the reaper, kills every resident interpreter, unmounts workspaces. */
 void sbx_mgr_free(struct sandbox_mgr *m);
 
-/* ^[A-Za-z0-9._-]{1,63}$, no leading/trailing '-', not all dots, not a
+/* ^[A-Za-z0-9._-]{1,128}$ (a facade may allow fewer), no leading/trailing '-', not all dots, not a
  * reserved name. */
 bool sbx_id_valid(const char *id);
 
@@ -142,6 +142,30 @@ struct sbx_workspace {
 int sbx_workspace_acquire(struct sandbox_mgr *m, const char *id, struct sbx_workspace *ret, struct err *err);
 /* Closes the fd and unlocks. Safe on a failed acquire (sbx NULL). */
 void sbx_workspace_release(struct sandbox_mgr *m, struct sbx_workspace *ws);
+
+/* A command in a sandbox (the bridge's /exec, sessions, terminals): a
+ * jailed process with the sandbox's /workspace, network namespace, host id
+ * and parent cgroup (its memory, pids and CPU quota shared with the
+ * sandbox's interpreters). Its environment is the base one, then the
+ * sandbox's env, then env (strings; nulls unset). */
+struct proc;
+struct sbx_command {
+        const char *const *argv;     /* NULL-terminated, paths inside the jail */
+        json_t *env;                 /* may be NULL */
+        const char *cwd;             /* inside the jail; NULL: /workspace */
+        bool pty;                    /* a terminal for 0, 1 and 2 */
+        unsigned short rows, cols;   /* pty: initial size (0: 24x80) */
+        bool stdin_pipe;             /* pipes: a stdin pipe instead of /dev/null */
+        /* NULL: the sandbox's execution limits without a CPU-time or wall
+         * cap (a command runs until it ends, is timed out or is killed by
+         * its caller; the sandbox's CPU quota still holds). */
+        const struct exec_limits *limits;
+};
+/* Creates the sandbox on first use, like every call here. The process
+ * outlives the call (the caller owns it: proc_free or proc_bury). 0 or a
+ * negative errno with err filled. */
+int sbx_spawn(struct sandbox_mgr *m, const char *id, const struct sbx_command *cmd, struct proc **ret,
+              struct err *err);
 
 /* Number of resident (live) context interpreters. */
 size_t sbx_resident_count(struct sandbox_mgr *m);

@@ -35,6 +35,12 @@ static bool gw_begin(struct http_request *req, struct http_response *res, struct
                 workers_errorf(res, 400, "VALIDATION_FAILED", "Unsupported language: %s", req->captures[0]);
                 return false;
         }
+        /* This API's ids are at most 63 characters (seed 000); the domain
+         * takes the bridge's longer ones too. */
+        if (strlen(g->id) > 63) {
+                workers_errorf(res, 400, "VALIDATION_FAILED", "Invalid sandbox id: %s", g->id);
+                return false;
+        }
         size_t i = 0;
         for (; g->rt->id[i] && i + 1 < sizeof(g->binding); i++)
                 g->binding[i] = (char)toupper((unsigned char)g->rt->id[i]);

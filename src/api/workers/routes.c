@@ -7,19 +7,9 @@
 #include <strings.h>
 
 #include "api/app.h"
+#include "api/common/auth.h"
 #include "api/common/host_check.h"
 #include "api/workers/envelope.h"
-
-/* Compares every byte of the expected key whatever the input, so the time
- * taken does not tell how much of a guess was right. */
-static bool const_time_eq(const char *given, const char *key)
-{
-        size_t lg = strlen(given), lk = strlen(key);
-        unsigned char diff = (unsigned char)(lg != lk);
-        for (size_t i = 0; i < lk; i++)
-                diff |= (unsigned char)(given[i % (lg ? lg : 1)] ^ key[i]);
-        return diff == 0 && lg == lk;
-}
 
 /* Authorization: Bearer <key> (scheme case-insensitive) or X-API-Key.
  * Without a key only loopback Host names are served: a browser page that
@@ -39,11 +29,11 @@ static bool workers_auth(void *cls, struct http_request *req, struct http_respon
                               NULL);
                 return false;
         }
-        const char *auth = http_header(req, "Authorization");
-        if (auth && strncasecmp(auth, "Bearer ", 7) == 0 && const_time_eq(auth + 7, key))
+        const char *token = api_bearer_token(http_header(req, "Authorization"));
+        if (token && api_key_equal(token, key))
                 return true;
         const char *xkey = http_header(req, "X-API-Key");
-        if (xkey && const_time_eq(xkey, key))
+        if (xkey && api_key_equal(xkey, key))
                 return true;
         workers_error(res, 401, "UNAUTHORIZED", "Missing or invalid API key", NULL);
         return false;

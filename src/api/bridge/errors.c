@@ -1,0 +1,54 @@
+/* The bridge's error body and the mapping of domain errors onto its codes. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/bridge/bridge.h"
+#include "base/util.h"
+
+void bridge_error(struct http_response *res, int status, const char *code, const char *message)
+{
+        /* Messages quote client input (paths are decoded bytes): json_pack
+         * would refuse invalid UTF-8 and turn the error into a 500. */
+        _cleanup_free_ char *clean = NULL;
+        size_t len = strlen(message);
+        if (!utf8_valid(message, len) && (clean = malloc(3 * len + 1))) {
+                utf8_sanitize(message, len, clean);
+                message = clean;
+        }
+        http_json(res, status, json_pack("{s:s, s:s}", "error", message, "code", code));
+}
+
+void bridge_errorf(struct http_response *res, int status, const char *code, const char *fmt, ...)
+{
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        /* Truncation must not split a UTF-8 sequence: drop a partial one. */
+        if (n >= (int)sizeof(msg)) {
+                size_t l = sizeof(msg) - 1;
+                for (int k = 0; k < 3 && l > 0 && !utf8_valid(msg, l); k++)
+                        msg[--l] = '\0';
+        }
+        bridge_error(res, status, code, msg);
+}
+
+void bridge_error_from(struct http_response *res, const struct err *e, const char *upstream_code)
+{
+        const char *msg = e->msg[0] ? e->msg : "Internal error";
+        switch (e->reason) {
+        case ERR_INVALID:
+        case ERR_LIMIT:
+        case ERR_IS_DIR:
+        case ERR_NOT_DIR: bridge_error(res, 400, "invalid_request", msg); return;
+        case ERR_PERMISSION: bridge_error(res, 403, "invalid_request", msg); return;
+        case ERR_NOT_FOUND: bridge_error(res, 404, "workspace_read_not_found", msg); return;
+        case ERR_TOO_LARGE: bridge_error(res, 413, "payload_too_large", msg); return;
+        case ERR_QUOTA:
+        case ERR_BUSY: bridge_error(res, 503, "capacity_exceeded", msg); return;
+        default: bridge_error(res, 502, upstream_code, msg); return;
+        }
+}

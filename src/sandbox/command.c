@@ -1,0 +1,137 @@
+/* Commands in a sandbox: one jailed process per call, in the same jail
+ * context as the sandbox's interpreters (workspace, network namespace, host
+ * id, parent cgroup). The bridge API's /exec, sessions and terminals are
+ * built on this; nothing here knows a facade. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "engine/kproc.h"
+#include "engine/proc.h"
+#include "jail/jail.h"
+#include "sandbox/internal.h"
+
+/* "K=V" strings of the command's environment, owned by the struct. */
+struct command_env {
+        char *strings[JAIL_MAX_ENV];
+        const char *envp[JAIL_MAX_ENV + 1];
+        size_t n;
+};
+
+static void command_env_done(struct command_env *ce)
+{
+        for (size_t i = 0; i < ce->n; i++)
+                free(ce->strings[i]);
+        ce->n = 0;
+}
+
+static int command_env_strings(json_t *all, struct command_env *ce, struct err *err)
+{
+        const char *k;
+        json_t *v;
+        json_object_foreach(all, k, v)
+        {
+                if (ce->n >= JAIL_MAX_ENV)
+                        return err_set(err, ERR_INVALID, E2BIG, "more than %d environment variables", JAIL_MAX_ENV);
+                if (asprintf(&ce->strings[ce->n], "%s=%s", k, json_string_value(v)) < 0)
+                        return err_set(err, ERR_INTERNAL, ENOMEM, "out of memory");
+                ce->envp[ce->n] = ce->strings[ce->n];
+                ce->n++;
+        }
+        ce->envp[ce->n] = NULL;
+        return 0;
+}
+
+/* The base environment (the shell runtime's), then the sandbox's, then the
+ * call's: one JSON object so a later key replaces an earlier one. */
+static int command_env_build(json_t *sandbox_env, json_t *call_env, struct command_env *ce, struct err *err)
+{
+        *ce = (struct command_env){ 0 };
+        const char *base[JAIL_MAX_ENV];
+        size_t nbase = exec_base_env(runtime_find("shell"), base, ARRAY_SIZE(base));
+        json_t *all = json_object();
+        if (!all)
+                return err_set(err, ERR_INTERNAL, ENOMEM, "out of memory");
+        for (size_t i = 0; i < nbase; i++) {
+                const char *eq = strchr(base[i], '=');
+                char key[128];
+                snprintf(key, sizeof(key), "%.*s", (int)(eq - base[i]), base[i]);
+                json_object_set_new(all, key, json_string(eq + 1));
+        }
+        /* HOME is the workspace for a command: tools keep their dotfiles
+         * (shell history, caches) where the user's files persist. */
+        json_object_set_new(all, "HOME", json_string("/workspace"));
+        env_merge(all, sandbox_env);
+        if (call_env)
+                env_merge(all, call_env);
+        int r = command_env_strings(all, ce, err);
+        json_decref(all);
+        return r;
+}
+
+/* The sandbox's execution limits without the per-call CPU and wall caps. */
+static struct exec_limits command_limits(const struct sandbox_mgr *m)
+{
+        struct exec_limits lim = m->opt.limits;
+        lim.cpu_ms = 0;
+        lim.wall_ms = 0;
+        return lim;
+}
+
+/* Caller holds s->lock: the workspace stays mounted while the jail takes
+ * its copy of the mount. */
+static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct sbx_command *cmd,
+                        const struct command_env *ce, struct proc **ret, struct err *err)
+{
+        int r = sandbox_open_workspace(m, s, err);
+        if (r < 0)
+                return r;
+        sandbox_netns(m, s);
+        sandbox_cgroup(m, s);
+        _cleanup_close_ int fd = open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return err_set(err, ERR_INTERNAL, errno, "Cannot open the workspace: %s", strerror(errno));
+        struct kproc_workspace ws = { .dir = s->ws.mount, .fd = fd };
+        struct kproc_where where = { .ws = &ws, .netns_fd = s->netns_fd, .host_id = s->row.host_id,
+                                     .group = s->cgroup };
+        struct exec_limits lim = command_limits(m);
+        struct proc_spec spec = {
+                .argv = cmd->argv,
+                .envp = ce->envp,
+                .cwd = cmd->cwd,
+                .io = cmd->pty ? PROC_IO_PTY : PROC_IO_PIPES,
+                .stdin_pipe = cmd->stdin_pipe,
+                .rows = cmd->rows,
+                .cols = cmd->cols,
+                .limits = cmd->limits ? cmd->limits : &lim,
+                .where = &where,
+        };
+        struct err why = { 0 };
+        r = proc_spawn(m->engine, &spec, ret, &why);
+        if (r < 0) {
+                err_set(err, why.reason == ERR_INVALID ? ERR_INVALID : ERR_UNAVAILABLE, -r, "Cannot start the command (%s)",
+                        why.msg);
+                err_done(&why);
+        }
+        return r;
+}
+
+int sbx_spawn(struct sandbox_mgr *m, const char *id, const struct sbx_command *cmd, struct proc **ret,
+              struct err *err)
+{
+        *ret = NULL;
+        struct sandbox *s = sandbox_enter(m, id, err);
+        if (!s)
+                return err_ret(err);
+        struct command_env ce;
+        int r = command_env_build(s->env, cmd->env, &ce, err);
+        if (r == 0)
+                r = spawn_locked(m, s, cmd, &ce, ret, err);
+        command_env_done(&ce);
+        sandbox_leave(m, s);
+        return r;
+}
