@@ -75,6 +75,7 @@ struct sandbox_mgr {
         struct context *lru_head, *lru_tail;
         size_t resident;
         struct bg_thread reaper;     /* idle expiry, every TTL/10 */
+        struct terminals *terminals; /* terminal.c: the live terminals */
 };
 
 /* registry.c */
@@ -118,6 +119,14 @@ void context_free(struct sandbox_mgr *m, struct context *c);
 /* Builds a context from its stored row (registry load). NULL on ENOMEM. */
 struct context *context_from_row(struct sandbox_mgr *m, struct sandbox *s, const struct context_row *row);
 void context_info_fill(const struct context *c, struct sbx_context_info *ret);
+
+/* terminal.c: the manager's terminals (sandbox/terminal.h). */
+struct terminals;
+int terminals_new(struct terminals **ret);
+/* Kills the shells of sandbox id's terminals (their listeners are told). */
+void terminals_kill(struct sandbox_mgr *m, const char *id);
+/* Kills every terminal and waits for their threads; frees. NULL-safe. */
+void terminals_free(struct terminals *ts);
 
 /* journal.c */
 /* The build that writes a journal: language, engine and kernel version. */

@@ -302,6 +302,7 @@ static int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
         pthread_mutex_lock(&m->lock);
         sandbox_unhash(m, s);
         pthread_mutex_unlock(&m->lock);
+        terminals_kill(m, s->row.id);
         pthread_mutex_lock(&s->lock);
         for (struct context *c = s->contexts; c; c = c->next) {
                 c->deleted = true;
@@ -584,6 +585,8 @@ int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct
         pthread_mutex_init(&m->lock, NULL);
         int r = bg_thread_init(&m->reaper, NULL);
         if (r == 0)
+                r = terminals_new(&m->terminals);
+        if (r == 0)
                 r = store_org_ensure(store, SBX_DEFAULT_ORG, "Default organisation");
         if (r == 0 && opt->idle_ttl_ms)
                 r = bg_thread_start(&m->reaper, "sbx-reaper", 1, reaper_loop, m);
@@ -600,6 +603,7 @@ void sbx_mgr_free(struct sandbox_mgr *m)
         if (!m)
                 return;
         bg_thread_done(&m->reaper);
+        terminals_free(m->terminals);
         for (size_t i = 0; i < SBX_HASH_BUCKETS; i++) {
                 while (m->buckets[i]) {
                         struct sandbox *s = m->buckets[i];
