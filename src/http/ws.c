@@ -164,6 +164,7 @@ static void close_protocol_error(struct http_ws *ws)
                 return;
         if (send(ws->sock, frame, sizeof(frame), MSG_NOSIGNAL) < 0)
                 log_debug("msg=\"websocket close frame not sent\"");
+        wslay_event_shutdown_write(ws->wslay); /* its own close must not follow ours */
 }
 
 /* Caller holds ws->lock. wslay_event_recv, and the close a protocol
@@ -362,6 +363,46 @@ static int ws_setup(struct http_ws *ws, const char *extra, size_t extra_len)
                 return -ENOMEM;
         wslay_event_config_set_max_recv_msg_length(ws->wslay, HTTP_WS_MAX_MESSAGE);
         return 0;
+}
+
+int http_ws_feed(const struct http_ws_ops *ops, void *ctx, int sock, const void *data, size_t len)
+{
+        struct http_ws *ws = calloc(1, sizeof(*ws));
+        if (!ws) {
+                if (ops->free)
+                        ops->free(ctx);
+                return -ENOMEM;
+        }
+        ws_init(ws, ops, ctx);
+        ws->sock = sock;
+        int r = ws_setup(ws, data, len);
+        if (r == 0) {
+                if (ops->on_open)
+                        ops->on_open(ws, ctx);
+                pthread_mutex_lock(&ws->lock);
+                /* As ws_step: each round reads all it can (then the socket
+                 * says EAGAIN) and sends; a failure ends the connection.
+                 * A few rounds use the bytes up. */
+                bool alive = true;
+                for (int i = 0; alive && i < 8 && ws->extra_off < ws->extra_len && wslay_event_want_read(ws->wslay);
+                     i++) {
+                        alive = ws_recv(ws) == 0;
+                        close_when_drained(ws);
+                        if (alive && wslay_event_want_write(ws->wslay))
+                                alive = wslay_event_send(ws->wslay) == 0;
+                }
+                close_when_drained(ws);
+                if (alive && wslay_event_want_write(ws->wslay))
+                        wslay_event_send(ws->wslay);
+                unsigned code = wslay_event_get_close_received(ws->wslay)
+                                        ? wslay_event_get_status_code_received(ws->wslay)
+                                        : WSLAY_CODE_ABNORMAL_CLOSURE;
+                pthread_mutex_unlock(&ws->lock);
+                if (ops->on_close)
+                        ops->on_close(ws, ctx, code);
+        }
+        ws_free(ws);
+        return r;
 }
 
 /* MHD's upgrade handler: the 101 went out; the socket is ours until
