@@ -3,20 +3,30 @@
  * live beside this one and are assembled into the binary (.incbin), so the
  * daemon never reads them at run time; the Makefile makes this object depend
  * on them. Auth (Bearer, or ?token= for these paths) is the group's hook. */
+#include <stdint.h>
+
 #include "api/bridge/bridge.h"
 #include "base/util.h"
 
 /* .incbin paths are relative to the compiler's working directory: make runs
- * from the top of the tree (the daemon, sanitizer and fuzz builds alike). */
+ * from the top of the tree (the daemon, sanitizer and fuzz builds alike).
+ * The length is assembled too, so C never subtracts pointers of two objects. */
 #define EMBED(sym, file)                                                \
-        __asm__(".pushsection .rodata\n"                                \
-                ".balign 16\n"                                          \
-                ".type " #sym ", @object\n"                             \
-                #sym ":\n"                                              \
-                ".incbin \"" file "\"\n"                                \
-                #sym "_end:\n"                                          \
-                ".popsection\n");                                       \
-        extern const char sym[], sym##_end[]
+        __asm__(".pushsection .rodata\n"                               \
+                ".balign 16\n"                                         \
+                ".type " #sym ", @object\n"                            \
+                #sym ":\n"                                             \
+                ".incbin \"" file "\"\n"                               \
+                "1:\n"                                                 \
+                ".size " #sym ", 1b - " #sym "\n"                      \
+                ".balign 8\n"                                          \
+                ".type " #sym "_len, @object\n"                        \
+                #sym "_len:\n"                                         \
+                ".quad 1b - " #sym "\n"                                \
+                ".size " #sym "_len, 8\n"                              \
+                ".popsection\n");                                      \
+        extern const char sym[];                                        \
+        extern const uint64_t sym##_len
 
 EMBED(bridge_openapi_json, "src/api/bridge/openapi.json");
 EMBED(bridge_openapi_html, "src/api/bridge/openapi.html");
@@ -31,8 +41,7 @@ static const char viewer_csp[] =
 static void h_json(struct http_request *req, struct http_response *res)
 {
         (void)req;
-        http_bytes(res, 200, "application/json", bridge_openapi_json,
-                   (size_t)(bridge_openapi_json_end - bridge_openapi_json));
+        http_bytes(res, 200, "application/json", bridge_openapi_json, bridge_openapi_json_len);
 }
 
 static void h_html(struct http_request *req, struct http_response *res)
@@ -45,8 +54,7 @@ static void h_html(struct http_request *req, struct http_response *res)
                 bridge_error(res, 500, "internal_error", "Out of memory");
                 return;
         }
-        http_bytes(res, 200, "text/html; charset=utf-8", bridge_openapi_html,
-                   (size_t)(bridge_openapi_html_end - bridge_openapi_html));
+        http_bytes(res, 200, "text/html; charset=utf-8", bridge_openapi_html, bridge_openapi_html_len);
 }
 
 const struct route *bridge_openapi_routes(size_t *ret_n)
