@@ -309,6 +309,7 @@ def test_viewer_renders_in_headless_chromium_without_network(keyed, path, tmp_pa
     rendered = {(o["method"], o["path"], o["id"]) for o in rep["operations"]}
     assert rendered == {(m, p, op["operationId"]) for m, p, op in operations(spec_doc)}
     assert "/v1/sandbox/{id}/exec" in rep["execText"] and "text/event-stream" in rep["execText"]
+    assert "curl -sS -N -X POST" in rep["execText"]  # its x-codeSamples
     assert rep["responses"] >= sum(len(op["responses"]) for _, _, op in operations(spec_doc))
     assert rep["leaks"] == 0
     assert rep["blocked"] == [], rep["blocked"]
