@@ -213,7 +213,7 @@ def _probe_values(d):
 
 def _is_unrouted(status, body):
     """The HTTP layer's own answer for a path or method no route takes."""
-    if not isinstance(body, dict):
+    if not isinstance(body, dict) or body.get("code") != "invalid_request":
         return False
     return (status == 404 and body.get("error") == "Not found") or \
         (status == 405 and str(body.get("error", "")).startswith("Method "))
