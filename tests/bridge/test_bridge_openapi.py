@@ -207,6 +207,23 @@ def test_every_registered_route_is_documented(spec):
     assert registered - documented == set(), "routes missing from src/api/bridge/openapi.json"
 
 
+CODE_RE = re.compile(r'bridge_errorf?\([^;]*?,\s*[0-9]+,\s*"([a-z_]+)"|bridge_error_from\([^;]*?,\s*"([a-z_]+)"\)'
+                     r'|return "([a-z_]+)";')
+
+
+def test_every_error_code_the_bridge_sends_is_in_the_enum(spec):
+    enum = set(spec["components"]["schemas"]["ErrorResponse"]["properties"]["code"]["enum"])
+    used = set()
+    bridge_dir = os.path.join(ROOT, "src", "api", "bridge")
+    for f in os.listdir(bridge_dir):
+        if f.endswith(".c"):
+            with open(os.path.join(bridge_dir, f)) as fh:
+                for groups in CODE_RE.findall(fh.read()):
+                    used |= {g for g in groups if g}
+    assert {"unauthorized", "invalid_request", "internal_error"} <= used  # the scan itself works
+    assert used - enum == set(), "codes missing from ErrorResponse.code in src/api/bridge/openapi.json"
+
+
 def _probe_values(d):
     return {"id": new_sandbox(d), "path": "workspace/openapi-probe.txt", "sid": "openapi-probe", "port": "1"}
 
