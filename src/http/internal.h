@@ -47,6 +47,7 @@ struct http_server {
         size_t nstreams;            /* streams + WebSockets holding a slot */
         struct http_ws *ws_list;    /* open WebSockets, closed first on stop */
         struct http_stream *stream_list; /* streams whose request is not over */
+        struct http_upgrade *up_list; /* raw upgrades running */
         /* Held around MHD_resume_connection by stream producers; once
          * resume_closed is set (before MHD_stop_daemon) they stop resuming. */
         pthread_mutex_t resume_lock;
@@ -109,3 +110,8 @@ void stream_abort_all(struct http_server *srv);
 struct MHD_Response *ws_response(struct conn_state *st);
 void ws_abandon(struct http_ws *ws);
 void ws_close_all(struct http_server *srv);
+
+/* upgrade.c */
+struct MHD_Response *upgrade_response(struct conn_state *st);
+void upgrade_abandon(struct http_upgrade *u);
+void upgrade_close_all(struct http_server *srv);

@@ -449,6 +449,7 @@ void http_server_stop(struct http_server *s)
         pthread_cond_broadcast(&s->cond);
         pthread_mutex_unlock(&s->lock);
         ws_close_all(s);
+        upgrade_close_all(s);
         stream_abort_all(s); /* also closes resumes (resume_closed) */
         for (unsigned i = 0; s->workers && i < s->nworkers; i++)
                 pthread_join(s->workers[i], NULL);

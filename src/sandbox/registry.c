@@ -253,10 +253,17 @@ void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s)
 
 void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s)
 {
-        if (s->netns_fd < 0) {
-                int fd = engine_netns_take(m->engine);
-                s->netns_fd = fd >= 0 ? fd : -1;
-        }
+        if (s->netns_fd >= 0)
+                return;
+        int fd = engine_netns_take(m->engine);
+        if (fd < 0)
+                return;
+        /* Its loopback up, once: its commands' servers listen there (lo is
+         * the namespace's only interface, so nothing routes out). */
+        int r = engine_netns_loopback_up(fd);
+        if (r < 0)
+                log_warn("sandbox=%s msg=\"cannot bring the loopback up\" err=\"%s\"", s->row.id, strerror(-r));
+        s->netns_fd = fd;
 }
 
 void sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s)
