@@ -309,6 +309,7 @@ static int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
         pthread_mutex_lock(&m->lock);
         sandbox_unhash(m, s);
         pthread_mutex_unlock(&m->lock);
+        tunnels_drop(m, s->row.id);
         pthread_mutex_lock(&s->lock);
         for (struct context *c = s->contexts; c; c = c->next) {
                 c->deleted = true;
@@ -589,6 +590,7 @@ int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct
         m->engine = engine;
         m->store = store;
         pthread_mutex_init(&m->lock, NULL);
+        pthread_mutex_init(&m->tunnel_lock, NULL);
         int r = bg_thread_init(&m->reaper, NULL);
         if (r == 0)
                 r = store_org_ensure(store, SBX_DEFAULT_ORG, "Default organisation");
@@ -615,6 +617,8 @@ void sbx_mgr_free(struct sandbox_mgr *m)
                 }
         }
         workspace_unmount_all(m->opt.data_dir);
+        tunnels_drop(m, NULL);
+        pthread_mutex_destroy(&m->tunnel_lock);
         pthread_mutex_destroy(&m->lock);
         free(m);
 }
