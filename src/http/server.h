@@ -149,6 +149,8 @@ int http_response_header(struct http_response *res, const char *name, const char
 /* Request header lookup (case-insensitive), and query argument (decoded). */
 const char *http_header(struct http_request *req, const char *name);
 const char *http_query(struct http_request *req, const char *name);
+/* Whether header name's comma/space separated list holds token (any case). */
+bool http_header_has_token(struct http_request *req, const char *name, const char *token);
 /* Compact JSON with every double in its shortest round-trip form
  * (3.522328, not 3.5223279999999999). Free with free(). */
 char *http_json_dump(const json_t *j);

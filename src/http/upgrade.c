@@ -4,8 +4,9 @@
  * protocols the server does not speak itself: a tunnel splices the bytes
  * to a server in a sandbox, whatever they are.
  *
- * MHD cannot stop under an upgraded connection: every open one is listed,
- * and a stop shuts its socket down so that run() sees EOF and returns. */
+ * MHD cannot stop under an upgraded connection: every open one (raw or
+ * WebSocket) is listed here, and a stop ends each: a raw one has its
+ * socket shut down so that run() sees EOF and returns. */
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -15,6 +16,7 @@
 #include "http/internal.h"
 
 struct http_upgrade {
+        struct upgraded link;       /* first: the list's entry is the upgrade */
         struct http_server *srv;
         const struct http_upgrade_ops *ops;
         void *ctx;
@@ -22,8 +24,7 @@ struct http_upgrade {
         struct MHD_UpgradeResponseHandle *urh;
         char *extra;                /* bytes MHD read past the request head */
         size_t extra_len;
-        bool slot_held, listed;
-        struct http_upgrade *next;  /* srv->up_list, under srv->lock */
+        bool slot_held;
 };
 
 int http_upgrade_raw(struct http_response *res, const struct http_upgrade_ops *ops, void *ctx)
@@ -54,25 +55,12 @@ void upgrade_abandon(struct http_upgrade *u)
         upgrade_free(u);
 }
 
-static void upgrade_unlist(struct http_upgrade *u)
-{
-        struct http_server *srv = u->srv;
-        pthread_mutex_lock(&srv->lock);
-        for (struct http_upgrade **p = &srv->up_list; *p; p = &(*p)->next)
-                if (*p == u) {
-                        *p = u->next;
-                        break;
-                }
-        pthread_cond_broadcast(&srv->cond);
-        pthread_mutex_unlock(&srv->lock);
-}
-
 static void *upgrade_thread(void *arg)
 {
         struct http_upgrade *u = arg;
         u->ops->run(u->sock, u->extra, u->extra_len, u->ctx);
         MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
-        upgrade_unlist(u);
+        upgraded_unlist(u->srv, &u->link);
         upgrade_free(u);
         return NULL;
 }
@@ -96,19 +84,17 @@ static void upgraded(void *cls, struct MHD_Connection *c, void *con_cls, const c
                         memcpy(u->extra, extra, extra_len);
                 u->extra_len = ok ? extra_len : 0;
         }
-        if (ok) {
-                pthread_mutex_lock(&u->srv->lock);
-                u->next = u->srv->up_list;
-                u->srv->up_list = u;
-                pthread_mutex_unlock(&u->srv->lock);
-                u->listed = true;
-        }
-        if (!ok || spawn_detached(upgrade_thread, u) < 0) {
-                MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
-                if (u->listed)
-                        upgrade_unlist(u);
-                upgrade_free(u);
-        }
+        if (ok && upgraded_start(u->srv, &u->link, upgrade_thread, u))
+                return;
+        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+        upgrade_free(u);
+}
+
+/* Server stop: run() sees EOF on the client's side. Under srv->lock. */
+static void upgrade_stop(struct upgraded *link)
+{
+        struct http_upgrade *u = (struct http_upgrade *)link;
+        shutdown(u->sock, SHUT_RDWR);
 }
 
 struct MHD_Response *upgrade_response(struct conn_state *st)
@@ -121,18 +107,45 @@ struct MHD_Response *upgrade_response(struct conn_state *st)
         }
         u->srv = st->srv;
         u->slot_held = true;
+        u->link.stop = upgrade_stop;
         st->res.status = MHD_HTTP_SWITCHING_PROTOCOLS;
         /* Connection: Upgrade is MHD's; the handler adds Upgrade and the
          * protocol's own headers. */
         return MHD_create_response_for_upgrade(upgraded, NULL);
 }
 
-void upgrade_close_all(struct http_server *srv)
+/* ---- the list of upgraded connections (raw ones and WebSockets) ---- */
+
+bool upgraded_start(struct http_server *srv, struct upgraded *u, void *(*fn)(void *), void *arg)
 {
         pthread_mutex_lock(&srv->lock);
-        for (struct http_upgrade *u = srv->up_list; u; u = u->next)
-                shutdown(u->sock, SHUT_RDWR);
-        while (srv->up_list)
+        u->next = srv->upgraded;
+        srv->upgraded = u;
+        pthread_mutex_unlock(&srv->lock);
+        if (spawn_detached(fn, arg) == 0)
+                return true;
+        upgraded_unlist(srv, u);
+        return false;
+}
+
+void upgraded_unlist(struct http_server *srv, struct upgraded *u)
+{
+        pthread_mutex_lock(&srv->lock);
+        for (struct upgraded **p = &srv->upgraded; *p; p = &(*p)->next)
+                if (*p == u) {
+                        *p = u->next;
+                        break;
+                }
+        pthread_cond_broadcast(&srv->cond);
+        pthread_mutex_unlock(&srv->lock);
+}
+
+void upgraded_stop_all(struct http_server *srv)
+{
+        pthread_mutex_lock(&srv->lock);
+        for (struct upgraded *u = srv->upgraded; u; u = u->next)
+                u->stop(u);
+        while (srv->upgraded)
                 pthread_cond_wait(&srv->cond, &srv->lock);
         pthread_mutex_unlock(&srv->lock);
 }

@@ -95,7 +95,10 @@ class Server:
         self.t.start()
 
     def _run(self, d, sid, argv):
-        self.result = exec_sse(d, sid, argv, timeout=90)
+        try:
+            self.result = exec_sse(d, sid, argv, timeout=90)
+        except (OSError, http.client.HTTPException) as e:
+            self.result = e  # the sandbox was deleted under it
 
 
 def preview_get(url, path="", method="GET", body=None, headers=None, timeout=30):

@@ -44,19 +44,6 @@ static bool hop_header(const char *name)
         return false;
 }
 
-static bool header_token(const char *v, const char *token)
-{
-        size_t n = strlen(token);
-        for (const char *p = v; p && *p;) {
-                p += strspn(p, " \t,");
-                size_t len = strcspn(p, " \t,");
-                if (len == n && strncasecmp(p, token, n) == 0)
-                        return true;
-                p += len;
-        }
-        return false;
-}
-
 /* Path characters sent as they are; the rest (decoded by the HTTP layer)
  * is percent-encoded again. */
 static int append_path(struct buf *b, const char *path)
@@ -242,18 +229,47 @@ static void relay_header(void *cls, const char *name, const char *value)
         http_response_header(c->res, name, value);
 }
 
-/* ---- the body, streamed ---- */
+/* ---- the body, streamed; upgrades ---- */
 
-struct pump {
+/* The server's connection once the answer's head is read, for a stream or
+ * an upgrade's thread. */
+struct relay_conn {
         int fd;
-        int64_t left;              /* -1: until the server closes */
-        char *pending;             /* body bytes read with the head */
+        int64_t left;              /* body bytes still to come; -1: until the server closes */
+        char *pending;             /* bytes read with the head */
         size_t npending;
 };
 
+/* Takes u's connection and the bytes read past its head. NULL on ENOMEM. */
+static struct relay_conn *relay_conn_take(struct upstream *u)
+{
+        struct relay_conn *c = calloc(1, sizeof(*c));
+        size_t extra = u->got - u->head_len;
+        if (c && extra && !(c->pending = malloc(extra))) {
+                free(c);
+                return NULL;
+        }
+        if (!c)
+                return NULL;
+        if (extra)
+                memcpy(c->pending, u->head + u->head_len, extra);
+        c->npending = extra;
+        c->left = u->length >= 0 ? u->length - (int64_t)extra : -1;
+        c->fd = TAKE_FD(u->fd);
+        return c;
+}
+
+static void relay_conn_free(void *ctx)
+{
+        struct relay_conn *c = ctx;
+        close(c->fd);
+        free(c->pending);
+        free(c);
+}
+
 static void pump_run(struct http_stream *s, void *ctx)
 {
-        struct pump *p = ctx;
+        struct relay_conn *p = ctx;
         if (p->npending && http_stream_write(s, p->pending, p->npending) < 0)
                 return;
         char chunk[16384];
@@ -272,40 +288,55 @@ static void pump_run(struct http_stream *s, void *ctx)
 /* The client left: the blocked recv must end. */
 static void pump_disconnect(void *ctx)
 {
-        struct pump *p = ctx;
+        struct relay_conn *p = ctx;
         shutdown(p->fd, SHUT_RDWR);
 }
 
-static void pump_free(void *ctx)
+static const struct http_stream_ops pump_ops = { pump_run, pump_disconnect, relay_conn_free };
+
+/* Moves what src has to dst; false at EOF or on an error. */
+static bool splice_once(int src, int dst)
 {
-        struct pump *p = ctx;
-        close(p->fd);
-        free(p->pending);
-        free(p);
+        char chunk[16384];
+        ssize_t n = recv(src, chunk, sizeof(chunk), 0);
+        if (n < 0 && errno == EINTR)
+                return true;
+        return n > 0 && send_all(dst, chunk, (size_t)n) == 0;
 }
 
-static const struct http_stream_ops pump_ops = { pump_run, pump_disconnect, pump_free };
-
-static void relay_stream(struct upstream *u, struct http_response *res, const char *ctype)
+static void splice_run(int client, const void *extra, size_t extra_len, void *ctx)
 {
-        struct pump *p = calloc(1, sizeof(*p));
-        size_t extra = u->got - u->head_len;
-        if (p && extra && !(p->pending = malloc(extra))) {
-                free(p);
-                p = NULL;
-        }
-        if (!p) {
-                close(TAKE_FD(u->fd));
-                bridge_error(res, 502, "tunnel_error", "Out of memory");
+        struct relay_conn *sp = ctx;
+        if (send_all(client, sp->pending, sp->npending) < 0 || send_all(sp->fd, extra, extra_len) < 0)
                 return;
+        for (;;) {
+                struct pollfd p[2] = { { client, POLLIN, 0 }, { sp->fd, POLLIN, 0 } };
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return;
+                }
+                if (p[0].revents && !splice_once(client, sp->fd))
+                        break;
+                if (p[1].revents && !splice_once(sp->fd, client))
+                        break;
         }
-        if (extra)
-                memcpy(p->pending, u->head + u->head_len, extra);
-        p->npending = extra;
-        p->left = u->length >= 0 ? u->length - (int64_t)extra : -1;
-        p->fd = TAKE_FD(u->fd);
-        /* The handler's headers survive the kind change. */
-        http_stream(res, u->status, ctype, &pump_ops, p);
+        /* Either side is gone: tell the other one. */
+        shutdown(sp->fd, SHUT_RDWR);
+}
+
+static const struct http_upgrade_ops splice_ops = { splice_run, relay_conn_free };
+
+/* A stream (chunked to the client) or, after a 101, the splice. */
+static void relay_conn(struct upstream *u, struct http_response *res, const char *ctype, bool upgrade)
+{
+        struct relay_conn *c = relay_conn_take(u);
+        if (!c)
+                bridge_error(res, 502, "tunnel_error", "Out of memory");
+        else if (upgrade)
+                http_upgrade_raw(res, &splice_ops, c);
+        else /* the handler's headers survive the kind change */
+                http_stream(res, u->status, ctype, &pump_ops, c);
 }
 
 /* A body with a small Content-Length: relayed with its length. */
@@ -333,74 +364,6 @@ static void relay_inline(struct upstream *u, struct http_response *res, const ch
         free(body);
 }
 
-/* ---- upgrades: bytes both ways ---- */
-
-struct splice {
-        int fd;                    /* the server in the sandbox */
-        char *pending;             /* what it sent after its 101 */
-        size_t npending;
-};
-
-/* Moves what src has to dst; false at EOF or on an error. */
-static bool splice_once(int src, int dst)
-{
-        char chunk[16384];
-        ssize_t n = recv(src, chunk, sizeof(chunk), 0);
-        if (n < 0 && errno == EINTR)
-                return true;
-        return n > 0 && send_all(dst, chunk, (size_t)n) == 0;
-}
-
-static void splice_run(int client, const void *extra, size_t extra_len, void *ctx)
-{
-        struct splice *sp = ctx;
-        if (send_all(client, sp->pending, sp->npending) < 0 || send_all(sp->fd, extra, extra_len) < 0)
-                return;
-        for (;;) {
-                struct pollfd p[2] = { { client, POLLIN, 0 }, { sp->fd, POLLIN, 0 } };
-                if (poll(p, 2, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return;
-                }
-                if (p[0].revents && !splice_once(client, sp->fd))
-                        break;
-                if (p[1].revents && !splice_once(sp->fd, client))
-                        break;
-        }
-        /* Either side is gone: tell the other one. */
-        shutdown(sp->fd, SHUT_RDWR);
-}
-
-static void splice_free(void *ctx)
-{
-        struct splice *sp = ctx;
-        close(sp->fd);
-        free(sp->pending);
-        free(sp);
-}
-
-static const struct http_upgrade_ops splice_ops = { splice_run, splice_free };
-
-static void relay_upgrade(struct upstream *u, struct http_response *res)
-{
-        struct splice *sp = calloc(1, sizeof(*sp));
-        size_t extra = u->got - u->head_len;
-        if (sp && extra && !(sp->pending = malloc(extra))) {
-                free(sp);
-                sp = NULL;
-        }
-        if (!sp) {
-                bridge_error(res, 502, "tunnel_error", "Out of memory");
-                return;
-        }
-        if (extra)
-                memcpy(sp->pending, u->head + u->head_len, extra);
-        sp->npending = extra;
-        sp->fd = TAKE_FD(u->fd);
-        http_upgrade_raw(res, &splice_ops, sp);
-}
-
 static void relay(struct http_request *req, struct http_response *res, struct upstream *u, bool upgrade)
 {
         struct reply_ctx c = { .u = u, .res = res, .upgrade = upgrade && u->status == 101 };
@@ -408,19 +371,19 @@ static void relay(struct http_request *req, struct http_response *res, struct up
         const char *ctype = c.ctype[0] ? c.ctype : "application/octet-stream";
         bool no_body = !strcmp(req->method, "HEAD") || u->status < 200 || u->status == 204 || u->status == 304;
         if (c.upgrade)
-                relay_upgrade(u, res);
+                relay_conn(u, res, ctype, true);
         else if (u->status < 200)
                 bridge_error(res, 502, "tunnel_error", "The server in the sandbox answered an unexpected 1xx");
         else if (no_body || (u->length >= 0 && u->length <= PROXY_INLINE_MAX))
                 relay_inline(u, res, ctype, no_body);
         else
-                relay_stream(u, res, ctype);
+                relay_conn(u, res, ctype, false);
 }
 
 void bridge_proxy(struct http_request *req, struct http_response *res, int fd, unsigned port, const char *path)
 {
-        const char *up = http_header(req, "Upgrade"), *conn = http_header(req, "Connection");
-        bool upgrade = up && *up && up[strcspn(up, "\r\n")] == '\0' && conn && header_token(conn, "upgrade");
+        const char *up = http_header(req, "Upgrade");
+        bool upgrade = up && *up && http_header_has_token(req, "Connection", "upgrade");
         struct upstream *u = calloc(1, sizeof(*u));
         struct buf head;
         buf_init(&head, PROXY_MAX_HEAD * 2);
