@@ -16,7 +16,7 @@ import urllib.parse
 import pytest
 import websocket  # Debian python3-websocket
 
-from bridge_common import exec_sse, new_sandbox
+from bridge_common import Daemon, exec_sse, new_sandbox
 
 # A small server run inside the sandbox (stdlib only): GET serves files of
 # the cwd, POST /echo returns the body, /big streams N bytes without a
@@ -299,6 +299,28 @@ def test_tunnels_die_with_their_sandbox(bridge):
     assert bridge.request("DELETE", f"/v1/sandbox/{sid}")[0] == 204
     status, _, _ = preview_get(tun["url"], "x")
     assert status == 404
+
+
+def test_slow_servers_hold_at_most_half_the_workers():
+    d = Daemon(sets=["exec.workers=2"])  # one preview may wait at a time
+    try:
+        sid = new_sandbox(d)
+        tun = open_tunnel(d, sid, 8080)
+        Server(d, sid, 8080, "slowpoke")
+        wait_up(tun["url"])
+        first = {}
+        t = threading.Thread(target=lambda: first.update(r=preview_get(tun["url"], "slow")))
+        t.start()
+        time.sleep(0.5)
+        status, hdrs, data = preview_get(tun["url"], "who")
+        assert status == 503, data
+        assert json.loads(data)["code"] == "capacity_exceeded" and hdrs["retry-after"] == "1"
+        t.join()
+        assert first["r"][0] == 200 and first["r"][2] == b"late"
+        assert preview_get(tun["url"], "who")[0] == 200  # the slot is back
+        d.request("DELETE", f"/v1/sandbox/{sid}")
+    finally:
+        d.cleanup()
 
 
 # ---- the network model ----

@@ -34,7 +34,7 @@
 static bool hop_header(const char *name)
 {
         static const char *const hop[] = {
-                "Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding",
+                "Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding", "Expect",
                 "Upgrade", "Proxy-Authorization", "Proxy-Authenticate", "Content-Length",
                 "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host",
         };

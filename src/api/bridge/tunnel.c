@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/app.h"
 #include "api/bridge/bridge.h"
@@ -117,6 +118,20 @@ static void h_close(struct http_request *req, struct http_response *res)
         http_bytes(res, 204, NULL, "", 0);
 }
 
+/* Preview requests hold a blocking worker until the sandbox's server
+ * starts answering, and their URL needs no key: at most half the workers
+ * wait on guest servers at once, so a slow one cannot starve executions. */
+static unsigned preview_waiting;
+
+static bool preview_enter(const struct app *app)
+{
+        unsigned cap = app->cfg->exec_workers >= 2 ? (unsigned)(app->cfg->exec_workers / 2) : 1;
+        if (__atomic_add_fetch(&preview_waiting, 1, __ATOMIC_ACQ_REL) <= cap)
+                return true;
+        __atomic_sub_fetch(&preview_waiting, 1, __ATOMIC_ACQ_REL);
+        return false;
+}
+
 static void h_preview(struct http_request *req, struct http_response *res)
 {
         struct app *app = req->app;
@@ -131,7 +146,14 @@ static void h_preview(struct http_request *req, struct http_response *res)
                 err_done(&err);
                 return;
         }
+        if (!preview_enter(app)) {
+                close(fd);
+                bridge_error(res, 503, "capacity_exceeded", "Too many preview requests waiting; retry later");
+                res->retry_after = 1;
+                return;
+        }
         bridge_proxy(req, res, fd, t.port, req->captures[1]);
+        __atomic_sub_fetch(&preview_waiting, 1, __ATOMIC_ACQ_REL);
 }
 
 static size_t preview_body_cap(const void *app)
