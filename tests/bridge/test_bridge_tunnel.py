@@ -301,6 +301,34 @@ def test_tunnels_die_with_their_sandbox(bridge):
     assert status == 404
 
 
+def test_head_and_a_bare_token_path(served):
+    _, tun = served
+    status, hdrs, data = preview_get(tun["url"], "hello.txt", method="HEAD")
+    assert status == 200 and data == b""
+    status, _, data = preview_get(tun["url"].rstrip("/"))  # /preview/<token>: the server's "/"
+    assert status == 200 and b"hello.txt" in data  # http.server's directory listing
+
+
+def test_tunnel_routes_need_the_key_but_preview_urls_do_not():
+    d = Daemon(sets=["api_key=s3cret"])
+    try:
+        auth = {"Authorization": "Bearer s3cret"}
+        sid = new_sandbox(d, headers=auth)
+        status, res, _ = d.request("POST", f"/v1/sandbox/{sid}/tunnel/8080")
+        assert status == 401 and res["code"] == "unauthorized"
+        status, res, _ = d.request("DELETE", f"/v1/sandbox/{sid}/tunnel/8080")
+        assert status == 401
+        status, tun, _ = d.request("POST", f"/v1/sandbox/{sid}/tunnel/8080", headers=auth)
+        assert status == 200, tun
+        # No key: the token is the credential (502: it got past auth to the sandbox).
+        status, _, data = preview_get(tun["url"], "x")
+        assert status == 502 and json.loads(data)["code"] == "tunnel_error"
+        status, _, _ = preview_get(f"http://127.0.0.1:{d.port}/preview/{'0' * 48}/", "x")
+        assert status == 404
+    finally:
+        d.cleanup()
+
+
 def test_slow_servers_hold_at_most_half_the_workers():
     d = Daemon(sets=["exec.workers=2"])  # one preview may wait at a time
     try:
