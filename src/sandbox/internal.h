@@ -95,6 +95,9 @@ void sandbox_put(struct sandbox_mgr *m, struct sandbox *s);
 struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err *err);
 /* unlock + sandbox_put. */
 void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s);
+/* Counts as activity for sandbox id if it is loaded (never creates it, nor
+ * revives a destroyed one): for long-lived users such as terminals. */
+void sandbox_touch_loaded(struct sandbox_mgr *m, const char *id);
 /* Takes the sandbox's own network namespace if it has none yet (caller
  * holds s->lock); without one (rootless) every jail has its own. */
 void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s);

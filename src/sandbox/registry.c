@@ -287,6 +287,24 @@ void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s)
         sandbox_put(m, s);
 }
 
+void sandbox_touch_loaded(struct sandbox_mgr *m, const char *id)
+{
+        pthread_mutex_lock(&m->lock);
+        struct sandbox *s = m->buckets[hash_id(id)];
+        while (s && strcmp(s->row.id, id) != 0)
+                s = s->hnext;
+        if (s)
+                s->refs++;
+        pthread_mutex_unlock(&m->lock);
+        if (!s)
+                return;
+        pthread_mutex_lock(&s->lock);
+        if (!s->deleted)
+                sandbox_touch(m, s);
+        pthread_mutex_unlock(&s->lock);
+        sandbox_put(m, s);
+}
+
 void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s)
 {
         if (s->netns_fd >= 0)

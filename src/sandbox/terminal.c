@@ -33,6 +33,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/ring.h"
+#include "base/time.h"
 #include "engine/proc.h"
 #include "sandbox/internal.h"
 #include "sandbox/terminal.h"
@@ -40,6 +41,7 @@
 #define SESSION_MAX 128
 
 struct terminal {
+        struct sandbox_mgr *m;
         char id[STORE_ID_MAX];
         char session[SESSION_MAX + 1];
         int refs;                         /* atomic */
@@ -57,6 +59,7 @@ struct terminal {
         char *in;                         /* input queued for the shell: in[in_off..in_len) */
         size_t in_off, in_len, in_cap;
         int wake_fd;                      /* eventfd: input queued */
+        uint64_t touched_ms;              /* atomic: input last counted as sandbox activity */
 };
 
 struct sbx_terminal_conn {
@@ -161,11 +164,12 @@ static void terminal_unref(struct terminal *t)
         free(t);
 }
 
-static struct terminal *terminal_alloc(const char *id, const char *session)
+static struct terminal *terminal_alloc(struct sandbox_mgr *m, const char *id, const char *session)
 {
         struct terminal *t = calloc(1, sizeof(*t));
         if (!t)
                 return NULL;
+        t->m = m;
         snprintf(t->id, sizeof(t->id), "%s", id);
         snprintf(t->session, sizeof(t->session), "%s", session);
         t->refs = 1;
@@ -182,8 +186,9 @@ static struct terminal *terminal_alloc(const char *id, const char *session)
 /* The terminal of (id, session) with a reference taken, or a new one,
  * linked, returned with its lock held and *ret_fresh set: the caller
  * starts it. NULL on ENOMEM. */
-static struct terminal *terminal_get(struct terminals *ts, const char *id, const char *session, bool *ret_fresh)
+static struct terminal *terminal_get(struct sandbox_mgr *m, const char *id, const char *session, bool *ret_fresh)
 {
+        struct terminals *ts = m->terminals;
         pthread_mutex_lock(&ts->lock);
         struct terminal *t = ts->list;
         while (t && !key_matches(t, id, session))
@@ -191,7 +196,7 @@ static struct terminal *terminal_get(struct terminals *ts, const char *id, const
         *ret_fresh = !t;
         if (t)
                 __atomic_add_fetch(&t->refs, 1, __ATOMIC_ACQ_REL);
-        else if ((t = terminal_alloc(id, session))) {
+        else if ((t = terminal_alloc(m, id, session))) {
                 pthread_mutex_lock(&t->lock); /* uncontended: nobody else sees t yet */
                 t->linked = true;
                 t->next = ts->list;
@@ -287,6 +292,23 @@ static int input_reserve(struct terminal *t, size_t len)
         return 0;
 }
 
+/* Typing in a terminal is using the sandbox: without this an idle
+ * sandbox's expiry would kill a terminal in use. At most every tenth of
+ * the TTL (and every minute), so keystrokes cost no store write. */
+static void note_activity(struct terminal *t)
+{
+        uint64_t period = t->m->opt.idle_ttl_ms / 10, now = now_ms();
+        if (!t->m->opt.idle_ttl_ms)
+                return;
+        if (period > 60000)
+                period = 60000;
+        uint64_t last = __atomic_load_n(&t->touched_ms, __ATOMIC_RELAXED);
+        if (now - last < period ||
+            !__atomic_compare_exchange_n(&t->touched_ms, &last, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                return;
+        sandbox_touch_loaded(t->m, t->id);
+}
+
 int sbx_terminal_write(struct sbx_terminal_conn *c, const void *data, size_t len)
 {
         struct terminal *t = c->t;
@@ -300,6 +322,8 @@ int sbx_terminal_write(struct sbx_terminal_conn *c, const void *data, size_t len
         uint64_t one = 1;
         if (r == 0 && write(t->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
                 log_debug("msg=\"terminal wake failed\"");
+        if (r == 0)
+                note_activity(t);
         return r;
 }
 
@@ -607,7 +631,7 @@ int sbx_terminal_attach(struct sandbox_mgr *m, const char *id, const struct sbx_
          * next one is a new shell). Bounded, for shells that die at once. */
         for (int tries = 0; tries < 3; tries++) {
                 bool fresh;
-                struct terminal *t = terminal_get(m->terminals, id, session, &fresh);
+                struct terminal *t = terminal_get(m, id, session, &fresh);
                 if (!t)
                         return err_set(err, ERR_INTERNAL, ENOMEM, "out of memory");
                 int r = 0;

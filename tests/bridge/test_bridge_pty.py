@@ -329,6 +329,29 @@ def test_a_terminal_that_cannot_start_says_so_and_closes_1011(bridge):
     ws.close()
 
 
+def test_typing_keeps_an_idle_sandbox_alive():
+    """A terminal in use is sandbox activity: with a 3 s idle TTL, a
+    sandbox whose only use is typing into its terminal for 5 s is not
+    reaped (that would kill the shell: exit SIGKILL, close 1000)."""
+    d = Daemon(sets=FAST_LIMITS + ["sandbox.idle_ttl_ms=3000"])
+    try:
+        sid = new_sandbox(d)
+        t = Term(d, sid)
+        for i in range(20):
+            cmd, want = marker(100 + i, 7)
+            t.send(cmd)
+            t.until(want)
+            time.sleep(0.25)
+        assert not any(m.get("type") == "exit" for m in t.texts), t.texts
+        t.close()
+        # Left alone, the sandbox does expire, and its terminal with it.
+        t = Term(d, sid)
+        assert t.until_close(timeout=15) == 1000
+        assert any(m.get("type") == "exit" and m.get("signal") == "SIGKILL" for m in t.texts), t.texts
+    finally:
+        d.cleanup()
+
+
 # ---- refused before the handshake ----
 
 
@@ -572,6 +595,7 @@ HOSTILE = {
         1002,
     ),
     "unmasked_client_frame": ([dict(opcode=0x2, payload=b"echo x\n", mask=False)], 1002),
+    "text_frame_with_invalid_utf8": ([dict(opcode=0x1, payload=b'{"type":"\xc3\x28"}')], 1007),
     "reserved_opcode_3": ([dict(opcode=0x3, payload=b"x")], 1002),
     "reserved_control_opcode_b": ([dict(opcode=0xB, payload=b"x")], 1002),
     "rsv_bits_without_an_extension": ([dict(opcode=0x2, payload=b"x", rsv=0x4)], 1002),
