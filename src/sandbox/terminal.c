@@ -30,6 +30,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "base/ring.h"
@@ -56,8 +57,8 @@ struct terminal {
         pthread_mutex_t in_lock;
         struct proc *proc;                /* NULL before the start and after the end */
         bool killed;                      /* close asked before the proc existed */
-        char *in;                         /* input queued for the shell: in[in_off..in_len) */
-        size_t in_off, in_len, in_cap;
+        struct buf in;                    /* input for the shell: in.data[in_off..in.len) */
+        size_t in_off;
         int wake_fd;                      /* eventfd: input queued */
         uint64_t touched_ms;              /* atomic: input last counted as sandbox activity */
 };
@@ -156,7 +157,7 @@ static void terminal_unref(struct terminal *t)
         if (!t || __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL) > 0)
                 return;
         ring_free(&t->ring);
-        free(t->in);
+        buf_free(&t->in);
         if (t->wake_fd >= 0)
                 close(t->wake_fd);
         pthread_mutex_destroy(&t->lock);
@@ -173,6 +174,7 @@ static struct terminal *terminal_alloc(struct sandbox_mgr *m, const char *id, co
         snprintf(t->id, sizeof(t->id), "%s", id);
         snprintf(t->session, sizeof(t->session), "%s", session);
         t->refs = 1;
+        buf_init(&t->in, SBX_TERMINAL_INPUT_MAX);
         t->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         pthread_mutex_init(&t->lock, NULL);
         pthread_mutex_init(&t->in_lock, NULL);
@@ -245,7 +247,7 @@ static ssize_t pump(struct terminal *t)
 static bool input_pending(struct terminal *t)
 {
         pthread_mutex_lock(&t->in_lock);
-        bool r = t->in_off < t->in_len;
+        bool r = t->in_off < t->in.len;
         pthread_mutex_unlock(&t->in_lock);
         return r;
 }
@@ -254,42 +256,30 @@ static bool input_pending(struct terminal *t)
 static void flush_input(struct terminal *t)
 {
         pthread_mutex_lock(&t->in_lock);
-        while (t->in_off < t->in_len) {
-                ssize_t n = proc_write(t->proc, t->in + t->in_off, t->in_len - t->in_off);
+        while (t->in_off < t->in.len) {
+                ssize_t n = proc_write(t->proc, t->in.data + t->in_off, t->in.len - t->in_off);
                 if (n <= 0) {
                         if (n != -EAGAIN && n != -EINTR)
-                                t->in_off = t->in_len; /* the shell is going: drop it */
+                                t->in_off = t->in.len; /* the shell is going: drop it */
                         break;
                 }
                 t->in_off += (size_t)n;
         }
-        if (t->in_off == t->in_len)
-                t->in_off = t->in_len = 0;
+        if (t->in_off == t->in.len)
+                t->in_off = t->in.len = 0;
         pthread_mutex_unlock(&t->in_lock);
 }
 
-/* Caller holds t->in_lock. Makes room for len more bytes. */
-static int input_reserve(struct terminal *t, size_t len)
+/* Caller holds t->in_lock. Appends to the queue, whose cap counts only
+ * what still waits: the part written already goes first. */
+static int input_append(struct terminal *t, const void *data, size_t len)
 {
-        size_t queued = t->in_len - t->in_off;
-        if (len > SBX_TERMINAL_INPUT_MAX - queued)
-                return -ENOBUFS;
         if (t->in_off) {
-                memmove(t->in, t->in + t->in_off, queued);
+                memmove(t->in.data, t->in.data + t->in_off, t->in.len - t->in_off);
+                t->in.len -= t->in_off;
                 t->in_off = 0;
-                t->in_len = queued;
         }
-        if (t->in_len + len <= t->in_cap)
-                return 0;
-        size_t cap = t->in_cap ? t->in_cap : 4096;
-        while (cap < t->in_len + len)
-                cap *= 2;
-        char *p = realloc(t->in, cap);
-        if (!p)
-                return -ENOMEM;
-        t->in = p;
-        t->in_cap = cap;
-        return 0;
+        return buf_append(&t->in, data, len);
 }
 
 /* Typing in a terminal is using the sandbox: without this an idle
@@ -313,11 +303,7 @@ int sbx_terminal_write(struct sbx_terminal_conn *c, const void *data, size_t len
 {
         struct terminal *t = c->t;
         pthread_mutex_lock(&t->in_lock);
-        int r = t->proc ? input_reserve(t, len) : -EPIPE;
-        if (r == 0 && len) {
-                memcpy(t->in + t->in_len, data, len);
-                t->in_len += len;
-        }
+        int r = t->proc ? input_append(t, data, len) : -EPIPE;
         pthread_mutex_unlock(&t->in_lock);
         uint64_t one = 1;
         if (r == 0 && write(t->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)

@@ -69,6 +69,13 @@ class Term:
         self.out = bytes(out)
         return self.out
 
+    def echo(self, a, b):
+        """Has the shell print a marker (see marker()) and waits for it."""
+        cmd, want = marker(a, b)
+        self.send(cmd)
+        self.until(want)
+        return want
+
     def next_text(self, timeout=10):
         deadline = time.time() + timeout
         while not self.texts:
@@ -114,9 +121,7 @@ def test_ready_comes_first_and_output_flows(bridge):
     sid = new_sandbox(bridge)
     t = Term(bridge, sid)
     assert t.replay == b""  # a fresh terminal has nothing to replay
-    cmd, want = marker(6, 7)
-    t.send(cmd)
-    t.until(want)
+    t.echo(6, 7)
     t.close()
 
 
@@ -139,29 +144,29 @@ def test_initial_size_and_resize(bridge):
     t2.close()
 
 
+BAD_DIMENSIONS = {"type": "error", "message": "Invalid dimensions: cols and rows must be positive"}
+BAD_CONTROL = {"type": "error", "message": "Invalid control message"}
+
+
 @pytest.mark.parametrize(
-    "msg",
+    "msg, answer",
     [
-        {"type": "resize", "cols": 0, "rows": 24},
-        {"type": "resize", "cols": 80, "rows": -3},
-        {"type": "resize", "cols": 80},
-        {"type": "resize", "cols": "80", "rows": 24},
+        ({"type": "resize", "cols": 0, "rows": 24}, BAD_DIMENSIONS),
+        ({"type": "resize", "cols": 80, "rows": -3}, BAD_DIMENSIONS),
+        ({"type": "resize", "cols": 80}, BAD_DIMENSIONS),
+        ({"type": "resize", "cols": "80", "rows": 24}, BAD_DIMENSIONS),
+        ("not json", BAD_CONTROL),
+        ("{", BAD_CONTROL),
+        ("null", BAD_CONTROL),
+        ("[1]", BAD_CONTROL),
+        ('"resize"', BAD_CONTROL),
     ],
 )
-def test_resize_validation(bridge, msg):
+def test_bad_control_messages_get_an_error(bridge, msg, answer):
     sid = new_sandbox(bridge)
     t = Term(bridge, sid)
     t.control(msg)
-    assert t.next_text() == {"type": "error", "message": "Invalid dimensions: cols and rows must be positive"}
-    t.close()
-
-
-@pytest.mark.parametrize("text", ["not json", "{", "null", "[1]", '"resize"'])
-def test_invalid_control_messages(bridge, text):
-    sid = new_sandbox(bridge)
-    t = Term(bridge, sid)
-    t.control(text)
-    assert t.next_text() == {"type": "error", "message": "Invalid control message"}
+    assert t.next_text() == answer
     t.close()
 
 
@@ -170,9 +175,7 @@ def test_unknown_control_types_are_ignored(bridge):
     t = Term(bridge, sid)
     t.control({"type": "ping"})
     t.control({"kind": "resize"})
-    cmd, want = marker(11, 13)
-    t.send(cmd)
-    t.until(want)
+    t.echo(11, 13)
     assert t.texts == []
     t.close()
 
@@ -180,9 +183,7 @@ def test_unknown_control_types_are_ignored(bridge):
 def test_exit_message_then_close_1000_and_a_new_shell_next_time(bridge):
     sid = new_sandbox(bridge)
     t = Term(bridge, sid)
-    cmd, want = marker(5, 9)
-    t.send(cmd)
-    t.until(want)
+    want = t.echo(5, 9)
     t.send("exit 7\n")
     assert t.until_close() == 1000
     assert {"type": "exit", "code": 7} in t.texts
@@ -190,9 +191,7 @@ def test_exit_message_then_close_1000_and_a_new_shell_next_time(bridge):
     # replay) instead of replaying the dead one's output.
     t2 = Term(bridge, sid)
     assert want.encode() not in t2.replay
-    cmd, want = marker(5, 10)
-    t2.send(cmd)
-    t2.until(want)
+    t2.echo(5, 10)
     t2.close()
 
 
@@ -207,9 +206,7 @@ def test_a_killed_shell_reports_its_signal(bridge):
 def test_deleting_the_sandbox_ends_its_terminal(bridge):
     sid = new_sandbox(bridge)
     t = Term(bridge, sid)
-    cmd, want = marker(3, 17)
-    t.send(cmd)
-    t.until(want)
+    t.echo(3, 17)
     status, _, _ = bridge.request("DELETE", f"/v1/sandbox/{sid}")
     assert status == 204
     assert t.until_close() == 1000
@@ -220,9 +217,7 @@ def test_two_sockets_share_one_terminal(bridge):
     sid = new_sandbox(bridge)
     a = Term(bridge, sid)
     b = Term(bridge, sid)
-    cmd, want = marker(31, 41)
-    a.send(cmd)
-    a.until(want)
+    want = a.echo(31, 41)
     b.until(want)
     cmd, want = marker(59, 26)
     b.send(cmd)
@@ -230,18 +225,14 @@ def test_two_sockets_share_one_terminal(bridge):
     b.until(want)
     # One of them leaving keeps the terminal for the other.
     a.close()
-    cmd, want = marker(53, 58)
-    b.send(cmd)
-    b.until(want)
+    b.echo(53, 58)
     b.close()
 
 
 def test_reconnect_replays_earlier_output_in_one_frame(bridge):
     sid = new_sandbox(bridge)
     t = Term(bridge, sid)
-    cmd, want = marker(111, 3)
-    t.send(cmd)
-    t.until(want)
+    want = t.echo(111, 3)
     t.close()
     t2 = Term(bridge, sid)
     assert len(t2.frames_before_ready) == 1
@@ -330,18 +321,16 @@ def test_a_terminal_that_cannot_start_says_so_and_closes_1011(bridge):
 
 
 def test_typing_keeps_an_idle_sandbox_alive():
-    """A terminal in use is sandbox activity: with a 3 s idle TTL, a
-    sandbox whose only use is typing into its terminal for 5 s is not
+    """A terminal in use is sandbox activity: with a 2 s idle TTL, a
+    sandbox whose only use is typing into its terminal for 3 s is not
     reaped (that would kill the shell: exit SIGKILL, close 1000)."""
-    d = Daemon(sets=FAST_LIMITS + ["sandbox.idle_ttl_ms=3000"])
+    d = Daemon(sets=FAST_LIMITS + ["sandbox.idle_ttl_ms=2000"])
     try:
         sid = new_sandbox(d)
         t = Term(d, sid)
-        for i in range(20):
-            cmd, want = marker(100 + i, 7)
-            t.send(cmd)
-            t.until(want)
-            time.sleep(0.25)
+        for i in range(15):
+            t.echo(100 + i, 7)
+            time.sleep(0.2)
         assert not any(m.get("type") == "exit" for m in t.texts), t.texts
         t.close()
         # Left alone, the sandbox does expire, and its terminal with it.
@@ -430,9 +419,7 @@ def test_token_in_the_query_when_a_key_is_set():
             websocket.create_connection(ws_url(d, sid, "token=wrong"), timeout=10)
         assert e.value.status_code == 401
         t = Term(d, sid, "token=k3y")
-        cmd, want = marker(12, 12)
-        t.send(cmd)
-        t.until(want)
+        want = t.echo(12, 12)
         t.close()
         t = Term(d, sid, headers=["Authorization: bearer k3y"])
         assert want.encode() in t.replay
@@ -457,9 +444,7 @@ def test_a_slow_socket_is_dropped_alone(bridge):
     # The slow socket was closed with 1008 after what it had queued.
     assert slow.close_code(timeout=30, drain=True) == 1008
     # The terminal is still there for the fast one.
-    cmd, want = marker(17, 19)
-    fast.send(cmd)
-    fast.until(want)
+    fast.echo(17, 19)
     fast.close()
 
 
@@ -564,9 +549,7 @@ class RawWS:
 
 def still_serving(d, sid):
     t = Term(d, sid, "session=witness")
-    cmd, want = marker(23, 29)
-    t.send(cmd)
-    t.until(want)
+    t.echo(23, 29)
     t.close()
 
 
@@ -626,9 +609,7 @@ def test_hostile_frames_close_that_socket_only(bridge, name):
     assert r.close_code() == code
     r.close()
     # The terminal and its other socket are unharmed; new sockets work.
-    cmd, want = marker(37, 43)
-    bystander.send(cmd)
-    bystander.until(want)
+    bystander.echo(37, 43)
     bystander.close()
     still_serving(bridge, sid)
 
@@ -640,7 +621,5 @@ def test_a_client_that_vanishes_mid_frame_leaves_the_terminal(bridge):
     r.s.sendall(b"\x82\xfe\x10")  # a frame header cut short
     r.close()
     t = Term(bridge, sid, "session=hostile")
-    cmd, want = marker(41, 47)
-    t.send(cmd)
-    t.until(want)
+    t.echo(41, 47)
     t.close()

@@ -200,6 +200,18 @@ static void expect_frame(int fd, unsigned opcode, const void *data, size_t len)
                 TAP_FAIL("frame opcode %u len %zu, want opcode %u len %zu", f.opcode, f.len, opcode, len);
 }
 
+/* The next server frame is a close with code (and reason, when given). */
+static void expect_close(int fd, unsigned code, const char *reason)
+{
+        static struct frame f;
+        size_t rlen = reason ? strlen(reason) : 0;
+        read_frame(fd, &f);
+        ASSERT_EQ(f.opcode, 0x8);
+        if (f.len < 2 || (unsigned)(f.data[0] << 8 | f.data[1]) != code ||
+            (reason && (f.len != 2 + rlen || memcmp(f.data + 2, reason, rlen) != 0)))
+                TAP_FAIL("close frame of %zu bytes, want code %u", f.len, code);
+}
+
 TEST(websocket_echo_ping_and_close)
 {
         struct http_server *s = start();
@@ -246,10 +258,7 @@ TEST(websocket_server_close_and_peer_vanishing)
         int fd = ws_connect(http_server_port(s));
         expect_frame(fd, 0x1, "welcome", 7);
         send_frame(fd, true, 0x1, "bye", 3);
-        static struct frame f;
-        read_frame(fd, &f);
-        ASSERT_EQ(f.opcode, 0x8);
-        ASSERT_TRUE(f.len == 7 && (f.data[0] << 8 | f.data[1]) == 4000 && memcmp(f.data + 2, "asked", 5) == 0);
+        expect_close(fd, 4000, "asked");
         unsigned char ack[] = { 0x0f, 0xa0 }; /* 4000 */
         send_frame(fd, true, 0x8, ack, 2);
         ASSERT_TRUE(wait_flag(&g.freed, 3000));
@@ -279,9 +288,7 @@ TEST(websocket_close_follows_the_messages_queued_before_it)
                 if (f.opcode != 0x2 || f.len != 1000 || f.data[0] != 'a' + i % 26)
                         TAP_FAIL("frame %d: opcode %u len %zu", i, f.opcode, f.len);
         }
-        read_frame(fd, &f);
-        ASSERT_EQ(f.opcode, 0x8);
-        ASSERT_TRUE(f.len == 6 && (f.data[0] << 8 | f.data[1]) == 4001 && memcmp(f.data + 2, "done", 4) == 0);
+        expect_close(fd, 4001, "done");
         close(fd);
         ASSERT_TRUE(wait_flag(&g.freed, 3000));
         http_server_stop(s);
@@ -302,10 +309,7 @@ TEST(websocket_frames_wslay_refuses_get_1002)
                         send_frame(fd, true, 0x9, ping, sizeof(ping));
                 else
                         send_frame(fd, false, 0x9, ping, 4);
-                static struct frame f;
-                read_frame(fd, &f);
-                ASSERT_EQ(f.opcode, 0x8);
-                ASSERT_TRUE(f.len == 2 && (f.data[0] << 8 | f.data[1]) == 1002);
+                expect_close(fd, 1002, "");
                 char c;
                 ASSERT_EQ(read(fd, &c, 1), 0); /* then a clean end, no reset */
                 close(fd);
