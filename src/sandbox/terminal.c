@@ -524,10 +524,11 @@ int sbx_terminal_shell_check(struct sandbox_mgr *m, const char *id, const char *
 
 /* ---- starting ---- */
 
-/* The session's working directory and environment for a new terminal.
- * Sessions are not on main yet; once sbx_session_state (sessions.c) is,
- * a named session's state becomes (the default terminal, session "",
- * keeps /workspace and no env):
+/* The session's working directory and environment for a new terminal
+ * (*ret_env: a new reference or NULL; null values unset the sandbox's).
+ * Sessions are not on main yet; once sbx_session_state (session.c) is, a
+ * named session's state becomes (the default terminal, session "", keeps
+ * /workspace and no env):
  *         if (*session)
  *                 return sbx_session_state(m, id, session, true, cwd, len, ret_env, err);
  */
@@ -537,9 +538,10 @@ static int session_state(struct sandbox_mgr *m, const char *id, const char *sess
         (void)m;
         (void)id;
         (void)session;
+        (void)err;
         snprintf(cwd, len, "/workspace");
-        *ret_env = json_object();
-        return *ret_env ? 0 : err_set(err, ERR_INTERNAL, ENOMEM, "out of memory");
+        *ret_env = NULL;
+        return 0;
 }
 
 /* Spawns the shell and its reader thread. Caller holds t->lock. */
@@ -547,12 +549,15 @@ static int terminal_start(struct sandbox_mgr *m, struct terminal *t, const struc
                           struct err *err)
 {
         char shell[4096], cwd[4096];
-        json_t *env = NULL;
-        int r = shell_resolve(m, t->id, spec->shell, shell, sizeof(shell), err);
+        json_t *session_env = NULL, *env = json_object();
+        int r = env ? shell_resolve(m, t->id, spec->shell, shell, sizeof(shell), err)
+                    : err_set(err, ERR_INTERNAL, ENOMEM, "out of memory");
         if (r == 0)
-                r = session_state(m, t->id, t->session, cwd, sizeof(cwd), &env, err);
-        if (r == 0 && !env && !(env = json_object()))
-                r = err_set(err, ERR_INTERNAL, ENOMEM, "out of memory");
+                r = session_state(m, t->id, t->session, cwd, sizeof(cwd), &session_env, err);
+        /* A copy: the session's object is not ours to change. */
+        if (r == 0 && session_env)
+                json_object_update(env, session_env);
+        json_decref(session_env);
         if (r < 0) {
                 json_decref(env);
                 return r;
