@@ -353,15 +353,27 @@ static void terminal_loop(struct terminal *t)
                 if (p[2].revents & POLLIN)
                         break;
         }
-        /* What the shell printed before it went is still in the terminal. */
-        while (master >= 0 && pump(t) > 0)
-                ;
+        /* What the shell printed before it went may still be on its way
+         * through the terminal: read until the master says EIO (the slave
+         * is closed and nothing is left), or it stays silent a while. */
+        for (int quiet = 0; master >= 0 && quiet < 4;) {
+                struct pollfd p = { master, POLLIN, 0 };
+                if (poll(&p, 1, 50) <= 0) {
+                        quiet++;
+                        continue;
+                }
+                ssize_t n = pump(t);
+                if (n == 0)
+                        break;
+                quiet = n > 0 ? 0 : quiet + 1;
+        }
 }
 
 /* The end: no new attach finds t, the listeners hear the status, the
  * jail's resources go. */
-static void terminal_end(struct sandbox_mgr *m, struct terminal *t)
+static void terminal_end(struct terminal *t)
 {
+        struct sandbox_mgr *m = t->m;
         struct proc_status st = { 0 };
         proc_wait(t->proc, -1, &st);
         terminal_unlink(m->terminals, t);
@@ -383,19 +395,13 @@ static void terminal_end(struct sandbox_mgr *m, struct terminal *t)
                   ex.signal);
 }
 
-struct thread_arg {
-        struct sandbox_mgr *m;
-        struct terminal *t;
-};
-
 static void *terminal_thread(void *arg)
 {
-        struct thread_arg a = *(struct thread_arg *)arg;
-        free(arg);
-        terminal_loop(a.t);
-        terminal_end(a.m, a.t);
-        terminal_unref(a.t);
-        struct terminals *ts = a.m->terminals;
+        struct terminal *t = arg;
+        struct terminals *ts = t->m->terminals;
+        terminal_loop(t);
+        terminal_end(t);
+        terminal_unref(t);
         pthread_mutex_lock(&ts->lock);
         if (--ts->threads == 0)
                 pthread_cond_broadcast(&ts->cond);
@@ -403,13 +409,9 @@ static void *terminal_thread(void *arg)
         return NULL;
 }
 
-static int thread_start(struct sandbox_mgr *m, struct terminal *t)
+static int thread_start(struct terminal *t)
 {
-        struct thread_arg *a = malloc(sizeof(*a));
-        if (!a)
-                return -ENOMEM;
-        *a = (struct thread_arg){ m, t };
-        struct terminals *ts = m->terminals;
+        struct terminals *ts = t->m->terminals;
         pthread_mutex_lock(&ts->lock);
         ts->threads++;
         pthread_mutex_unlock(&ts->lock);
@@ -418,11 +420,10 @@ static int thread_start(struct sandbox_mgr *m, struct terminal *t)
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         pthread_t tid;
-        int r = pthread_create(&tid, &attr, terminal_thread, a);
+        int r = pthread_create(&tid, &attr, terminal_thread, t);
         pthread_attr_destroy(&attr);
         if (r == 0)
                 return 0;
-        free(a);
         __atomic_sub_fetch(&t->refs, 1, __ATOMIC_ACQ_REL); /* the caller still holds one */
         pthread_mutex_lock(&ts->lock);
         ts->threads--;
@@ -576,7 +577,7 @@ static int terminal_start(struct sandbox_mgr *m, struct terminal *t, const struc
         if (t->killed) /* closed while it was starting */
                 proc_signal(p, SIGKILL);
         pthread_mutex_unlock(&t->in_lock);
-        r = thread_start(m, t);
+        r = thread_start(t);
         if (r < 0) {
                 pthread_mutex_lock(&t->in_lock);
                 t->proc = NULL;

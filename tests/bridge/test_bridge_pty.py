@@ -184,9 +184,11 @@ def test_exit_message_then_close_1000_and_a_new_shell_next_time(bridge):
     sid = new_sandbox(bridge)
     t = Term(bridge, sid)
     want = t.echo(5, 9)
-    t.send("exit 7\n")
+    # What the shell prints just before it goes still arrives, before exit.
+    t.send("echo L$((4*4))L; exit 7\n")
     assert t.until_close() == 1000
     assert {"type": "exit", "code": 7} in t.texts
+    assert b"L16L" in t.out
     # The terminal is gone: the next attach starts a new shell (nothing to
     # replay) instead of replaying the dead one's output.
     t2 = Term(bridge, sid)
