@@ -78,6 +78,19 @@ int walk_tree(int root_fd, const char *rel, bool recursive, bool include_hidden,
  * removed. Returns 0 or -errno. */
 int files_rm_tree(int parent_fd, const char *name, size_t max_depth);
 
+/* mkdir -p of rel beneath the root: walks the existing prefix (each step
+ * confined), checks the entry limit for what is missing (-ENOSPC), then
+ * creates the rest with DIR_MODE. Returns 0 or -errno (err untouched). */
+int fop_mkdir_parents(const struct fop *f, const char *rel);
+
+/* Hidden temp names of atomic replaces: FILES_TEMP_PREFIX + 16 hex + ".tmp". */
+#define FILES_TEMP_PREFIX ".sandboxd-"
+void files_temp_name(char out[static 40]);
+/* Replaces dir_fd/name atomically with a temp file that fill(fd, ud)
+ * writes (its mode too: it is created 0600); durable: fsync the file and
+ * the directory. The temp file never outlives a failure. 0 or -errno. */
+int atomic_replace(int dir_fd, const char *name, int (*fill)(int fd, void *ud), void *ud, bool durable);
+
 /* Current usage, but only when a byte or entry limit needs it (else 0s). */
 int fop_usage(const struct fop *f, uint64_t *entries, uint64_t *bytes);
 /* -ENOSPC when count more entries would exceed max_entries. */
