@@ -67,7 +67,10 @@ int stat_entry(int dir_fd, const char *name, struct stat *st);
 int fsync_dir(int dir_fd);
 
 /* Calls fn for every entry below root_fd/rel (rel itself excluded);
- * rel_of_entry is relative to rel. Symlinks are reported, never entered. */
+ * rel_of_entry is relative to rel. Symlinks are reported, never entered.
+ * fn returns 0, WALK_PRUNE (a directory is not entered) or a negative
+ * errno (the walk stops with it). Parents are reported before children. */
+#define WALK_PRUNE 1
 typedef int (*walk_fn)(void *userdata, const char *rel_of_entry, const struct stat *st);
 int walk_tree(int root_fd, const char *rel, bool recursive, bool include_hidden, walk_fn fn, void *userdata);
 
