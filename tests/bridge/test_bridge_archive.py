@@ -322,15 +322,16 @@ def test_huge_declared_size_and_gzip_bomb_are_refused_at_the_header(bridge):
     huge = ti.tobuf(tarfile.GNU_FORMAT) + b"\0" * 1024
     status, err = hydrate(bridge, sid, huge)
     assert status == 413 and err["code"] == "payload_too_large", err
-    # 1 GiB of zeros, gzip'd to about 1 MiB: refused before it is inflated.
+    # 300 MiB of zeros (over the 256 MiB file limit), gzip'd to about 300
+    # KiB: refused at its header, before it is inflated.
     t0 = time.monotonic()
     bomb = io.BytesIO()
-    with gzip.GzipFile(fileobj=bomb, mode="wb", compresslevel=9) as g:
+    with gzip.GzipFile(fileobj=bomb, mode="wb", compresslevel=1) as g:
         ti = tarfile.TarInfo("zeros")
-        ti.size = 1024 * MiB
+        ti.size = 300 * MiB
         g.write(ti.tobuf(tarfile.GNU_FORMAT))
         chunk = b"\0" * MiB
-        for _ in range(1024):
+        for _ in range(300):
             g.write(chunk)
         g.write(b"\0" * 1024)
     status, err = hydrate(bridge, sid, bomb.getvalue())
@@ -340,7 +341,8 @@ def test_huge_declared_size_and_gzip_bomb_are_refused_at_the_header(bridge):
 
 
 def test_over_the_workspace_quota_is_refused_before_writing():
-    d = Daemon(sets=FAST_LIMITS + ["limits.workspace_bytes=4M", "limits.file_bytes=3M"])
+    d = Daemon(sets=FAST_LIMITS + ["bridge.workspace_bytes=4M", "bridge.file_bytes=3M",
+                                   "bridge.workspace_inodes=4096"])
     try:
         sid = new_sandbox(d)
         tar = Tar().add("a", b"a" * (2 * MiB)).add("b", b"b" * (2 * MiB) + b"!").bytes()

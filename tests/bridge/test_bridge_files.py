@@ -12,16 +12,9 @@ import pytest
 from bridge_common import FAST_LIMITS, Daemon, exec_sse, new_sandbox
 
 MiB = 1024 * 1024
-# PUT takes up to 32 MiB; the default per-file limit (1 MiB) would refuse
-# the big files first, so this daemon allows files up to 40 MiB.
-BIG_LIMITS = FAST_LIMITS + ["limits.file_bytes=40M", "limits.workspace_bytes=96M"]
-
-
-@pytest.fixture(scope="module")
-def big():
-    d = Daemon(sets=BIG_LIMITS)
-    yield d
-    d.cleanup()
+# A bridge sandbox's own limits (bridge.workspace_bytes, bridge.file_bytes)
+# made small, for the quota and per-file limit tests.
+SMALL_LIMITS = FAST_LIMITS + ["bridge.workspace_bytes=4M", "bridge.file_bytes=3M"]
 
 
 def raw(d, method, path, body=None, headers=None):
@@ -67,23 +60,23 @@ def test_put_then_get_raw_bytes_with_content_length(bridge):
     assert sh(bridge, sid, "sha256sum a.bin").split()[0] == hashlib.sha256(payload).hexdigest()
 
 
-def test_ten_megabyte_binary_round_trip(big):
-    sid = new_sandbox(big)
+def test_ten_megabyte_binary_round_trip(bridge):
+    sid = new_sandbox(bridge)
     payload = os.urandom(10 * 1000 * 1000)
-    assert put(big, sid, "workspace/big/ten.bin", payload)[0] == 200
-    status, body, h = get(big, sid, "workspace/big/ten.bin")
+    assert put(bridge, sid, "workspace/bridge/ten.bin", payload)[0] == 200
+    status, body, h = get(bridge, sid, "workspace/bridge/ten.bin")
     assert status == 200 and h["content-length"] == str(len(payload))
     assert hashlib.sha256(body).hexdigest() == hashlib.sha256(payload).hexdigest()
 
 
-def test_32_mib_is_accepted_and_one_byte_more_is_413(big):
-    sid = new_sandbox(big)
+def test_32_mib_is_accepted_and_one_byte_more_is_413(bridge):
+    sid = new_sandbox(bridge)
     payload = b"z" * (32 * MiB)
-    status, body, _ = put(big, sid, "workspace/max.bin", payload)
+    status, body, _ = put(bridge, sid, "workspace/max.bin", payload)
     assert status == 200, body
-    assert sh(big, sid, "stat -c %s max.bin").strip() == str(32 * MiB)
+    assert sh(bridge, sid, "stat -c %s max.bin").strip() == str(32 * MiB)
     # One byte more: refused from Content-Length, before the body is read.
-    s = socket.create_connection(("127.0.0.1", big.port), timeout=30)
+    s = socket.create_connection(("127.0.0.1", bridge.port), timeout=30)
     s.sendall(f"PUT /v1/sandbox/{sid}/file/workspace/over.bin HTTP/1.1\r\nHost: 127.0.0.1\r\n"
               f"Content-Length: {32 * MiB + 1}\r\n\r\n".encode())
     reply = b""
@@ -96,20 +89,12 @@ def test_32_mib_is_accepted_and_one_byte_more_is_413(big):
     assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
     assert b'"code":"payload_too_large"' in reply
     # Chunked (no Content-Length): refused once past the cap.
-    conn = http.client.HTTPConnection("127.0.0.1", big.port, timeout=120)
+    conn = http.client.HTTPConnection("127.0.0.1", bridge.port, timeout=120)
     conn.request("PUT", f"/v1/sandbox/{sid}/file/workspace/over.bin",
                  body=(b"y" * MiB for _ in range(33)), encode_chunked=True)
     resp = conn.getresponse()
     assert resp.status == 413 and b"payload_too_large" in resp.read()
-    assert get(big, sid, "workspace/over.bin")[0] == 404
-
-
-def test_over_the_file_limit_is_413(bridge):
-    # The daemon's limits.file_bytes (1 MiB by default) applies as in the files API.
-    sid = new_sandbox(bridge)
-    status, body, _ = put(bridge, sid, "workspace/f", b"x" * (MiB + 1))
-    assert status == 413 and error_of(body)["code"] == "payload_too_large"
-    assert get(bridge, sid, "workspace/f")[0] == 404
+    assert get(bridge, sid, "workspace/over.bin")[0] == 404
 
 
 def test_empty_path_is_400(bridge):
@@ -226,10 +211,15 @@ def test_guest_symlinks_are_never_followed(bridge):
     assert sh(bridge, sid, "readlink lp; cat real/f") == "/etc/passwd\nin\n"
 
 
-def test_a_full_workspace_is_a_clear_error_and_no_half_file():
-    d = Daemon(sets=FAST_LIMITS + ["limits.workspace_bytes=4M", "limits.file_bytes=3M"])
+def test_the_file_limit_and_a_full_workspace():
+    d = Daemon(sets=SMALL_LIMITS)
     try:
         sid = new_sandbox(d)
+        # The sandbox's per-file limit (bridge.file_bytes), as in the files API: 413.
+        status, body, _ = put(d, sid, "workspace/f", b"x" * (3 * MiB + 1))
+        assert status == 413 and error_of(body)["code"] == "payload_too_large"
+        assert get(d, sid, "workspace/f")[0] == 404
+        # A full workspace: a clear error, and no half-written file.
         assert put(d, sid, "workspace/a", b"a" * (3 * MiB))[0] == 200
         status, body, _ = put(d, sid, "workspace/b/c", b"b" * (3 * MiB))
         err = error_of(body)

@@ -79,7 +79,7 @@ static void h_persist(struct http_request *req, struct http_response *res)
 {
         struct app *app = req->app;
         struct excludes ex = { 0 };
-        if (!parse_excludes(req, res, &ex)) {
+        if (!parse_excludes(req, res, &ex) || !bridge_sandbox_ready(req, res, req->captures[0])) {
                 free(ex.buf);
                 return;
         }
@@ -120,6 +120,8 @@ static void h_hydrate(struct http_request *req, struct http_response *res)
                 bridge_error(res, 400, "invalid_request", "Empty tar payload");
                 return;
         }
+        if (!bridge_sandbox_ready(req, res, req->captures[0]))
+                return;
         struct sbx_workspace ws;
         struct err err = { 0 };
         int r = sbx_workspace_acquire(app->sandboxes, req->captures[0], &ws, &err);

@@ -75,7 +75,8 @@ static void with_workspace(struct http_request *req, struct http_response *res, 
 {
         struct app *app = req->app;
         char path[PATH_MAX];
-        if (!session_ok(req, res) || !file_path(req, res, path))
+        if (!session_ok(req, res) || !file_path(req, res, path) ||
+            !bridge_sandbox_ready(req, res, req->captures[0]))
                 return;
         struct sbx_workspace ws;
         struct err err = { 0 };
