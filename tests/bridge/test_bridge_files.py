@@ -4,6 +4,7 @@ arrive through the HTTP layer), the 32 MiB cap, parents, atomic replace,
 the sandbox user, the workspace quota and Session-Id."""
 import hashlib
 import http.client
+import json
 import os
 import socket
 
@@ -43,7 +44,6 @@ def sh(d, sid, script):
 
 
 def error_of(data):
-    import json
     return json.loads(data)
 
 

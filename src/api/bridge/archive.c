@@ -14,10 +14,6 @@
 #include "sandbox/archive.h"
 #include "sandbox/sandbox.h"
 
-/* The anchor's "raw tar ≤ 32 MiB"; above it the HTTP layer answers 413
- * payload_too_large before reading the body (the anchor says 400 after
- * buffering it: 413 is what the status means, and what PUT /file says). */
-#define HYDRATE_MAX (32 * MiB)
 #define EXCLUDES_MAX 256
 
 struct excludes {
@@ -75,79 +71,73 @@ static int temp_file(const char *dir)
         return fd;
 }
 
+struct persist_job {
+        struct excludes ex;
+        int fd;
+};
+
+/* Every failure of the archive itself is the anchor's read error (502). */
+static int persist_op(const struct files_root *root, struct http_request *req, struct http_response *res,
+                      void *ud, struct err *err)
+{
+        (void)req;
+        struct persist_job *job = ud;
+        struct stat st;
+        int r = files_persist(root, job->ex.v, job->ex.n, job->fd, err);
+        if (r == 0 && fstat(job->fd, &st) < 0)
+                r = err_set(err, ERR_FILESYSTEM, errno, "Cannot size the archive: %s", strerror(errno));
+        if (r < 0) {
+                err->reason = ERR_FILESYSTEM;
+                return r;
+        }
+        http_file(res, 200, "application/x-tar", TAKE_FD(job->fd), (uint64_t)st.st_size);
+        return 0;
+}
+
 static void h_persist(struct http_request *req, struct http_response *res)
 {
         struct app *app = req->app;
-        struct excludes ex = { 0 };
-        if (!parse_excludes(req, res, &ex) || !bridge_sandbox_ready(req, res, req->captures[0])) {
-                free(ex.buf);
-                return;
+        struct persist_job job = { .fd = -1 };
+        if (parse_excludes(req, res, &job.ex)) {
+                job.fd = temp_file(app->cfg->data_dir);
+                if (job.fd < 0)
+                        bridge_errorf(res, 502, "workspace_archive_read_error", "Cannot make a temporary file: %s",
+                                      strerror(-job.fd));
+                else
+                        bridge_on_workspace(req, res, persist_op, &job, "workspace_archive_read_error");
         }
-        _cleanup_close_ int fd = temp_file(app->cfg->data_dir);
-        if (fd < 0) {
-                free(ex.buf);
-                bridge_errorf(res, 502, "workspace_archive_read_error", "Cannot make a temporary file: %s",
-                              strerror(-fd));
-                return;
-        }
-        struct sbx_workspace ws;
-        struct err err = { 0 };
-        int r = sbx_workspace_acquire(app->sandboxes, req->captures[0], &ws, &err);
-        if (r < 0) {
-                bridge_error_from(res, &err, "workspace_archive_read_error");
-        } else {
-                struct files_root root = { .fd = ws.root_fd, .limits = ws.limits, .uid = ws.uid, .gid = ws.gid };
-                r = files_persist(&root, ex.v, ex.n, fd, &err);
-                sbx_workspace_release(app->sandboxes, &ws);
-                if (r < 0)
-                        bridge_error(res, 502, "workspace_archive_read_error", err.msg);
-        }
-        struct stat st;
-        if (r == 0 && fstat(fd, &st) < 0) {
-                r = -errno;
-                bridge_errorf(res, 502, "workspace_archive_read_error", "Cannot size the archive: %s", strerror(errno));
-        }
+        if (job.fd >= 0)
+                close(job.fd);
+        free(job.ex.buf);
+}
+
+/* The anchor's "raw tar ≤ 32 MiB" (bridge_body_cap): above it the HTTP
+ * layer answers 413 payload_too_large before reading the body. The anchor
+ * says 400 after buffering it; 413 is what the status means, and what PUT
+ * /file says. */
+static int hydrate_op(const struct files_root *root, struct http_request *req, struct http_response *res,
+                      void *ud, struct err *err)
+{
+        (void)ud;
+        int r = files_hydrate(root, req->body, req->body_len, err);
         if (r == 0)
-                http_file(res, 200, "application/x-tar", TAKE_FD(fd), (uint64_t)st.st_size);
-        err_done(&err);
-        free(ex.buf);
+                http_json(res, 200, json_pack("{s:b}", "ok", 1));
+        return r;
 }
 
 static void h_hydrate(struct http_request *req, struct http_response *res)
 {
-        struct app *app = req->app;
-        if (req->body_len == 0) {
+        if (req->body_len == 0)
                 bridge_error(res, 400, "invalid_request", "Empty tar payload");
-                return;
-        }
-        if (!bridge_sandbox_ready(req, res, req->captures[0]))
-                return;
-        struct sbx_workspace ws;
-        struct err err = { 0 };
-        int r = sbx_workspace_acquire(app->sandboxes, req->captures[0], &ws, &err);
-        if (r == 0) {
-                struct files_root root = { .fd = ws.root_fd, .limits = ws.limits, .uid = ws.uid, .gid = ws.gid };
-                r = files_hydrate(&root, req->body, req->body_len, &err);
-                sbx_workspace_release(app->sandboxes, &ws);
-        }
-        if (r < 0)
-                bridge_error_from(res, &err, "workspace_archive_write_error");
         else
-                http_json(res, 200, json_pack("{s:b}", "ok", 1));
-        err_done(&err);
-}
-
-static size_t hydrate_cap(const void *app)
-{
-        (void)app;
-        return HYDRATE_MAX;
+                bridge_on_workspace(req, res, hydrate_op, NULL, "workspace_archive_write_error");
 }
 
 const struct route *bridge_archive_routes(size_t *ret_n)
 {
         static const struct route routes[] = {
                 { "POST", "/v1/sandbox/:id/persist", h_persist, ROUTE_BLOCKING, 0 },
-                { "POST", "/v1/sandbox/:id/hydrate", h_hydrate, ROUTE_BLOCKING, hydrate_cap },
+                { "POST", "/v1/sandbox/:id/hydrate", h_hydrate, ROUTE_BLOCKING, bridge_body_cap },
         };
         *ret_n = ARRAY_SIZE(routes);
         return routes;

@@ -17,10 +17,6 @@
 #include "base/util.h"
 #include "sandbox/sandbox.h"
 
-/* PUT bodies: the anchor's cap (33 554 432 bytes); the HTTP layer answers
- * 413 payload_too_large above it before reading the body. */
-#define FILE_PUT_MAX (32 * MiB)
-
 /* Session-Id: ^[a-zA-Z0-9._-]{1,128}$ without "..". Files are not
  * per-session (every session shares the one /workspace), so a valid id is
  * only accepted. TODO(lead): replace with the shared bridge_session_id_valid
@@ -65,36 +61,36 @@ static bool file_path(struct http_request *req, struct http_response *res, char 
         return r == 0;
 }
 
-typedef int (*file_op)(const struct files_root *root, const char *path, struct http_request *req,
-                       struct http_response *res, struct err *err);
-
-/* Checks the request, then runs op on the sandbox's workspace; a failure
- * of op (err filled) is answered with upstream_code for the 502s. */
-static void with_workspace(struct http_request *req, struct http_response *res, file_op op,
-                           const char *upstream_code)
+int bridge_on_workspace(struct http_request *req, struct http_response *res, bridge_ws_fn fn, void *ud,
+                        const char *upstream_code)
 {
         struct app *app = req->app;
-        char path[PATH_MAX];
-        if (!session_ok(req, res) || !file_path(req, res, path) ||
-            !bridge_sandbox_ready(req, res, req->captures[0]))
-                return;
+        if (!bridge_sandbox_ready(req, res, req->captures[0]))
+                return -EIO;
         struct sbx_workspace ws;
         struct err err = { 0 };
         int r = sbx_workspace_acquire(app->sandboxes, req->captures[0], &ws, &err);
         if (r == 0) {
                 struct files_root root = { .fd = ws.root_fd, .limits = ws.limits, .uid = ws.uid, .gid = ws.gid };
-                r = op(&root, path, req, res, &err);
+                r = fn(&root, req, res, ud, &err);
                 sbx_workspace_release(app->sandboxes, &ws);
         }
         if (r < 0)
                 bridge_error_from(res, &err, upstream_code);
         err_done(&err);
+        return r;
+}
+
+size_t bridge_body_cap(const void *app)
+{
+        (void)app;
+        return BRIDGE_BODY_MAX;
 }
 
 /* The size is known and a missing file is a 404 before any header goes
  * out; the bytes then go from the fd (no copy in memory). */
-static int get_op(const struct files_root *root, const char *path, struct http_request *req,
-                  struct http_response *res, struct err *err)
+static int get_op(const struct files_root *root, struct http_request *req, struct http_response *res, void *path,
+                  struct err *err)
 {
         (void)req;
         int fd;
@@ -107,8 +103,8 @@ static int get_op(const struct files_root *root, const char *path, struct http_r
 
 /* Any Content-Type; missing parents are made; the file is replaced
  * atomically (temp file + rename) as the sandbox user. */
-static int put_op(const struct files_root *root, const char *path, struct http_request *req,
-                  struct http_response *res, struct err *err)
+static int put_op(const struct files_root *root, struct http_request *req, struct http_response *res, void *path,
+                  struct err *err)
 {
         int r = files_put(root, path, req->body, req->body_len, FILES_RECURSIVE, err);
         if (r == 0)
@@ -116,27 +112,28 @@ static int put_op(const struct files_root *root, const char *path, struct http_r
         return r;
 }
 
+static void with_path(struct http_request *req, struct http_response *res, bridge_ws_fn op, const char *upstream_code)
+{
+        char path[PATH_MAX];
+        if (session_ok(req, res) && file_path(req, res, path))
+                bridge_on_workspace(req, res, op, path, upstream_code);
+}
+
 static void h_get(struct http_request *req, struct http_response *res)
 {
-        with_workspace(req, res, get_op, "exec_transport_error");
+        with_path(req, res, get_op, "exec_transport_error");
 }
 
 static void h_put(struct http_request *req, struct http_response *res)
 {
-        with_workspace(req, res, put_op, "workspace_archive_write_error");
-}
-
-static size_t put_cap(const void *app)
-{
-        (void)app;
-        return FILE_PUT_MAX;
+        with_path(req, res, put_op, "workspace_archive_write_error");
 }
 
 const struct route *bridge_file_routes(size_t *ret_n)
 {
         static const struct route routes[] = {
                 { "GET", "/v1/sandbox/:id/file/*", h_get, ROUTE_BLOCKING, 0 },
-                { "PUT", "/v1/sandbox/:id/file/*", h_put, ROUTE_BLOCKING, put_cap },
+                { "PUT", "/v1/sandbox/:id/file/*", h_put, ROUTE_BLOCKING, bridge_body_cap },
         };
         *ret_n = ARRAY_SIZE(routes);
         return routes;
