@@ -128,6 +128,15 @@ def test_persist_excludes(bridge):
     assert sorted(names) == [".", "./keep.txt", "./src", "./src/m.py"], names
 
 
+def test_persist_of_an_unreadable_file_is_502(bridge):
+    # The tar is read as the sandbox user, as GNU tar in the container would.
+    sid = new_sandbox(bridge)
+    sh(bridge, sid, "printf x > secret && chmod 000 secret")
+    status, body, _ = persist(bridge, sid)
+    assert status == 502 and body["code"] == "workspace_archive_read_error", body
+    assert "secret" in body["error"]
+
+
 @pytest.mark.parametrize("bad", ["..", "../etc", "a/../../b", "ok,a..b"])
 def test_persist_exclude_with_dotdot_is_400(bridge, bad):
     sid = new_sandbox(bridge)
