@@ -27,10 +27,15 @@
 enum kind { K_DIR, K_IMPLICIT_DIR, K_FILE, K_SYMLINK, K_HARDLINK };
 
 /* The archive's paths seen so far (open addressing; the key is the
- * normalised relative path). */
+ * normalised relative path), with their kind and, for files, size. */
+struct seen_entry {
+        char *key;
+        uint64_t size;
+        unsigned char kind;
+};
+
 struct seen {
-        char **key;
-        unsigned char *kind;
+        struct seen_entry *v;
         size_t cap, n;
 };
 
@@ -55,10 +60,9 @@ struct hydrate {
 
 static void seen_done(struct seen *s)
 {
-        for (size_t i = 0; i < s->cap; i++)
-                free(s->key[i]);
-        free(s->key);
-        free(s->kind);
+        for (size_t i = 0; s->v && i < s->cap; i++)
+                free(s->v[i].key);
+        free(s->v);
         *s = (struct seen){ 0 };
 }
 
@@ -68,53 +72,53 @@ static size_t seen_slot(const struct seen *s, const char *key)
         for (const char *c = key; *c; c++)
                 h = (h ^ (unsigned char)*c) * 1099511628211ULL;
         size_t i = (size_t)h & (s->cap - 1);
-        while (s->key[i] && strcmp(s->key[i], key) != 0)
+        while (s->v[i].key && strcmp(s->v[i].key, key) != 0)
                 i = (i + 1) & (s->cap - 1);
         return i;
 }
 
-/* The kind recorded for key, or -1. */
-static int seen_get(const struct seen *s, const char *key)
+/* What is recorded for key, or NULL. */
+static const struct seen_entry *seen_get(const struct seen *s, const char *key)
 {
         if (!s->cap)
-                return -1;
+                return NULL;
         size_t i = seen_slot(s, key);
-        return s->key[i] ? s->kind[i] : -1;
+        return s->v[i].key ? &s->v[i] : NULL;
+}
+
+static int seen_kind(const struct seen *s, const char *key)
+{
+        const struct seen_entry *e = seen_get(s, key);
+        return e ? e->kind : -1;
 }
 
 static int seen_grow(struct seen *s)
 {
         struct seen g = { .cap = s->cap ? s->cap * 2 : 256 };
-        g.key = calloc(g.cap, sizeof(*g.key));
-        g.kind = calloc(g.cap, 1);
-        if (!g.key || !g.kind) {
-                seen_done(&g);
+        if (!(g.v = calloc(g.cap, sizeof(*g.v))))
                 return -ENOMEM;
-        }
         for (size_t i = 0; i < s->cap; i++)
-                if (s->key[i]) {
-                        size_t j = seen_slot(&g, s->key[i]);
-                        g.key[j] = TAKE_PTR(s->key[i]);
-                        g.kind[j] = s->kind[i];
-                }
+                if (s->v[i].key)
+                        g.v[seen_slot(&g, s->v[i].key)] = s->v[i];
         g.n = s->n;
-        seen_done(s);
+        free(s->v);
         *s = g;
         return 0;
 }
 
 /* Records (or, for an implicit directory made explicit, updates) key. */
-static int seen_put(struct seen *s, const char *key, enum kind kind)
+static int seen_put(struct seen *s, const char *key, enum kind kind, uint64_t size)
 {
         if ((s->n + 1) * 2 > s->cap && seen_grow(s) < 0)
                 return -ENOMEM;
         size_t i = seen_slot(s, key);
-        if (!s->key[i]) {
-                if (!(s->key[i] = strdup(key)))
+        if (!s->v[i].key) {
+                if (!(s->v[i].key = strdup(key)))
                         return -ENOMEM;
                 s->n++;
         }
-        s->kind[i] = (unsigned char)kind;
+        s->v[i].kind = (unsigned char)kind;
+        s->v[i].size = size;
         return 0;
 }
 
@@ -231,7 +235,7 @@ static int check_parents(struct hydrate *h, const char *rel)
         char prefix[PATH_MAX];
         for (const char *s = strchr(rel, '/'); s; s = strchr(s + 1, '/')) {
                 snprintf(prefix, sizeof(prefix), "%.*s", (int)(s - rel), rel);
-                int k = seen_get(&h->seen, prefix);
+                int k = seen_kind(&h->seen, prefix);
                 if (k == K_DIR || k == K_IMPLICIT_DIR)
                         continue;
                 if (k >= 0)
@@ -239,7 +243,7 @@ static int check_parents(struct hydrate *h, const char *rel)
                                       k == K_FILE ? "file" : "link", rel);
                 int r = account(h, prefix, true);
                 if (r == 0)
-                        r = seen_put(&h->seen, prefix, K_IMPLICIT_DIR);
+                        r = seen_put(&h->seen, prefix, K_IMPLICIT_DIR, 0);
                 if (r < 0)
                         return r == -ENOMEM ? fop_fail(h->f, ENOMEM, NULL, NULL) : r;
         }
@@ -254,10 +258,13 @@ static int entry_kind(struct hydrate *h, struct archive_entry *e, const char *re
                 int r = entry_rel(h, hard, target);
                 if (r < 0)
                         return r;
-                if (seen_get(&h->seen, target) != K_FILE)
+                const struct seen_entry *t = seen_get(&h->seen, target);
+                if (!t || t->kind != K_FILE)
                         return refuse(h, ERR_INVALID,
                                       "Archive hardlink must name a regular file earlier in the archive: %s -> %s",
                                       rel, hard);
+                /* The workspace's usage counts every name of a file. */
+                h->bytes += t->size;
                 *ret = K_HARDLINK;
                 return 0;
         }
@@ -294,25 +301,27 @@ static int validate_entry(struct hydrate *h, struct archive_entry *e)
                 return r;
         if (!rel[0])
                 return kind == K_DIR ? 0 : refuse(h, ERR_INVALID, "Archive entry '%s' is not a directory", name);
-        int prev = seen_get(&h->seen, rel);
+        int prev = seen_kind(&h->seen, rel);
         if (prev >= 0 && !(prev == K_IMPLICIT_DIR && kind == K_DIR))
                 return refuse(h, ERR_INVALID, "Archive has a duplicate entry: %s", rel);
         if ((r = check_parents(h, rel)) < 0)
                 return r;
         if (prev < 0 && (r = account(h, rel, kind == K_DIR)) < 0)
                 return r;
-        if (seen_put(&h->seen, rel, kind) < 0)
-                return fop_fail(h->f, ENOMEM, NULL, NULL);
+        uint64_t size = 0;
         if (kind == K_FILE) {
-                int64_t size = archive_entry_size(e);
+                int64_t declared = archive_entry_size(e);
                 uint64_t max = h->f->root->limits.max_file_bytes;
-                if (size < 0)
+                if (declared < 0)
                         return refuse(h, ERR_INVALID, "Archive entry has no size: %s", rel);
-                if (max && (uint64_t)size > max)
+                if (max && (uint64_t)declared > max)
                         return refuse(h, ERR_TOO_LARGE, "Archive file exceeds %llu bytes: %s",
                                       (unsigned long long)max, rel);
-                h->bytes += (uint64_t)size;
+                size = (uint64_t)declared;
+                h->bytes += size;
         }
+        if (seen_put(&h->seen, rel, kind, size) < 0)
+                return fop_fail(h->f, ENOMEM, NULL, NULL);
         return 0;
 }
 
