@@ -211,6 +211,10 @@ def test_hydrate_read_only_directory_gets_its_mode_last(bridge):
     tar = Tar().dir("ro", mode=0o555).add("ro/f", b"in").bytes()
     assert hydrate(bridge, sid, tar) == (200, {"ok": True})
     assert sh(bridge, sid, "stat -c %a ro; cat ro/f") == "555\nin"
+    # Again over the read-only result (a restore on top of itself).
+    tar = Tar().dir("ro", mode=0o555).add("ro/f", b"again").add("ro/g", b"new").bytes()
+    assert hydrate(bridge, sid, tar) == (200, {"ok": True})
+    assert sh(bridge, sid, "stat -c %a ro; cat ro/f ro/g") == "555\nagainnew"
 
 
 def test_empty_garbage_truncated_and_oversized_bodies(bridge):

@@ -425,8 +425,8 @@ static int fill_entry(int fd, void *ud)
         return futimens(fd, t) < 0 ? -errno : 0;
 }
 
-/* A new name pointing where make() says (symlinkat/linkat into a temp
- * name), renamed over name; the temp name never survives. */
+/* A symlink to target (tpfd < 0) or a hardlink to tpfd/tname, made under
+ * a temp name and renamed over name; the temp name never survives. */
 static int link_replace(int pfd, const char *name, const char *target, int tpfd, const char *tname)
 {
         char tmp[40];
@@ -444,6 +444,22 @@ static int link_replace(int pfd, const char *name, const char *target, int tpfd,
          * name stays, so it is removed in every case. */
         (void)unlinkat(pfd, tmp, 0);
         return r;
+}
+
+/* chmod (and with mtime, utimens) of the directory rel through an O_PATH
+ * fd opened confined: its /proc/self/fd link names that very inode, so a
+ * directory swapped for a link meanwhile is never the one changed. */
+static int set_dir_meta(struct hydrate *h, const char *rel, mode_t mode, const struct timespec *mtime)
+{
+        _cleanup_close_ int fd = resolve_at(h->f->root->fd, rel, O_PATH | O_DIRECTORY);
+        if (fd < 0)
+                return fd;
+        char proc[64];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        if (chmod(proc, mode) < 0)
+                return -errno;
+        struct timespec t[2] = { { 0, UTIME_OMIT }, mtime ? *mtime : (struct timespec){ 0, UTIME_OMIT } };
+        return mtime && utimensat(AT_FDCWD, proc, t, 0) < 0 ? -errno : 0;
 }
 
 static int remember_dir(struct hydrate *h, const char *rel, struct archive_entry *e)
@@ -467,7 +483,12 @@ static int extract_entry(struct hydrate *h, struct archive_entry *e, const char 
 {
         int root = h->f->root->fd;
         if (archive_entry_filetype(e) == AE_IFDIR && !archive_entry_hardlink(e)) {
+                /* An existing directory of the archive may be read-only
+                 * (a second hydrate of one tree): writable by its owner
+                 * until its own mode is applied at the end. */
                 int r = fop_mkdir_parents(h->f, rel);
+                if (r == 0)
+                        r = set_dir_meta(h, rel, DIR_MODE | S_IRWXU, NULL);
                 return r < 0 ? r : remember_dir(h, rel, e);
         }
         const char *name;
@@ -498,21 +519,12 @@ static int extract_entry(struct hydrate *h, struct archive_entry *e, const char 
 }
 
 /* Directory modes and mtimes go last (a read-only directory must not stop
- * its own entries), deepest first, each through an O_PATH fd opened
- * confined: chmod on its /proc/self/fd link acts on that very inode. */
+ * its own entries), deepest first. */
 static int apply_dirs(struct hydrate *h)
 {
         int r = 0;
-        for (size_t i = h->ndirs; r == 0 && i-- > 0;) {
-                _cleanup_close_ int fd = resolve_at(h->f->root->fd, h->dirs[i].rel, O_PATH | O_DIRECTORY);
-                if (fd < 0)
-                        return fd;
-                char proc[64];
-                snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-                struct timespec t[2] = { { 0, UTIME_OMIT }, h->dirs[i].mtime };
-                if (chmod(proc, h->dirs[i].mode) < 0 || utimensat(AT_FDCWD, proc, t, 0) < 0)
-                        r = -errno;
-        }
+        for (size_t i = h->ndirs; r == 0 && i-- > 0;)
+                r = set_dir_meta(h, h->dirs[i].rel, h->dirs[i].mode, &h->dirs[i].mtime);
         return r;
 }
 
