@@ -28,14 +28,23 @@ void jail_child_fail(const struct child_args *a, int step, int err)
 }
 
 
+/* The program for this jail: init and workload must install the same one
+ * (filters stack, the stricter verdict wins). */
+static const struct seccomp_prog *jail_seccomp(const struct child_args *a)
+{
+        if (a->spec->allow_inet && a->spec->has_netns && a->ctx->seccomp_inet)
+                return a->ctx->seccomp_inet;
+        return a->ctx->seccomp;
+}
+
 /* issue 10 row 15: the workload's filter comes with a listener, which goes
  * to the daemon (engine/notify.c answers and counts refusals) and is never
  * kept: whoever holds it could answer its own notifications. */
 static int apply_seccomp_listener(const struct child_args *a)
 {
         if (a->spec->ctl_fd < 0)
-                return seccomp_prog_apply(a->ctx->seccomp);
-        int fd = seccomp_prog_apply_listener(a->ctx->seccomp);
+                return seccomp_prog_apply(jail_seccomp(a));
+        int fd = seccomp_prog_apply_listener(jail_seccomp(a));
         if (fd < 0)
                 return fd;
         int r = io_send_byte(3, 'N', SCM_RIGHTS, &fd, sizeof(fd));
@@ -53,7 +62,7 @@ static void confine(const struct child_args *a, bool workload)
                         jail_child_fail(a, STEP_LANDLOCK, -r);
         }
         if (a->ctx->seccomp) {
-                int r = workload ? apply_seccomp_listener(a) : seccomp_prog_apply(a->ctx->seccomp);
+                int r = workload ? apply_seccomp_listener(a) : seccomp_prog_apply(jail_seccomp(a));
                 if (r < 0)
                         jail_child_fail(a, STEP_SECCOMP, -r);
         }

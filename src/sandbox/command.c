@@ -97,8 +97,10 @@ static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct s
         if (fd < 0)
                 return err_set(err, ERR_INTERNAL, errno, "Cannot open the workspace: %s", strerror(errno));
         struct kproc_workspace ws = { .dir = s->ws.mount, .fd = fd };
+        /* Commands may use TCP/UDP on the sandbox's own loopback (servers
+         * for its tunnels); only when it has a namespace of its own. */
         struct kproc_where where = { .ws = &ws, .netns_fd = s->netns_fd, .host_id = s->row.host_id,
-                                     .group = s->cgroup };
+                                     .group = s->cgroup, .allow_inet = s->netns_fd >= 0 };
         struct exec_limits lim = command_limits(m, s);
         struct proc_spec spec = {
                 .argv = cmd->argv,

@@ -75,6 +75,8 @@ struct sandbox_mgr {
         struct context *lru_head, *lru_tail;
         size_t resident;
         struct bg_thread reaper;     /* idle expiry, every TTL/10 */
+        pthread_mutex_t tunnel_lock; /* tunnels */
+        struct tunnel *tunnels;      /* tunnel.c */
 };
 
 /* registry.c */
@@ -101,6 +103,9 @@ void sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s);
 /* Mounts the workspace if needed (caller holds s->lock). */
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err);
 json_t *env_parse(const char *text);
+
+/* tunnel.c: drops the tunnels of sandbox id (NULL: all of them). */
+void tunnels_drop(struct sandbox_mgr *m, const char *id);
 
 /* owner.c: the sandbox's host identity. */
 /* Gives s a host id from the engine's range if it has none (and stores it);

@@ -289,10 +289,17 @@ void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s)
 
 void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s)
 {
-        if (s->netns_fd < 0) {
-                int fd = engine_netns_take(m->engine);
-                s->netns_fd = fd >= 0 ? fd : -1;
-        }
+        if (s->netns_fd >= 0)
+                return;
+        int fd = engine_netns_take(m->engine);
+        if (fd < 0)
+                return;
+        /* Its loopback up, once: its commands' servers listen there (lo is
+         * the namespace's only interface, so nothing routes out). */
+        int r = engine_netns_loopback_up(fd);
+        if (r < 0)
+                log_warn("sandbox=%s msg=\"cannot bring the loopback up\" err=\"%s\"", s->row.id, strerror(-r));
+        s->netns_fd = fd;
 }
 
 void sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s)
@@ -338,6 +345,7 @@ static int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
         pthread_mutex_lock(&m->lock);
         sandbox_unhash(m, s);
         pthread_mutex_unlock(&m->lock);
+        tunnels_drop(m, s->row.id);
         pthread_mutex_lock(&s->lock);
         for (struct context *c = s->contexts; c; c = c->next) {
                 c->deleted = true;
@@ -630,6 +638,7 @@ int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct
         m->engine = engine;
         m->store = store;
         pthread_mutex_init(&m->lock, NULL);
+        pthread_mutex_init(&m->tunnel_lock, NULL);
         int r = bg_thread_init(&m->reaper, NULL);
         if (r == 0)
                 r = store_org_ensure(store, SBX_DEFAULT_ORG, "Default organisation");
@@ -656,6 +665,8 @@ void sbx_mgr_free(struct sandbox_mgr *m)
                 }
         }
         workspace_unmount_all(m->opt.data_dir);
+        tunnels_drop(m, NULL);
+        pthread_mutex_destroy(&m->tunnel_lock);
         pthread_mutex_destroy(&m->lock);
         free(m);
 }

@@ -181,6 +181,35 @@ struct sbx_command {
 int sbx_spawn(struct sandbox_mgr *m, const char *id, const struct sbx_command *cmd, struct proc **ret,
               struct err *err);
 
+/* Tunnels (tunnel.c): a port of a sandbox reached through the daemon. A
+ * command's server listens on 127.0.0.1:port in the sandbox's own network
+ * namespace (loopback only: no route out); the token is the capability a
+ * facade's preview URL carries. In memory only: tunnels die with their
+ * sandbox and with the daemon. */
+#define SBX_TUNNEL_ID_BYTES 8
+#define SBX_TUNNEL_TOKEN_BYTES 24
+struct sbx_tunnel {
+        char id[2 * SBX_TUNNEL_ID_BYTES + 1];       /* hex */
+        char token[2 * SBX_TUNNEL_TOKEN_BYTES + 1]; /* hex, 192 random bits */
+        unsigned port;
+        char name[64];                              /* "" when none */
+        uint64_t created_ms;                        /* epoch ms */
+};
+/* The tunnel of sandbox id to port, made if there is none (the same one
+ * for every call: idempotent; a non-empty name replaces the old one).
+ * Creates the sandbox on first use. The facade checks port and name
+ * rules. 0 or a negative errno with err filled. */
+int sbx_tunnel_open(struct sandbox_mgr *m, const char *id, unsigned port, const char *name, struct sbx_tunnel *ret,
+                    struct err *err);
+/* Removes it; nothing when there is none. */
+void sbx_tunnel_close(struct sandbox_mgr *m, const char *id, unsigned port);
+/* A TCP connection to the tunnel of token: a socket connected to
+ * 127.0.0.1:port inside the sandbox's namespace (the caller owns *ret_fd,
+ * blocking). ERR_NOT_FOUND: no such token; ERR_UNAVAILABLE: nothing
+ * listens there. 0 or a negative errno with err filled. */
+int sbx_tunnel_connect(struct sandbox_mgr *m, const char *token, struct sbx_tunnel *ret, int *ret_fd,
+                       struct err *err);
+
 /* Number of resident (live) context interpreters. */
 size_t sbx_resident_count(struct sandbox_mgr *m);
 /* Runs one expiry pass now (tests and the reaper thread). */

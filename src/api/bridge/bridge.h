@@ -60,7 +60,17 @@ const struct route *bridge_exec_routes(size_t *ret_n);
 const struct route *bridge_file_routes(size_t *ret_n);
 const struct route *bridge_archive_routes(size_t *ret_n);
 const struct route *bridge_openapi_routes(size_t *ret_n);
+const struct route *bridge_tunnel_routes(size_t *ret_n);
 
 struct buf;
 /* Appends arg quoted as the anchor's shellQuote does (exec.c). 0 or -errno. */
 int bridge_quote(const char *arg, struct buf *out);
+
+/* A preview request's body cap (tunnel.c): it is buffered, then forwarded. */
+#define BRIDGE_PREVIEW_MAX_BODY (32u << 20)
+/* Forwards req to the server at the other end of fd (a connected TCP
+ * socket in a sandbox, taken) as /<path> plus the query, and fills res
+ * with its answer: bytes, a stream, or a raw upgrade spliced both ways
+ * (WebSocket). 502 tunnel_error when the server answers nothing usable
+ * (proxy.c). */
+void bridge_proxy(struct http_request *req, struct http_response *res, int fd, unsigned port, const char *path);

@@ -94,6 +94,7 @@ int api_bridge_register(struct http_server *srv, struct app *app)
                 bridge_file_routes,
                 bridge_archive_routes,
                 bridge_openapi_routes,
+                bridge_tunnel_routes,
         };
         struct http_group *g = http_server_group(srv, "/v1", &ops, app);
         if (!g)
