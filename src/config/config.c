@@ -96,6 +96,10 @@ static const struct cfg_opt opts[] = {
         U64("sandbox.journal_bytes", journal_bytes, 4 * MiB, 1 * KiB, 1 * GiB, "journal size past which a context restores fresh (stale) and stops journaling"),
         U64("sandbox.max_sandboxes", max_sandboxes, 1000, 1, 1000000, "sandboxes at once (429 SANDBOX_LIMIT_EXCEEDED beyond)"),
         U64("sandbox.max_disk_bytes", max_disk_bytes, 16 * GiB, 64 * KiB, UINT64_MAX / 2, "workspace images in total (507 INSUFFICIENT_STORAGE beyond)"),
+        /* The bridge's /exec (issue 11): a timed-out command gets SIGTERM, then
+         * SIGKILL after this grace (the anchor's 5 s); its quoted argv is capped. */
+        U64("bridge.exec_grace_ms", bridge_exec_grace_ms, 5000, 0, 600000, "bridge /exec: SIGTERM to SIGKILL grace of a timed-out command"),
+        U64("bridge.exec_command_bytes", bridge_exec_command_bytes, 1 * MiB, 1 * KiB, 16 * MiB, "bridge /exec: the quoted command line (argv joined) at most → 400"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)

@@ -75,6 +75,9 @@ struct config {
         uint64_t journal_bytes;
         uint64_t max_sandboxes;
         uint64_t max_disk_bytes;
+
+        uint64_t bridge_exec_grace_ms;
+        uint64_t bridge_exec_command_bytes;
 };
 
 /* Fills every field with its default. */

@@ -26,6 +26,10 @@ struct proc_spec {
         const char *cwd;             /* inside the jail; NULL: /workspace */
         enum proc_io io;
         bool stdin_pipe;             /* PROC_IO_PIPES: a stdin pipe instead of /dev/null */
+        /* PROC_IO_PIPES: the workload also gets fd 3, one end of a socket
+         * pair whose other end is proc_fds.side_fd (a channel beside the
+         * user's stdout and stderr bytes, e.g. a shell's state). */
+        bool side_channel;
         unsigned short rows, cols;   /* PROC_IO_PTY: initial size (0: 24x80) */
         const struct exec_limits *limits; /* NULL: the engine's */
         /* A sandbox's jail context (workspace fd, network namespace, host
@@ -45,6 +49,7 @@ int proc_spawn(struct engine *e, const struct proc_spec *spec, struct proc **ret
 struct proc_fds {
         int stdin_fd, stdout_fd, stderr_fd;
         int exit_fd;                 /* readable once the process has exited */
+        int side_fd;                 /* spec.side_channel: the daemon's end, else -1 */
 };
 void proc_fds(const struct proc *p, struct proc_fds *ret);
 

@@ -40,3 +40,8 @@ const struct route *bridge_exec_routes(size_t *ret_n);
 struct buf;
 /* Appends arg quoted as the anchor's shellQuote does (exec.c). 0 or -errno. */
 int bridge_quote(const char *arg, struct buf *out);
+
+/* A Session-Id as the anchor takes it (/exec, /file, /pty):
+ * ^[a-zA-Z0-9._-]{1,128}$ and no "..". Else 400 "Invalid session ID format". */
+bool bridge_session_id_valid(const char *sid);
+const struct route *bridge_session_routes(size_t *ret_n);
