@@ -53,7 +53,7 @@ struct sbx_shell {
         bool state_lost;             /* over STATE_MAX */
 };
 
-static const char wrapper[] = "__sbx_c=$(</dev/stdin); exec </dev/null; eval \"$1\"; shift; "
+static const char wrapper[] = "__sbx_c=$(/bin/cat); exec </dev/null; eval \"$1\"; shift; "
                               "eval \"unset __sbx_c; $__sbx_c\"";
 
 /* Saves the state at exit. It removes itself first, so it is not part of
