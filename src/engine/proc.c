@@ -311,6 +311,17 @@ int proc_signal(struct proc *p, int sig)
         return syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) < 0 ? -errno : 0;
 }
 
+/* The jail's init made a session of its own (jail/init.c), so its host pid
+ * is the group's id; a pid namespace's init ignores a signal it has no
+ * handler for from outside, and the group id stays taken until the daemon
+ * reaps init. */
+int proc_signal_group(struct proc *p, int sig)
+{
+        if (!p->alive)
+                return -ESRCH;
+        return kill(-p->jp.pid, sig) < 0 ? -errno : 0;
+}
+
 void proc_status_decode(int status, struct proc_status *ret)
 {
         *ret = (struct proc_status){ .exited = true };

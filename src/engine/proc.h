@@ -64,6 +64,11 @@ int proc_resize(struct proc *p, unsigned short rows, unsigned short cols);
 /* Sends sig to the workload (not to the jail's init). SIGKILL kills the
  * whole jail. 0 or -errno (-ESRCH: gone). */
 int proc_signal(struct proc *p, int sig);
+/* Sends sig to every process of the jail's process group (the workload and
+ * whatever it started, as a shell's job would get it), but not to its init.
+ * A process that made a group of its own is missed: SIGKILL (proc_signal)
+ * is the sure end. 0 or -errno (-ESRCH: gone). */
+int proc_signal_group(struct proc *p, int sig);
 
 /* How a process ended. A workload killed by signal N is reported by the
  * jail's init as exit code 128+N, as a shell would: that reads as signal N. */

@@ -47,7 +47,7 @@ int bridge_quote(const char *arg, struct buf *out)
 
 /* A silent command still writes now and then: a client that left is only
  * noticed at a write (http/server.h), and it must not run on unseen. */
-#define HEARTBEAT_MS 2000
+#define HEARTBEAT_MS 1000
 
 struct exec_job {
         struct sandbox_mgr *mgr;
@@ -98,7 +98,7 @@ static void timer_check(struct timer *t, struct proc *p, uint64_t now)
 {
         if (t->term_at && !t->fired && now >= t->term_at) {
                 t->fired = true;
-                proc_signal(p, SIGTERM);
+                proc_signal_group(p, SIGTERM); /* as the anchor: the process group */
         }
         if (t->fired && t->kill_at && now >= t->kill_at) {
                 proc_signal(p, SIGKILL);
@@ -284,7 +284,7 @@ static void exec_request(struct http_request *req, struct http_response *res, js
 static void h_exec(struct http_request *req, struct http_response *res)
 {
         json_error_t jerr;
-        json_t *root = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+        json_t *root = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
         if (!json_is_object(root))
                 bridge_error(res, 400, "invalid_request", "Invalid JSON body");
         else
