@@ -87,10 +87,17 @@ static int quote_single(struct buf *b, const char *s)
         return r ? r : buf_append(b, "'", 1);
 }
 
+/* A timeout's SIGTERM reaches the whole process group: the command's own
+ * processes may handle it (a child's trap runs; a handler is reset to the
+ * default in children, where an ignored signal would stay ignored), and
+ * this shell ends as bash killed by SIGTERM would, once its foreground
+ * child is gone. */
+static const char term_trap[] = "trap 'exit 143' TERM\n";
+
 static int prelude_build(const struct sbx_shell *sh, const char *cwd, const char *shell_text, struct buf *b)
 {
-        int r = 0;
-        if (sh->se) {
+        int r = buf_append(b, term_trap, strlen(term_trap));
+        if (r == 0 && sh->se) {
                 r = buf_append(b, baseline, strlen(baseline));
                 if (r == 0 && shell_text)
                         r = buf_printf(b, "%s\n", shell_text);
