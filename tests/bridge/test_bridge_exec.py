@@ -4,6 +4,7 @@ validation, the quoting vectors round-tripping through bash, SSE shape
 it is produced, timeouts (SIGTERM, grace, SIGKILL, 124), cwd confinement,
 the client leaving, hostile argv. Sessions: test_bridge_sessions.py."""
 import base64
+import glob
 import http.client
 import json
 import os
@@ -12,16 +13,8 @@ import time
 
 import pytest
 
-from bridge_common import FAST_LIMITS, Daemon, exec_sse, new_sandbox
-
-GRACE_MS = 400
-
-
-@pytest.fixture(scope="module")
-def d():
-    dm = Daemon(sets=FAST_LIMITS + [f"bridge.exec_grace_ms={GRACE_MS}"])
-    yield dm
-    dm.cleanup()
+from bridge_common import exec_sse, new_sandbox
+from exec_common import GRACE_MS, d  # noqa: F401 (d is a fixture)
 
 
 @pytest.fixture(scope="module")
@@ -266,17 +259,15 @@ def test_missing_cwd_is_bash_error_and_exit_1(d, sbx):
 
 def sleepers(tag):
     """Host pids whose command line is `sleep <tag>`."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
+    want = b"sleep\0" + tag.encode() + b"\0"
+
+    def cmdline(path):
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if f.read().split(b"\0")[:2] == [b"sleep", tag.encode()]:
-                    found.append(pid)
+            with open(path, "rb") as f:
+                return f.read()
         except OSError:
-            pass
-    return found
+            return b""
+    return [p.split("/")[2] for p in glob.glob("/proc/[0-9]*/cmdline") if cmdline(p) == want]
 
 
 def test_disconnect_kills_the_command(d, sbx):

@@ -13,16 +13,8 @@ import time
 
 import pytest
 
-from bridge_common import FAST_LIMITS, Daemon, exec_sse, new_sandbox
-
-GRACE_MS = 300
-
-
-@pytest.fixture(scope="module")
-def d():
-    dm = Daemon(sets=FAST_LIMITS + [f"bridge.exec_grace_ms={GRACE_MS}"])
-    yield dm
-    dm.cleanup()
+from bridge_common import exec_sse, new_sandbox
+from exec_common import GRACE_MS, d  # noqa: F401 (d is a fixture)
 
 
 @pytest.fixture
