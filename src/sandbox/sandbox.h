@@ -223,8 +223,9 @@ int sbx_shell_start(struct sandbox_mgr *m, struct sbx_shell *sh, int timeout_ms,
 /* The running shell (after sbx_shell_start); owned by sh. */
 struct proc *sbx_shell_proc(struct sbx_shell *sh);
 /* Reads the session's state channel (its proc_fds side_fd) while the shell
- * runs, so a large state never blocks the shell. */
-void sbx_shell_pump_state(struct sbx_shell *sh);
+ * runs, so a large state never blocks the shell. false once it is at its
+ * end (stop polling it). */
+bool sbx_shell_pump_state(struct sbx_shell *sh);
 /* Ends the command: a session takes the state its shell saved (only a
  * complete one from a shell that has exited), the process is killed if
  * still running and buried, the session is free for its next command.

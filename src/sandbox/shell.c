@@ -57,21 +57,25 @@ static const char wrapper[] = "__sbx_c=$(/bin/cat); exec </dev/null; eval \"$1\"
                               "eval \"unset __sbx_c; $__sbx_c\"";
 
 /* Saves the state at exit. It removes itself first, so it is not part of
- * the functions it saves; __sbx_* names are never saved; __sbx_base holds
- * the variables bash had before anything was restored (its own). */
+ * the functions it saves; __sbx_* names and bash's own (__sbx_base: the
+ * variables bash had before anything was restored; BASH_*, FUNCNAME) are
+ * never saved. Nothing is written when the command closed or replaced the
+ * channel (it would be the user's stdout or a file). */
 static const char save_trap[] =
         "exec {__sbx_fd}>&3 3>&-\n"
         "__sbx_save() {\n"
         "local __sbx_n IFS=$' \\t\\n'\n"
         "unset -f __sbx_save; set +xeu\n"
+        "[[ -S /dev/fd/$__sbx_fd ]] || return\n"
         "{ builtin printf 'SBXSTATE\\0P%s\\0' \"$PWD\"\n"
         "for __sbx_n in $(compgen -e); do builtin printf 'E%s=%s\\0' \"$__sbx_n\" \"${!__sbx_n}\"; done\n"
         "builtin printf S\n"
         "for __sbx_n in $(compgen -v); do\n"
-        "[[ $__sbx_n == __sbx_* || -n ${__sbx_base[$__sbx_n]+x} || ${!__sbx_n@a} == *x* ]] && continue\n"
+        "[[ $__sbx_n == @(__sbx_*|BASH_*|FUNCNAME) || -n ${__sbx_base[$__sbx_n]+x} || ${!__sbx_n@a} == *x* ]] &&"
+        " continue\n"
         "declare -p \"$__sbx_n\" 2>/dev/null; done\n"
         "declare -f; alias -p; shopt -p expand_aliases\n"
-        "builtin printf '\\0.\\0'; } >&$__sbx_fd 2>/dev/null\n"
+        "builtin printf '\\0.\\0'; } 2>/dev/null >&$__sbx_fd\n"
         "}\n"
         "trap __sbx_save EXIT\n";
 
@@ -260,17 +264,18 @@ struct proc *sbx_shell_proc(struct sbx_shell *sh)
         return sh->proc;
 }
 
-void sbx_shell_pump_state(struct sbx_shell *sh)
+bool sbx_shell_pump_state(struct sbx_shell *sh)
 {
         struct proc_fds fds;
         if (!sh->proc)
-                return;
+                return false;
         proc_fds(sh->proc, &fds);
         char chunk[16384];
-        ssize_t n;
+        ssize_t n = -1;
         while (fds.side_fd >= 0 && (n = read(fds.side_fd, chunk, sizeof(chunk))) > 0)
                 if (!sh->state_lost && buf_append(&sh->state, chunk, (size_t)n) < 0)
                         sh->state_lost = true;
+        return n < 0 && (errno == EAGAIN || errno == EINTR);
 }
 
 /* ---- taking the saved state ---- */

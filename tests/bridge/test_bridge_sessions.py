@@ -206,6 +206,13 @@ def test_state_channel_is_not_the_users_output(d, sbx):
     assert sh(d, sbx, "q", "echo $X")[0] == b"1\n"
 
 
+def test_a_closed_channel_leaks_nothing_to_stdout(d, sbx):
+    sh(d, sbx, "cl", "export Z=1")
+    out, err, code = sh(d, sbx, "cl", "exec {__sbx_fd}>&-; export Z=2; echo done")
+    assert (out, err, code) == (b"done\n", b"", 0)
+    assert sh(d, sbx, "cl", "echo $Z")[0] == b"1\n"
+
+
 def test_forged_state_is_checked(d, sbx):
     # The guest can write its own session's state; it is still checked.
     sh(d, sbx, "g", "export KEEP=1")

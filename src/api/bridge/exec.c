@@ -123,8 +123,8 @@ static int stream_output(struct http_stream *s, struct exec_job *job, struct tim
                 int n = poll(pf, 3, timer_poll_ms(t, now));
                 if (n < 0)
                         continue;
-                if (pf[2].revents)
-                        sbx_shell_pump_state(job->sh);
+                if (pf[2].revents && !sbx_shell_pump_state(job->sh))
+                        fds.side_fd = -1; /* ended: it would poll readable forever */
                 for (int i = 0; i < 2; i++) {
                         if (!pf[i].revents)
                                 continue;
