@@ -176,6 +176,8 @@ int sbx_session_delete(struct sandbox_mgr *m, const char *id, const char *sid, s
 int sbx_session_state(struct sandbox_mgr *m, const char *id, const char *sid, bool create, char *ret_cwd,
                       size_t cwd_len, json_t **ret_env, struct err *err)
 {
+        if (create && strcmp(sid, SBX_SESSION_DISABLED) == 0)
+                return err_set(err, ERR_INVALID, EINVAL, "Session id '%s' is reserved", sid);
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
                 return err_ret(err);
