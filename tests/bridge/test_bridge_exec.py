@@ -348,3 +348,15 @@ def test_sessionless_calls_run_in_parallel(d, sbx):
     [t.join() for t in ts]
     assert res == {0: 0, 1: 0, 2: 0}
     assert time.time() - t0 < 3.5
+
+
+def test_closed_output_still_times_out(d, sbx):
+    t = time.time()
+    _, _, _, out, err, code = exec_sse(d, sbx, ["bash", "-c", "echo bye; exec >&- 2>&-; sleep 30"], timeout_ms=600)
+    assert code == 124 and out == b"bye\n" and err.endswith(b"Command timed out after 600ms\n")
+    assert time.time() - t < 5
+
+
+def test_closed_output_then_exit_code(d, sbx):
+    _, _, _, out, _, code = exec_sse(d, sbx, ["bash", "-c", "exec >&- 2>&-; sleep 1.5; exit 4"])
+    assert code == 4 and out == b""

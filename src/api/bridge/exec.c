@@ -145,6 +145,23 @@ static int stream_output(struct http_stream *s, struct exec_job *job, struct tim
         return 0;
 }
 
+/* Output usually ends with the jail, but a command may close its stdout
+ * and stderr and go on: the timer and the heartbeat still run. 0, or
+ * -EPIPE (client gone). */
+static int wait_exit(struct http_stream *s, struct exec_job *job, struct timer *t, struct proc_status *st)
+{
+        struct proc *p = sbx_shell_proc(job->sh);
+        int r;
+        while ((r = proc_wait(p, timer_poll_ms(t, now_ms()), st)) == -ETIMEDOUT || r == -EINTR) {
+                timer_check(t, p, now_ms());
+                if (http_sse_comment(s, "") < 0)
+                        return -EPIPE;
+        }
+        if (r < 0)
+                *st = (struct proc_status){ .exited = true, .code = 255 };
+        return 0;
+}
+
 static void exec_run(struct http_stream *s, void *ctx)
 {
         struct exec_job *job = ctx;
@@ -166,9 +183,8 @@ static void exec_run(struct http_stream *s, void *ctx)
         if (stream_output(s, job, &t) < 0)
                 return;
         struct proc_status st;
-        /* Output ends with the jail; only the timer may still have to act. */
-        while (proc_wait(sbx_shell_proc(job->sh), timer_poll_ms(&t, now_ms()), &st) == -ETIMEDOUT)
-                timer_check(&t, sbx_shell_proc(job->sh), now_ms());
+        if (wait_exit(s, job, &t, &st) < 0)
+                return;
         int code = st.signal ? 128 + st.signal : st.code;
         if (t.fired) {
                 char line[96];
