@@ -305,6 +305,14 @@ def test_a_large_command_up_to_the_cap(d, sbx):
     assert code == 0 and out == big.encode(), err[:200]
 
 
+def test_the_cap_is_exact(d, sbx):
+    cap = 1024 * 1024
+    status, _, _ = post_exec(d, sbx, {"argv": ["true", "x" * (cap - 5)]})  # "true " + arg
+    assert status == 200
+    status, _, _ = post_exec(d, sbx, {"argv": ["true", "x" * (cap - 4)]})
+    assert status == 400
+
+
 def test_a_command_over_the_cap_is_400(d, sbx):
     status, res, _ = post_exec(d, sbx, {"argv": ["printf", "%s", "z" * (1024 * 1024 + 1)]})
     assert status == 400 and res["code"] == "invalid_request" and "too large" in res["error"]

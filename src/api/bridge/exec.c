@@ -268,7 +268,7 @@ static void exec_request(struct http_request *req, struct http_response *res, js
 {
         struct app *app = req->app;
         struct buf cmd;
-        buf_init(&cmd, app->cfg->bridge_exec_command_bytes + 1);
+        buf_init(&cmd, app->cfg->bridge_exec_command_bytes + 2); /* + "\n" and NUL */
         const char *bad = build_command(json_object_get(root, "argv"), &cmd);
         const char *sid = NULL;
         char cwd[4096];
