@@ -82,6 +82,7 @@ static const struct cfg_opt opts[] = {
         U64("limits.files_max_depth", files_max_depth, 4096, 1, 1 << 20, "nested directory levels a files API recursive delete enters (deeper → 400)"),
         U64("sandbox.idle_ttl_ms", idle_ttl_ms, 86400000, 0, UINT64_MAX / 2, "idle sandbox expiry; 0 disables"),
         U64("sandbox.max_contexts", max_contexts, 8, 1, 64, "code contexts per sandbox"),
+        U64("sandbox.max_sessions", max_sessions, 64, 1, 4096, "bridge shell sessions per sandbox (more → 400)"),
         U64("sandbox.max_resident_contexts", max_resident_contexts, 32, 1, 100000, "live context interpreters before LRU eviction"),
         /* Issue 10 "fair resources": every jail's cgroup is throttled at all
          * times; caps per sandbox and in total; replay bounded. */

@@ -65,6 +65,7 @@ struct config {
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;
+        uint64_t max_sessions;
         uint64_t max_resident_contexts;
         uint64_t cpu_quota_percent;
         uint64_t max_resident_per_sandbox;

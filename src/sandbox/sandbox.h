@@ -27,6 +27,7 @@ struct sandbox_options {
         char data_dir[4096];
         uint64_t idle_ttl_ms;            /* 0: sandboxes never expire */
         uint64_t max_contexts;           /* per sandbox */
+        uint64_t max_sessions;           /* bridge shell sessions per sandbox; 0: no cap */
         uint64_t max_resident_contexts;  /* live interpreters, all sandboxes */
         /* Caps below: 0 means none (max_resident_per_sandbox: the total). */
         uint64_t max_resident_per_sandbox; /* live interpreters of one sandbox */

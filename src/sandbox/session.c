@@ -70,13 +70,20 @@ static struct session *session_new(const char *sid)
         return se;
 }
 
-struct session *session_find(struct sandbox *s, const char *sid, bool create, struct err *err)
+struct session *session_find(struct sandbox_mgr *m, struct sandbox *s, const char *sid, bool create,
+                             struct err *err)
 {
-        for (struct session *se = s->sessions; se; se = se->next)
+        size_t n = 0;
+        for (struct session *se = s->sessions; se; se = se->next, n++)
                 if (strcmp(se->id, sid) == 0)
                         return se;
         if (!create) {
                 err_set(err, ERR_NOT_FOUND, ENOENT, "Session '%s' not found", sid);
+                return NULL;
+        }
+        if (m->opt.max_sessions && n >= m->opt.max_sessions) {
+                err_set(err, ERR_LIMIT, ENOSPC, "Too many sessions in this sandbox (at most %llu)",
+                        (unsigned long long)m->opt.max_sessions);
                 return NULL;
         }
         struct session *se = session_new(sid);
@@ -122,12 +129,12 @@ static bool env_name_valid(const char *k)
         return strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(k);
 }
 
-static int create_locked(struct sandbox *s, const char *sid, const char *cwd, json_t *env, struct err *err)
+static int create_locked(struct sandbox_mgr *m, struct sandbox *s, const char *sid, const char *cwd, json_t *env, struct err *err)
 {
         for (struct session *se = s->sessions; se; se = se->next)
                 if (strcmp(se->id, sid) == 0)
                         return err_set(err, ERR_EXISTS, EEXIST, "Session '%s' already exists", sid);
-        struct session *se = session_find(s, sid, true, err);
+        struct session *se = session_find(m, s, sid, true, err);
         if (!se)
                 return err_ret(err);
         snprintf(se->cwd, sizeof(se->cwd), "%s", cwd);
@@ -156,7 +163,7 @@ int sbx_session_create(struct sandbox_mgr *m, const char *id, const char *sid, c
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
                 return err_ret(err);
-        int r = create_locked(s, sid, path, env, err);
+        int r = create_locked(m, s, sid, path, env, err);
         sandbox_leave(m, s);
         return r;
 }
@@ -166,7 +173,7 @@ int sbx_session_delete(struct sandbox_mgr *m, const char *id, const char *sid, s
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
                 return err_ret(err);
-        struct session *se = session_find(s, sid, false, err);
+        struct session *se = session_find(m, s, sid, false, err);
         if (se)
                 session_unlink(s, se);
         sandbox_leave(m, s);
@@ -181,7 +188,7 @@ int sbx_session_state(struct sandbox_mgr *m, const char *id, const char *sid, bo
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
                 return err_ret(err);
-        struct session *se = session_find(s, sid, create, err);
+        struct session *se = session_find(m, s, sid, create, err);
         json_t *env = se ? json_deep_copy(se->env) : NULL;
         if (se && env) {
                 snprintf(ret_cwd, cwd_len, "%s", se->cwd);

@@ -21,8 +21,10 @@ struct session {
 };
 
 /* The session sid of s (caller holds s->lock), created when create and
- * absent (cwd /workspace, no env); NULL otherwise (err filled). */
-struct session *session_find(struct sandbox *s, const char *sid, bool create, struct err *err);
+ * absent (cwd /workspace, no env; ERR_LIMIT past max_sessions); NULL
+ * otherwise (err filled). */
+struct session *session_find(struct sandbox_mgr *m, struct sandbox *s, const char *sid, bool create,
+                             struct err *err);
 /* References (caller holds s->lock). */
 void session_ref(struct session *se);
 void session_unref(struct session *se);

@@ -138,7 +138,7 @@ int sbx_shell_open(struct sandbox_mgr *m, const char *id, const char *sid, const
                 return err_ret(err);
         }
         if (sid) {
-                sh->se = session_find(sh->sbx, sid, true, err);
+                sh->se = session_find(m, sh->sbx, sid, true, err);
                 if (sh->se)
                         session_ref(sh->se);
         }

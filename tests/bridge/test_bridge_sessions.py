@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from bridge_common import exec_sse, new_sandbox
+from bridge_common import FAST_LIMITS, Daemon, exec_sse, new_sandbox
 from exec_common import GRACE_MS, d  # noqa: F401 (d is a fixture)
 
 
@@ -333,3 +333,19 @@ def test_destroying_the_sandbox_kills_session_commands(d, sbx):
     assert d.request("DELETE", f"/v1/sandbox/{sbx}")[0] == 204
     t.join(10)
     assert time.time() - t0 < 5 and res["r"][5] == 137
+
+
+def test_sessions_per_sandbox_are_capped():
+    dm = Daemon(sets=FAST_LIMITS + ["sandbox.max_sessions=2"])
+    try:
+        s = new_sandbox(dm)
+        assert create(dm, s, {"id": "one"})[0] == 200
+        assert run(dm, s, "two", "true")[2] == 0  # auto-created
+        status, body, _ = create(dm, s, {"id": "three"})
+        assert status == 400 and body["code"] == "invalid_request" and "at most 2" in body["error"]
+        status, _, _, _, _, _ = exec_sse(dm, s, ["true"], headers={"Session-Id": "three"})
+        assert status == 400
+        assert delete(dm, s, "one")[0] == 200
+        assert create(dm, s, {"id": "three"})[0] == 200
+    finally:
+        dm.cleanup()
