@@ -101,8 +101,10 @@ static const char term_trap[] = "trap 'exit 143' TERM\n";
 static int prelude_build(const struct sbx_shell *sh, const char *cwd, const char *shell_text, struct buf *b)
 {
         int r = buf_append(b, term_trap, strlen(term_trap));
+        /* The trap first: shell text that ends the shell (it is the guest's
+         * to write) is then replaced by what the shell really holds. */
         if (r == 0 && sh->se) {
-                r = buf_append(b, baseline, strlen(baseline));
+                r = buf_printf(b, "%s%s", baseline, save_trap);
                 if (r == 0 && shell_text)
                         r = buf_printf(b, "%s\n", shell_text);
                 if (r == 0)
@@ -110,7 +112,7 @@ static int prelude_build(const struct sbx_shell *sh, const char *cwd, const char
                 if (r == 0)
                         r = quote_single(b, cwd);
                 if (r == 0)
-                        r = buf_printf(b, " 2>/dev/null || cd /workspace\n%s", save_trap);
+                        r = buf_append(b, " 2>/dev/null || cd /workspace\n", 30);
         }
         if (r == 0 && sh->cwd) {
                 r = buf_append(b, "cd -- ", 6);

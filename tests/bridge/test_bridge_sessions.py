@@ -349,3 +349,12 @@ def test_sessions_per_sandbox_are_capped():
         assert create(dm, s, {"id": "three"})[0] == 200
     finally:
         dm.cleanup()
+
+
+def test_forged_shell_text_that_exits_heals(d, sbx):
+    sh(d, sbx, "h", "export KEEP=1")
+    sh(d, sbx, "h", r"printf 'SBXSTATE\0P/workspace\0EKEEP=1\0Sexit 9\0.\0' >&$__sbx_fd; trap - EXIT; exit 0")
+    out, _, code = sh(d, sbx, "h", "echo ran")
+    assert code == 9 and out == b""  # the forged text ran, once
+    out, _, code = sh(d, sbx, "h", "echo $KEEP")
+    assert code == 0 and out == b"1\n"
