@@ -80,11 +80,12 @@ static int command_env_build(json_t *sandbox_env, json_t *call_env, struct comma
 }
 
 /* The sandbox's execution limits without the per-call CPU and wall caps. */
-static struct exec_limits command_limits(const struct sandbox_mgr *m)
+static struct exec_limits command_limits(const struct sandbox_mgr *m, const struct sandbox *s)
 {
         struct exec_limits lim = m->opt.limits;
         lim.cpu_ms = 0;
         lim.wall_ms = 0;
+        lim.file_bytes = sandbox_file_bytes(m, s);
         return lim;
 }
 
@@ -102,9 +103,11 @@ static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct s
         if (fd < 0)
                 return err_set(err, ERR_INTERNAL, errno, "Cannot open the workspace: %s", strerror(errno));
         struct kproc_workspace ws = { .dir = s->ws.mount, .fd = fd };
+        /* Commands may use TCP/UDP on the sandbox's own loopback (servers
+         * for its tunnels); only when it has a namespace of its own. */
         struct kproc_where where = { .ws = &ws, .netns_fd = s->netns_fd, .host_id = s->row.host_id,
-                                     .group = s->cgroup };
-        struct exec_limits lim = command_limits(m);
+                                     .group = s->cgroup, .allow_inet = s->netns_fd >= 0 };
+        struct exec_limits lim = command_limits(m, s);
         struct proc_spec spec = {
                 .argv = cmd->argv,
                 .envp = ce->envp,

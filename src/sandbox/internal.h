@@ -76,11 +76,20 @@ struct sandbox_mgr {
         struct context *lru_head, *lru_tail;
         size_t resident;
         struct bg_thread reaper;     /* idle expiry, every TTL/10 */
+        pthread_mutex_t tunnel_lock; /* tunnels */
+        struct tunnel *tunnels;      /* tunnel.c */
 };
 
 /* registry.c */
 /* Looks up (loading or creating) a sandbox and takes a reference. */
 struct sandbox *sandbox_get(struct sandbox_mgr *m, const char *id, struct err *err);
+/* The same; a sandbox it creates gets opts' limits (NULL: the defaults). */
+struct sandbox *sandbox_get_opts(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts,
+                                 bool *ret_created, struct err *err);
+/* s's effective limits: its own, else the service's. */
+uint64_t sandbox_workspace_bytes(const struct sandbox_mgr *m, const struct sandbox *s);
+uint64_t sandbox_workspace_inodes(const struct sandbox_mgr *m, const struct sandbox *s);
+uint64_t sandbox_file_bytes(const struct sandbox_mgr *m, const struct sandbox *s);
 void sandbox_put(struct sandbox_mgr *m, struct sandbox *s);
 /* sandbox_get + lock + activity; NULL with err filled. */
 struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err *err);
@@ -95,6 +104,9 @@ void sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s);
 /* Mounts the workspace if needed (caller holds s->lock). */
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err);
 json_t *env_parse(const char *text);
+
+/* tunnel.c: drops the tunnels of sandbox id (NULL: all of them). */
+void tunnels_drop(struct sandbox_mgr *m, const char *id);
 
 /* command.c: a command's whole environment (the base one, then the
  * sandbox's, then call_env's strings and nulls), a new object; NULL on ENOMEM. */

@@ -97,6 +97,20 @@ struct sbx_info {
 };
 void sbx_info_done(struct sbx_info *info);
 
+/* A sandbox's own limits, fixed when it is created (0: the service's
+ * defaults, sandbox_options). A facade whose clients expect a container's
+ * disk (the bridge) creates its sandboxes with larger ones. */
+struct sbx_create_options {
+        uint64_t workspace_bytes, workspace_inodes;
+        uint64_t file_bytes;     /* largest file a guest or a files call may write */
+};
+/* Creates id with opts if it does not exist yet (*ret_created, may be
+ * NULL, says whether it did); an existing sandbox keeps its limits. Counts
+ * as activity. 0 or a negative errno with err filled (the service's caps:
+ * ERR_QUOTA, ERR_STORAGE). */
+int sbx_create(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts, bool *ret_created,
+               struct err *err);
+
 /* Every call creates the sandbox on first use and counts as activity.
  * Each returns 0 or a negative errno with err filled. */
 int sbx_info(struct sandbox_mgr *m, const char *id, struct sbx_info *ret, struct err *err);
@@ -168,6 +182,35 @@ struct sbx_command {
  * negative errno with err filled. */
 int sbx_spawn(struct sandbox_mgr *m, const char *id, const struct sbx_command *cmd, struct proc **ret,
               struct err *err);
+
+/* Tunnels (tunnel.c): a port of a sandbox reached through the daemon. A
+ * command's server listens on 127.0.0.1:port in the sandbox's own network
+ * namespace (loopback only: no route out); the token is the capability a
+ * facade's preview URL carries. In memory only: tunnels die with their
+ * sandbox and with the daemon. */
+#define SBX_TUNNEL_ID_BYTES 8
+#define SBX_TUNNEL_TOKEN_BYTES 24
+struct sbx_tunnel {
+        char id[2 * SBX_TUNNEL_ID_BYTES + 1];       /* hex */
+        char token[2 * SBX_TUNNEL_TOKEN_BYTES + 1]; /* hex, 192 random bits */
+        unsigned port;
+        char name[64];                              /* "" when none */
+        uint64_t created_ms;                        /* epoch ms */
+};
+/* The tunnel of sandbox id to port, made if there is none (the same one
+ * for every call: idempotent; a non-empty name replaces the old one).
+ * Creates the sandbox on first use. The facade checks port and name
+ * rules. 0 or a negative errno with err filled. */
+int sbx_tunnel_open(struct sandbox_mgr *m, const char *id, unsigned port, const char *name, struct sbx_tunnel *ret,
+                    struct err *err);
+/* Removes it; nothing when there is none. */
+void sbx_tunnel_close(struct sandbox_mgr *m, const char *id, unsigned port);
+/* A TCP connection to the tunnel of token: a socket connected to
+ * 127.0.0.1:port inside the sandbox's namespace (the caller owns *ret_fd,
+ * blocking). ERR_NOT_FOUND: no such token; ERR_UNAVAILABLE: nothing
+ * listens there. 0 or a negative errno with err filled. */
+int sbx_tunnel_connect(struct sandbox_mgr *m, const char *token, struct sbx_tunnel *ret, int *ret_fd,
+                       struct err *err);
 
 /* Number of resident (live) context interpreters. */
 size_t sbx_resident_count(struct sandbox_mgr *m);

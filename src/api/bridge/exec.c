@@ -299,6 +299,8 @@ static void exec_request(struct http_request *req, struct http_response *res, js
 
 static void h_exec(struct http_request *req, struct http_response *res)
 {
+        if (!bridge_sandbox_ready(req, res, req->captures[0]))
+                return;
         json_error_t jerr;
         json_t *root = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
         if (!json_is_object(root))

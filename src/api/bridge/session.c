@@ -14,6 +14,8 @@
 static void h_create(struct http_request *req, struct http_response *res)
 {
         struct app *app = req->app;
+        if (!bridge_sandbox_ready(req, res, req->captures[0]))
+                return;
         json_error_t jerr;
         json_t *root = req->body_len ? json_loadb(req->body, req->body_len, 0, &jerr) : NULL;
         json_t *id = json_object_get(root, "id"), *cwd = json_object_get(root, "cwd"), *env = json_object_get(root, "env");
@@ -41,6 +43,8 @@ static void h_delete(struct http_request *req, struct http_response *res)
         struct app *app = req->app;
         const char *sid = req->captures[1];
         struct err err = { 0 };
+        if (!bridge_sandbox_ready(req, res, req->captures[0]))
+                return;
         if (!bridge_session_id_valid(sid)) {
                 bridge_error(res, 400, "invalid_request", "Invalid session ID format");
         } else if (sbx_session_delete(app->sandboxes, req->captures[0], sid, &err) < 0) {
