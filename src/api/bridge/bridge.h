@@ -74,3 +74,8 @@ int bridge_quote(const char *arg, struct buf *out);
  * (WebSocket). 502 tunnel_error when the server answers nothing usable
  * (proxy.c). */
 void bridge_proxy(struct http_request *req, struct http_response *res, int fd, unsigned port, const char *path);
+
+/* A Session-Id as the anchor takes it (/exec, /file, /pty):
+ * ^[a-zA-Z0-9._-]{1,128}$ and no "..". Else 400 "Invalid session ID format". */
+bool bridge_session_id_valid(const char *sid);
+const struct route *bridge_session_routes(size_t *ret_n);

@@ -95,6 +95,7 @@ int api_bridge_register(struct http_server *srv, struct app *app)
                 bridge_archive_routes,
                 bridge_openapi_routes,
                 bridge_tunnel_routes,
+                bridge_session_routes,
         };
         struct http_group *g = http_server_group(srv, "/v1", &ops, app);
         if (!g)
