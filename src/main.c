@@ -239,6 +239,7 @@ static void sandbox_options_from_config(const struct config *cfg, struct sandbox
         *ret = (struct sandbox_options){
                 .idle_ttl_ms = cfg->idle_ttl_ms,
                 .max_contexts = cfg->max_contexts,
+                .max_sessions = cfg->max_sessions,
                 .max_resident_contexts = cfg->max_resident_contexts,
                 .max_resident_per_sandbox = cfg->max_resident_per_sandbox,
                 .resident_grace_ms = cfg->resident_grace_ms,

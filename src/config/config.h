@@ -66,6 +66,7 @@ struct config {
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;
+        uint64_t max_sessions;
         uint64_t max_resident_contexts;
         uint64_t cpu_quota_percent;
         uint64_t max_resident_per_sandbox;
@@ -76,6 +77,9 @@ struct config {
         uint64_t journal_bytes;
         uint64_t max_sandboxes;
         uint64_t max_disk_bytes;
+
+        uint64_t bridge_exec_grace_ms;
+        uint64_t bridge_exec_command_bytes;
 };
 
 /* Fills every field with its default. */

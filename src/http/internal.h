@@ -64,7 +64,9 @@ struct conn_state {
         struct http_group *group;   /* whose envelope answers this request's errors */
         enum conn_phase phase;
         char *path;
-        char capbuf[1024];
+        /* Room for the captures: a file path up to PATH_MAX (4096) beside
+         * a sandbox id, so the route matches and the file layer answers. */
+        char capbuf[8192];
         struct buf body;
         bool too_large;
         uint64_t start_ns;

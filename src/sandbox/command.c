@@ -46,16 +46,13 @@ static int command_env_strings(json_t *all, struct command_env *ce, struct err *
         return 0;
 }
 
-/* The base environment (the shell runtime's), then the sandbox's, then the
- * call's: one JSON object so a later key replaces an earlier one. */
-static int command_env_build(json_t *sandbox_env, json_t *call_env, struct command_env *ce, struct err *err)
+json_t *command_env_json(json_t *sandbox_env, json_t *call_env)
 {
-        *ce = (struct command_env){ 0 };
         const char *base[JAIL_MAX_ENV];
         size_t nbase = exec_base_env(runtime_find("shell"), base, ARRAY_SIZE(base));
         json_t *all = json_object();
         if (!all)
-                return err_set(err, ERR_INTERNAL, ENOMEM, "out of memory");
+                return NULL;
         for (size_t i = 0; i < nbase; i++) {
                 const char *eq = strchr(base[i], '=');
                 char key[128];
@@ -68,6 +65,15 @@ static int command_env_build(json_t *sandbox_env, json_t *call_env, struct comma
         env_merge(all, sandbox_env);
         if (call_env)
                 env_merge(all, call_env);
+        return all;
+}
+
+static int command_env_build(json_t *sandbox_env, json_t *call_env, struct command_env *ce, struct err *err)
+{
+        *ce = (struct command_env){ 0 };
+        json_t *all = command_env_json(sandbox_env, call_env);
+        if (!all)
+                return err_set(err, ERR_INTERNAL, ENOMEM, "out of memory");
         int r = command_env_strings(all, ce, err);
         json_decref(all);
         return r;
@@ -108,6 +114,7 @@ static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct s
                 .cwd = cmd->cwd,
                 .io = cmd->pty ? PROC_IO_PTY : PROC_IO_PIPES,
                 .stdin_pipe = cmd->stdin_pipe,
+                .side_channel = cmd->side_channel,
                 .rows = cmd->rows,
                 .cols = cmd->cols,
                 .limits = cmd->limits ? cmd->limits : &lim,

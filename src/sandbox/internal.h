@@ -62,6 +62,7 @@ struct sandbox {
         int netns_fd;                /* its own network namespace, shared by its jails; -1: none yet */
         struct kproc_group *cgroup;  /* its parent cgroup (CPU, memory, pids of all its
                                       * interpreters together); NULL: none yet */
+        struct session *sessions;    /* the bridge's shell sessions (s->lock) */
         bool deleted;
         struct sandbox *hnext;
 };
@@ -110,6 +111,17 @@ json_t *env_parse(const char *text);
 
 /* tunnel.c: drops the tunnels of sandbox id (NULL: all of them). */
 void tunnels_drop(struct sandbox_mgr *m, const char *id);
+
+/* command.c: a command's whole environment (the base one, then the
+ * sandbox's, then call_env's strings and nulls), a new object; NULL on ENOMEM. */
+json_t *command_env_json(json_t *sandbox_env, json_t *call_env);
+
+/* session.c: the bridge's shell sessions of a sandbox (s->sessions). */
+struct session;
+/* Kills the commands running in s's sessions (caller holds s->lock). */
+void sessions_kill(struct sandbox *s);
+/* Frees every session of s (s is going: no command holds one). */
+void sessions_free(struct sandbox *s);
 
 /* owner.c: the sandbox's host identity. */
 /* Gives s a host id from the engine's range if it has none (and stores it);

@@ -66,6 +66,7 @@ void env_merge(json_t *base, json_t *delta)
 
 static void sandbox_free(struct sandbox_mgr *m, struct sandbox *s)
 {
+        sessions_free(s);
         while (s->contexts) {
                 struct context *c = s->contexts;
                 s->contexts = c->next;
@@ -371,6 +372,7 @@ static int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
                 if (c->kp)
                         kproc_kill(c->kp);
         }
+        sessions_kill(s);
         int r = store_sandbox_delete(m->store, s->row.id);
         int k = workspace_destroy(&s->ws);
         pthread_mutex_unlock(&s->lock);
