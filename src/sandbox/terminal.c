@@ -525,23 +525,17 @@ int sbx_terminal_shell_check(struct sandbox_mgr *m, const char *id, const char *
 
 /* ---- starting ---- */
 
-/* The session's working directory and environment for a new terminal
- * (*ret_env: a new reference or NULL; null values unset the sandbox's).
- * Sessions are not on main yet; once sbx_session_state (session.c) is, a
- * named session's state becomes (the default terminal, session "", keeps
- * /workspace and no env):
- *         if (*session)
- *                 return sbx_session_state(m, id, session, true, cwd, len, ret_env, err);
- */
+/* The working directory and environment a new terminal starts with: a
+ * named session's current ones (the session is made if it does not
+ * exist, as a first /exec in it would), or /workspace and the sandbox's
+ * env for the default terminal. *ret_env: a new reference or NULL. */
 static int session_state(struct sandbox_mgr *m, const char *id, const char *session, char *cwd, size_t len,
                          json_t **ret_env, struct err *err)
 {
-        (void)m;
-        (void)id;
-        (void)session;
-        (void)err;
-        snprintf(cwd, len, "/workspace");
         *ret_env = NULL;
+        if (*session)
+                return sbx_session_state(m, id, session, true, cwd, len, ret_env, err);
+        snprintf(cwd, len, "/workspace");
         return 0;
 }
 

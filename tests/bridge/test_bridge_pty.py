@@ -286,6 +286,59 @@ def test_sessions_have_their_own_terminals(bridge):
     d2.close()
 
 
+def test_a_session_terminal_starts_in_the_sessions_cwd_and_env(bridge):
+    sid = new_sandbox(bridge)
+    status, _, _, _, _, code = exec_sse(bridge, sid, ["mkdir", "-p", "made/deeper"])
+    assert status == 200 and code == 0
+    status, body, _ = bridge.post(f"/v1/sandbox/{sid}/session", {"id": "s1", "cwd": "/workspace/made", "env": {"FOO": "bar"}})
+    assert status == 200, body
+    t = Term(bridge, sid, headers=["Session-Id: s1"])
+    t.send('echo "<$(pwd)|$FOO>"\n')
+    t.until("</workspace/made|bar>")
+    t.close()
+    # The session's state as its commands left it (cd and export in an
+    # /exec carry over), taken when its terminal is created.
+    for argv in (["cd", "made/deeper"], ["export", "BAZ=qux"]):
+        status, _, _, _, _, code = exec_sse(bridge, sid, argv, headers={"Session-Id": "s2"})
+        assert status == 200 and code == 0
+    # A session saves its state as its command is reaped, just after the
+    # exit event: the next command in it starts from that state, so once
+    # it has run the state is there for the terminal too.
+    _, _, _, out, _, _ = exec_sse(bridge, sid, ["pwd"], headers={"Session-Id": "s2"})
+    assert out == b"/workspace/made/deeper\n"
+    t = Term(bridge, sid, headers=["Session-Id: s2"])
+    t.send('echo "<$(pwd)|$BAZ>"\n')
+    t.until("</workspace/made/deeper|qux>")
+    t.close()
+
+
+def test_deleting_a_session_ends_its_terminal_only(bridge):
+    sid = new_sandbox(bridge)
+    a = Term(bridge, sid, headers=["Session-Id: doomed"])
+    b = Term(bridge, sid, headers=["Session-Id: kept"])
+    a.echo(2, 3)
+    status, body, _ = bridge.request("DELETE", f"/v1/sandbox/{sid}/session/doomed")
+    assert status == 200, body
+    assert a.until_close() == 1000
+    assert any(m.get("type") == "exit" and m.get("signal") == "SIGKILL" for m in a.texts), a.texts
+    b.echo(3, 4)
+    b.close()
+    # A new socket on the deleted session's id starts a new session and shell.
+    c = Term(bridge, sid, headers=["Session-Id: doomed"])
+    assert b"M6M" not in c.replay
+    c.close()
+
+
+def test_the_disabled_session_id_is_the_default_terminal(bridge):
+    sid = new_sandbox(bridge)
+    a = Term(bridge, sid)
+    a.echo(7, 7)
+    a.close()
+    b = Term(bridge, sid, headers=["Session-Id: __DISABLE_SESSION__"])
+    assert b"M49M" in b.replay
+    b.close()
+
+
 def test_another_shell(bridge):
     sid = new_sandbox(bridge)
     t = Term(bridge, sid, "shell=dash", headers=["Session-Id: dash"])

@@ -22,6 +22,7 @@
 #include "api/app.h"
 #include "api/bridge/bridge.h"
 #include "base/util.h"
+#include "sandbox/sandbox.h"
 #include "sandbox/terminal.h"
 
 #define DEFAULT_COLS 80
@@ -195,14 +196,6 @@ static int dim_query(struct http_request *req, const char *name, unsigned short 
         return 0;
 }
 
-/* ^[a-zA-Z0-9._-]{1,128}$ without "..", the reference's session id (§6). */
-static bool session_id_valid(const char *s)
-{
-        size_t n = strlen(s);
-        return n >= 1 && n <= 128 && !strstr(s, "..") &&
-               strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}
-
 static void h_pty(struct http_request *req, struct http_response *res)
 {
         struct app *app = req->app;
@@ -216,10 +209,12 @@ static void h_pty(struct http_request *req, struct http_response *res)
         const char *session = http_header(req, "Session-Id");
         if (!session)
                 session = http_query(req, "session");
-        if (session && !session_id_valid(session)) {
+        if (session && !bridge_session_id_valid(session)) {
                 bridge_error(res, 400, "invalid_request", "Invalid session ID format");
                 return;
         }
+        if (session && strcmp(session, SBX_SESSION_DISABLED) == 0)
+                session = NULL; /* the SDK's "no session": the default terminal */
         const char *shell = http_query(req, "shell");
         struct err err = { 0 };
         if (sbx_terminal_shell_check(app->sandboxes, req->captures[0], shell, &err) < 0) {
