@@ -7,6 +7,8 @@
  * not thread-safe: a recursive lock guards it, recursive because
  * on_message runs inside wslay_event_recv and may send. */
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/evp.h>
 #include <poll.h>
 #include <stdio.h>
@@ -141,9 +143,10 @@ static ssize_t ws_recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
 
 static ssize_t ws_send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *user)
 {
-        (void)flags;
         struct http_ws *ws = user;
-        ssize_t n = send(ws->sock, data, len, MSG_NOSIGNAL);
+        /* wslay writes a frame's header and its payload in two calls: the
+         * header is corked (MSG_MORE) so they leave as one segment. */
+        ssize_t n = send(ws->sock, data, len, MSG_NOSIGNAL | (flags & WSLAY_MSG_MORE ? MSG_MORE : 0));
         if (n >= 0)
                 return n;
         wslay_event_set_error(ctx, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? WSLAY_ERR_WOULDBLOCK
@@ -355,6 +358,12 @@ static int ws_setup(struct http_ws *ws, const char *extra, size_t extra_len)
                 return -errno;
         if ((ws->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
                 return -errno;
+        /* Frames are small and interactive (a terminal's keystroke echo):
+         * Nagle's algorithm would hold one behind the peer's delayed ACK
+         * (~40 ms a round trip). Not a TCP socket (tests): no matter. */
+        int one = 1;
+        if (setsockopt(ws->sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+                log_debug("msg=\"websocket without TCP_NODELAY\"");
         if (wslay_event_context_server_init(&ws->wslay, &cb, ws) != 0)
                 return -ENOMEM;
         wslay_event_config_set_max_recv_msg_length(ws->wslay, HTTP_WS_MAX_MESSAGE);
