@@ -286,6 +286,28 @@ def test_sessions_have_their_own_terminals(bridge):
     d2.close()
 
 
+def test_a_keystroke_echo_is_not_held_back(bridge):
+    """A key's echo comes back at once: no Nagle delay behind the client's
+    delayed ACK (that made every echo ~40 ms)."""
+    sid = new_sandbox(bridge)
+    t = Term(bridge, sid)
+    t.send("stty -icanon; cat > /dev/null\r")
+    time.sleep(0.3)
+    rtts = []
+    for i in range(21):
+        ch = b"abcdefghij"[i % 10 : i % 10 + 1]
+        t0 = time.perf_counter()
+        t.send(ch)
+        while True:
+            op, data = t.recv()
+            if op == websocket.ABNF.OPCODE_BINARY and ch in data:
+                break
+        rtts.append(time.perf_counter() - t0)
+    rtts.sort()
+    assert rtts[len(rtts) // 2] < 0.025, rtts
+    t.close()
+
+
 def test_a_session_terminal_starts_in_the_sessions_cwd_and_env(bridge):
     sid = new_sandbox(bridge)
     status, _, _, _, _, code = exec_sse(bridge, sid, ["mkdir", "-p", "made/deeper"])
