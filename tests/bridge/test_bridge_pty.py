@@ -418,6 +418,20 @@ def test_typing_keeps_an_idle_sandbox_alive():
         d.cleanup()
 
 
+def test_a_sandbox_first_used_by_its_terminal_gets_the_bridge_limits():
+    d = Daemon(sets=FAST_LIMITS + ["bridge.workspace_bytes=1M"])
+    try:
+        sid = "pty" + "a" * 23  # never created: the terminal is its first use
+        t = Term(d, sid)
+        # 3 MB into a 1 MiB workspace: refused (a 256 MiB default would take it).
+        t.send("head -c 3000000 /dev/zero > big 2>/dev/null; echo R$?R; echo E$((2*2))E\n")
+        out = t.until("E4E")
+        assert b"R1R" in out, out[-300:]
+        t.close()
+    finally:
+        d.cleanup()
+
+
 # ---- refused before the handshake ----
 
 

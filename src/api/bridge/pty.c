@@ -215,6 +215,9 @@ static void h_pty(struct http_request *req, struct http_response *res)
         }
         if (session && strcmp(session, SBX_SESSION_DISABLED) == 0)
                 session = NULL; /* the SDK's "no session": the default terminal */
+        /* Made with the bridge's limits when this is its first use. */
+        if (!bridge_sandbox_ready(req, res, req->captures[0]))
+                return;
         const char *shell = http_query(req, "shell");
         struct err err = { 0 };
         if (sbx_terminal_shell_check(app->sandboxes, req->captures[0], shell, &err) < 0) {
