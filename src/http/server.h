@@ -37,6 +37,11 @@ struct http_request {
         size_t body_len;
         void *app;                  /* the application context given to http_server_new */
         uint64_t id;
+        /* Who the group's auth hook found the caller to be (the facade's
+         * own type), or NULL; auth_free (if set) frees it when the request
+         * is over. */
+        void *auth;
+        void (*auth_free)(void *auth);
 };
 
 enum http_reply_kind {
@@ -98,6 +103,10 @@ struct http_group_ops {
         bool (*auth)(void *cls, struct http_request *req, struct http_response *res);
         /* Shapes an error the HTTP layer itself answers. */
         void (*envelope)(void *cls, struct http_response *res, int status, const char *message);
+        /* May be NULL. Runs once per request of the group, just before its
+         * reply's headers are sent, whatever answered it (handler, auth hook
+         * or the HTTP layer): headers every reply carries (a request id). */
+        void (*finish)(void *cls, struct http_request *req, struct http_response *res);
 };
 
 struct http_options {
@@ -146,6 +155,8 @@ int http_response_header(struct http_response *res, const char *name, const char
 /* Request header lookup (case-insensitive), and query argument (decoded). */
 const char *http_header(struct http_request *req, const char *name);
 const char *http_query(struct http_request *req, const char *name);
+/* The client's address as text ("127.0.0.1", "::1"); "" when unknown. */
+void http_client_addr(struct http_request *req, char *buf, size_t len);
 /* Compact JSON with every double in its shortest round-trip form
  * (3.522328, not 3.5223279999999999). Free with free(). */
 char *http_json_dump(const json_t *j);
