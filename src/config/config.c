@@ -101,6 +101,12 @@ static const struct cfg_opt opts[] = {
         U64("bridge.workspace_bytes", bridge_workspace_bytes, 256 * MiB, 64 * KiB, 64 * GiB, "workspace quota of a sandbox the bridge API creates"),
         U64("bridge.workspace_inodes", bridge_workspace_inodes, 65536, 16, 10000000, "workspace entries of a sandbox the bridge API creates"),
         U64("bridge.file_bytes", bridge_file_bytes, 256 * MiB, 4 * KiB, 16 * GiB, "largest file in a sandbox the bridge API creates (RLIMIT_FSIZE and file writes)"),
+        /* Issue 12: the controller API's sessions and login rate limit. */
+        U64("controller.session_ttl_s", ctl_session_ttl_s, 86400, 1, 30 * 86400, "lifetime of a controller login session (JWT exp and the stateset_session cookie)"),
+        BOOL("controller.cookie_secure", ctl_cookie_secure, 0, "mark the session and CSRF cookies Secure (set behind HTTPS)"),
+        U64("controller.login_account_failures", ctl_login_account_failures, 5, 1, 1000, "failed logins per account per window before 429"),
+        U64("controller.login_addr_failures", ctl_login_addr_failures, 20, 1, 100000, "failed logins per client address per window before 429"),
+        U64("controller.login_window_s", ctl_login_window_s, 900, 1, 86400, "the failed-login window (fixed, starts at the first failure)"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)
