@@ -2,8 +2,6 @@
 black-box Daemon of tests/api/conftest.py (loaded through
 tests/api_loader.py) and small helpers for /api/v1: registration, raw
 requests that keep every Set-Cookie, and auth headers."""
-import http.client
-import json
 import os
 import sys
 import uuid
@@ -26,21 +24,8 @@ def unique_email(tag="ada"):
 
 def raw(d, method, path, body=None, headers=None):
     """(status, parsed body, headers as a list of (lower name, value))."""
-    conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=60)
-    hdrs = dict(headers or {})
-    data = None
-    if body is not None:
-        data = json.dumps(body).encode()
-        hdrs.setdefault("Content-Type", "application/json")
-    conn.request(method, path, body=data, headers=hdrs)
-    resp = conn.getresponse()
-    payload = resp.read()
-    conn.close()
-    try:
-        parsed = json.loads(payload) if payload else None
-    except ValueError:
-        parsed = payload
-    return resp.status, parsed, [(k.lower(), v) for k, v in resp.getheaders()]
+    status, parsed, _ = d.request(method, path, body=body, headers=headers)
+    return status, parsed, d.last_headers
 
 
 def header(hlist, name):

@@ -62,6 +62,10 @@ void ctl_errorf(struct http_response *res, int status, const char *code, const c
  * PERMISSION 403, TOO_LARGE 413, BUSY 429 + Retry-After when it has a
  * "retry_after" detail (else 503), QUOTA 429, UNAVAILABLE 503, else 500. */
 void ctl_error_from(struct http_response *res, const struct err *e);
+/* Answers e and frees it (err_done): with status/code when its reason is
+ * `reason` (a route's own meaning: ERR_PERMISSION at login is a 401),
+ * else as ctl_error_from. reason ERR_OK: always ctl_error_from. */
+void ctl_error_done(struct http_response *res, struct err *e, enum err_reason reason, int status, const char *code);
 /* The envelope of the errors the HTTP layer answers itself. */
 void ctl_envelope(void *cls, struct http_response *res, int status, const char *message);
 
@@ -70,6 +74,20 @@ void ctl_envelope(void *cls, struct http_response *res, int status, const char *
 bool ctl_body_object(struct http_request *req, struct http_response *res, json_t **ret);
 /* A string member, NULL when absent; false with a 400 when not a string. */
 bool ctl_opt_string(json_t *obj, const char *name, const char **ret, struct http_response *res);
+struct ctl_string_field {
+        const char *name;
+        const char **value;
+};
+/* The body as a JSON object and its string members fields[i].name into
+ * *fields[i].value (NULL when absent or null); false with a 400 in res
+ * (and *ret_body NULL). The strings live as long as *ret_body. */
+bool ctl_body_strings(struct http_request *req, struct http_response *res, json_t **ret_body,
+                      const struct ctl_string_field *fields, size_t n);
+static inline void ctl_json_decrefp(json_t **j)
+{
+        json_decref(*j);
+}
+#define _cleanup_json_ __attribute__((cleanup(ctl_json_decrefp)))
 
 /* ---- pagination (pages.c) ---- */
 #define CTL_PAGE_DEFAULT 100

@@ -58,6 +58,15 @@ void ctl_error_from(struct http_response *res, const struct err *e)
         }
 }
 
+void ctl_error_done(struct http_response *res, struct err *e, enum err_reason reason, int status, const char *code)
+{
+        if (reason != ERR_OK && e->reason == reason)
+                ctl_error(res, status, code, e->msg);
+        else
+                ctl_error_from(res, e);
+        err_done(e);
+}
+
 static const char *code_for(int status)
 {
         switch (status) {
@@ -103,5 +112,21 @@ bool ctl_opt_string(json_t *obj, const char *name, const char **ret, struct http
                 return false;
         }
         *ret = json_string_value(v);
+        return true;
+}
+
+bool ctl_body_strings(struct http_request *req, struct http_response *res, json_t **ret_body,
+                      const struct ctl_string_field *fields, size_t n)
+{
+        json_t *b;
+        *ret_body = NULL;
+        if (!ctl_body_object(req, res, &b))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!ctl_opt_string(b, fields[i].name, fields[i].value, res)) {
+                        json_decref(b);
+                        return false;
+                }
+        *ret_body = b;
         return true;
 }

@@ -41,14 +41,6 @@ static void start_cookie_session(struct http_response *res, struct app *app, con
         (void)http_response_header(res, "x-csrf-token", csrf);
 }
 
-static bool registration_of(json_t *b, struct tenant_registration *in, struct http_response *res)
-{
-        return ctl_opt_string(b, "first_name", &in->first_name, res) &&
-               ctl_opt_string(b, "last_name", &in->last_name, res) &&
-               ctl_opt_string(b, "organization_name", &in->organization_name, res) &&
-               ctl_opt_string(b, "email", &in->email, res) && ctl_opt_string(b, "password", &in->password, res);
-}
-
 static void h_register(struct http_request *req, struct http_response *res)
 {
         struct app *app = req->app;
@@ -56,22 +48,17 @@ static void h_register(struct http_request *req, struct http_response *res)
         struct tenant_account a;
         struct tenant_new_key k;
         _cleanup_(tenant_session_done) struct tenant_session s = {};
+        _cleanup_json_ json_t *b = NULL;
         struct err err = {};
-        json_t *b;
-        if (!ctl_body_object(req, res, &b))
+        const struct ctl_string_field fields[] = {
+                { "first_name", &in.first_name }, { "last_name", &in.last_name },
+                { "organization_name", &in.organization_name }, { "email", &in.email },
+                { "password", &in.password },
+        };
+        if (!ctl_body_strings(req, res, &b, fields, ARRAY_SIZE(fields)))
                 return;
-        if (!registration_of(b, &in, res)) {
-                json_decref(b);
-                return;
-        }
-        int r = tenant_register(app->tenant, &in, &a, &k, &s, &err);
-        json_decref(b);
-        if (r < 0) {
-                if (err.reason == ERR_EXISTS)
-                        ctl_error(res, 409, "EMAIL_ALREADY_EXISTS", err.msg);
-                else
-                        ctl_error_from(res, &err);
-                err_done(&err);
+        if (tenant_register(app->tenant, &in, &a, &k, &s, &err) < 0) {
+                ctl_error_done(res, &err, ERR_EXISTS, 409, "EMAIL_ALREADY_EXISTS");
                 return;
         }
         http_json(res, 201,
@@ -88,24 +75,15 @@ static void h_login(struct http_request *req, struct http_response *res)
         const char *email, *password;
         struct tenant_account a;
         _cleanup_(tenant_session_done) struct tenant_session s = {};
+        _cleanup_json_ json_t *b = NULL;
         struct err err = {};
         char addr[64];
-        json_t *b;
-        if (!ctl_body_object(req, res, &b))
+        const struct ctl_string_field fields[] = { { "email", &email }, { "password", &password } };
+        if (!ctl_body_strings(req, res, &b, fields, ARRAY_SIZE(fields)))
                 return;
-        if (!ctl_opt_string(b, "email", &email, res) || !ctl_opt_string(b, "password", &password, res)) {
-                json_decref(b);
-                return;
-        }
         http_client_addr(req, addr, sizeof(addr));
-        int r = tenant_login(app->tenant, email, password, addr, &a, &s, &err);
-        json_decref(b);
-        if (r < 0) {
-                if (err.reason == ERR_PERMISSION)
-                        ctl_error(res, 401, "INVALID_CREDENTIALS", err.msg);
-                else
-                        ctl_error_from(res, &err);
-                err_done(&err);
+        if (tenant_login(app->tenant, email, password, addr, &a, &s, &err) < 0) {
+                ctl_error_done(res, &err, ERR_PERMISSION, 401, "INVALID_CREDENTIALS");
                 return;
         }
         http_json(res, 200, session_json(&a, s.token, s.expires_at));

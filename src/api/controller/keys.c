@@ -28,8 +28,7 @@ static void reply_new_key(struct http_response *res, int status, struct tenant_n
 
 static void fail(struct http_response *res, struct err *err)
 {
-        ctl_error_from(res, err);
-        err_done(err);
+        ctl_error_done(res, err, ERR_OK, 0, NULL);
 }
 
 static void on_key(const struct apikey_row *row, void *userdata)
@@ -62,16 +61,11 @@ static void h_create(struct http_request *req, struct http_response *res)
         struct tenant_new_key k;
         struct err err = {};
         const char *name;
-        json_t *b;
-        if (!ctl_body_object(req, res, &b))
+        _cleanup_json_ json_t *b = NULL;
+        const struct ctl_string_field fields[] = { { "name", &name } };
+        if (!ctl_body_strings(req, res, &b, fields, ARRAY_SIZE(fields)))
                 return;
-        if (!ctl_opt_string(b, "name", &name, res)) {
-                json_decref(b);
-                return;
-        }
-        int r = tenant_key_create(app->tenant, c->who.org_id, c->who.user_id, name ? name : "API Key", &k, &err);
-        json_decref(b);
-        if (r < 0)
+        if (tenant_key_create(app->tenant, c->who.org_id, c->who.user_id, name ? name : "API Key", &k, &err) < 0)
                 fail(res, &err);
         else
                 reply_new_key(res, 201, &k);

@@ -8,6 +8,7 @@
 #include <sys/random.h>
 
 #include "api/app.h"
+#include "api/common/group.h"
 #include "api/controller/controller.h"
 #include "base/util.h"
 
@@ -102,19 +103,10 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 .envelope = ctl_envelope,
                 .finish = ctl_finish,
         };
-        const struct route *(*const tables[])(size_t *) = {
+        static const api_route_table tables[] = {
                 ctl_health_routes,
                 ctl_identity_routes,
                 ctl_key_routes,
         };
-        struct http_group *g = http_server_group(srv, CTL_PREFIX, &ops, app);
-        if (!g)
-                return -ENOMEM;
-        for (size_t i = 0; i < ARRAY_SIZE(tables); i++) {
-                size_t n;
-                const struct route *r = tables[i](&n);
-                if (http_group_routes(g, r, n) < 0)
-                        return -ENOMEM;
-        }
-        return 0;
+        return api_group_register(srv, CTL_PREFIX, &ops, app, tables, ARRAY_SIZE(tables));
 }
