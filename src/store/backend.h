@@ -80,6 +80,9 @@ struct store_ops {
         int (*session_create)(struct store *s, const struct session_row *row);
         int (*session_get)(struct store *s, const char *id, struct session_row *ret);
         int (*session_revoke)(struct store *s, const char *id);
+        int (*idem_get)(struct store *s, const char *org_id, const char *key, const char *route,
+                        uint64_t not_before, struct idem_row *ret);
+        int (*idem_put)(struct store *s, const struct idem_row *row, uint64_t not_before);
 
         int (*sandbox_get)(struct store *s, const char *id, struct sandbox_row *ret);
         int (*sandbox_put)(struct store *s, const struct sandbox_row *row);

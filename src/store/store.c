@@ -405,6 +405,39 @@ int store_session_revoke(struct store *s, const char *id)
         STORE_CALL(s, true, id, s->ops->session_revoke(s, id));
 }
 
+void idem_row_done(struct idem_row *r)
+{
+        if (!r)
+                return;
+        free(r->response);
+        r->response = NULL;
+}
+
+int store_idem_get(struct store *s, const char *org_id, const char *key, const char *route, uint64_t not_before,
+                   struct idem_row *ret)
+{
+        int r;
+
+        if (!key || !route || !key[0] || strlen(key) >= sizeof(ret->key) || strlen(route) >= sizeof(ret->route))
+                return -EINVAL;
+        if ((r = check_id(org_id)) < 0)
+                return r;
+        STORE_CALL(s, ret, org_id, s->ops->idem_get(s, org_id, key, route, not_before, ret));
+}
+
+int store_idem_put(struct store *s, const struct idem_row *row, uint64_t not_before)
+{
+        int r;
+
+        if (!s || !row || !row->response || !row->key[0])
+                return -EINVAL;
+        if ((r = check_id(row->org_id)) < 0 || (r = CHECK_FIELD(row, key)) < 0 || (r = CHECK_FIELD(row, route)) < 0 ||
+            (r = CHECK_FIELD(row, body_hash)) < 0)
+                return r;
+        STORE_GUARD(s);
+        return s->ops->idem_put(s, row, not_before);
+}
+
 /* ---- sandboxes -------------------------------------------------------- */
 
 int store_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret)

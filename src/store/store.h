@@ -99,6 +99,25 @@ int store_session_get(struct store *s, const char *id, struct session_row *ret);
 /* Marks it revoked (0 when it already was); -ENOENT when absent. */
 int store_session_revoke(struct store *s, const char *id);
 
+/* A stored reply of an Idempotency-Key request. */
+struct idem_row {
+        char org_id[STORE_ID_MAX];
+        char key[256];
+        char route[512];
+        char body_hash[65];
+        int status;
+        char *response;        /* owned (malloc) */
+        uint64_t created_at;   /* epoch ms */
+};
+void idem_row_done(struct idem_row *r);   /* frees response */
+/* -ENOENT when none, or when it was made before not_before (then it is
+ * deleted). */
+int store_idem_get(struct store *s, const char *org_id, const char *key, const char *route, uint64_t not_before,
+                   struct idem_row *ret);
+/* -EEXIST when (org, key, route) is stored already. Also drops every row
+ * made before not_before. */
+int store_idem_put(struct store *s, const struct idem_row *row, uint64_t not_before);
+
 struct sandbox_row {
         char id[STORE_ID_MAX];
         char org_id[STORE_ID_MAX];

@@ -110,5 +110,22 @@ int tenant_key_each(struct tenant *t, const char *org_id, uint64_t limit, uint64
                     void (*fn)(const struct apikey_row *row, void *userdata), void *userdata, uint64_t *ret_total,
                     struct err *err);
 
+/* Idempotency-Key replies, 24 h per (org, key, route). A key is 1 to 255
+ * printable ASCII characters. */
+#define TENANT_IDEM_KEY_MAX 255
+#define TENANT_IDEM_TTL_MS (24ULL * 3600 * 1000)
+struct tenant_idem {
+        int status;
+        char *response;   /* owned: free() */
+};
+bool tenant_idem_key_ok(const char *key);
+/* 0 with the stored reply; -ENOENT none (or expired); -EEXIST stored for
+ * another body; -EINVAL a bad key. */
+int tenant_idem_find(struct tenant *t, const char *org_id, const char *key, const char *route, const char *body,
+                     size_t len, struct tenant_idem *ret);
+/* -EEXIST when a concurrent request stored first (its reply stands). */
+int tenant_idem_save(struct tenant *t, const char *org_id, const char *key, const char *route, const char *body,
+                     size_t len, int status, const char *response);
+
 /* "<prefix>_" + 32 hex digits of randomness (e.g. "org_…"). 0 or -EIO. */
 int tenant_id_new(const char *prefix, char out[STORE_ID_MAX]);

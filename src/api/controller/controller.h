@@ -113,6 +113,19 @@ int ctl_cookie_get(const char *header, const char *name, char *out, size_t cap);
 int ctl_set_session_cookie(struct http_response *res, const struct app *app, const char *token, uint64_t max_age);
 int ctl_set_csrf_cookie(struct http_response *res, const struct app *app, const char *token, uint64_t max_age);
 
+/* ---- Idempotency-Key (idempotency.c) ---- */
+/* Runs fn under the seed's Idempotency-Key rules (POST, authenticated
+ * routes; 24 h per org + key + route; Idempotency-Status: stored|replayed;
+ * 409 IDEMPOTENCY_KEY_REUSE_MISMATCH on another body). */
+void ctl_idempotent(struct http_request *req, struct http_response *res, http_handler fn);
+/* Defines handler `name` as fn wrapped by ctl_idempotent, for a route
+ * table: CTL_IDEMPOTENT(h_create_idem, h_create). */
+#define CTL_IDEMPOTENT(name, fn)                                                      \
+        static void name(struct http_request *req, struct http_response *res)     \
+        {                                                                             \
+                ctl_idempotent(req, res, fn);                                         \
+        }
+
 /* ---- route tables, one per file ---- */
 const struct route *ctl_identity_routes(size_t *ret_n);
 const struct route *ctl_key_routes(size_t *ret_n);

@@ -103,6 +103,9 @@ static void h_logout(struct http_request *req, struct http_response *res)
         (void)ctl_set_csrf_cookie(res, app, NULL, 0);
 }
 
+/* No secret in its reply: safe to store under an Idempotency-Key. */
+CTL_IDEMPOTENT(h_logout_idem, h_logout)
+
 /* The token the caller presented (Bearer, else the cookie). */
 static bool presented_token(struct http_request *req, char *out, size_t cap)
 {
@@ -144,7 +147,7 @@ static void h_providers(struct http_request *req, struct http_response *res)
 static const struct route routes[] = {
         { "POST", CTL_PREFIX "/register", h_register, ROUTE_PUBLIC | ROUTE_BLOCKING | ROUTE_JSON, 0 },
         { "POST", CTL_PREFIX "/auth/login", h_login, ROUTE_PUBLIC | ROUTE_BLOCKING | ROUTE_JSON, 0 },
-        { "POST", CTL_PREFIX "/auth/logout", h_logout, 0, 0 },
+        { "POST", CTL_PREFIX "/auth/logout", h_logout_idem, 0, 0 },
         { "GET", CTL_PREFIX "/auth/session", h_session, 0, 0 },
         { "GET", CTL_PREFIX "/auth/providers", h_providers, ROUTE_PUBLIC, 0 },
 };

@@ -96,7 +96,18 @@ static const char *const migrations[] = {
         "  created_at INTEGER NOT NULL DEFAULT 0,"
         "  expires_at INTEGER NOT NULL DEFAULT 0,"
         "  revoked INTEGER NOT NULL DEFAULT 0);"
-        "CREATE INDEX sessions_user ON sessions(user_id);",
+        "CREATE INDEX sessions_user ON sessions(user_id);"
+        /* Idempotency-Key replies: one per (org, key, route) for 24 h. */
+        "CREATE TABLE idempotency("
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  key TEXT NOT NULL,"
+        "  route TEXT NOT NULL,"
+        "  body_hash TEXT NOT NULL,"
+        "  status INTEGER NOT NULL,"
+        "  response TEXT NOT NULL,"
+        "  created_at INTEGER NOT NULL,"
+        "  PRIMARY KEY(org_id, key, route));"
+        "CREATE INDEX idempotency_created ON idempotency(created_at);",
 };
 
 int sq_schema_latest(void)

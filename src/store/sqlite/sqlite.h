@@ -114,6 +114,9 @@ int sq_apikey_rehash(struct store *s, const char *org_id, const char *id, const 
 int sq_session_create(struct store *s, const struct session_row *row);
 int sq_session_get(struct store *s, const char *id, struct session_row *ret);
 int sq_session_revoke(struct store *s, const char *id);
+int sq_idem_get(struct store *s, const char *org_id, const char *key, const char *route, uint64_t not_before,
+                struct idem_row *ret);
+int sq_idem_put(struct store *s, const struct idem_row *row, uint64_t not_before);
 
 int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret);
 int sq_sandbox_put(struct store *s, const struct sandbox_row *row);

@@ -3,6 +3,7 @@
  * so a key id of another org reads as absent (-ENOENT), never as "not
  * yours". */
 #include <errno.h>
+#include <stdio.h>
 
 #include "store/sqlite/sqlite.h"
 
@@ -169,4 +170,45 @@ int sq_session_get(struct store *s, const char *id, struct session_row *ret)
 int sq_session_revoke(struct store *s, const char *id)
 {
         return sq_run_changed(sq_db(s), "UPDATE sessions SET revoked = 1 WHERE id = ?", "t", id);
+}
+
+int sq_idem_get(struct store *s, const char *org_id, const char *key, const char *route, uint64_t not_before,
+                struct idem_row *ret)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        struct idem_row row = {};
+        int r = sq_query_row(sq_db(s),
+                             "SELECT body_hash, status, response, created_at FROM idempotency "
+                             "WHERE org_id = ? AND key = ? AND route = ?",
+                             &st, "ttt", org_id, key, route);
+        if (r < 0)
+                return r;
+        row.created_at = sq_column_u64(st, 3);
+        if (row.created_at < not_before) {
+                sq_finalizep(&st);
+                st = NULL;
+                return sq_run(sq_db(s), "DELETE FROM idempotency WHERE org_id = ? AND key = ? AND route = ?", "ttt",
+                              org_id, key, route) < 0 ? -EIO : -ENOENT;
+        }
+        if ((r = sq_column_copy(st, 0, row.body_hash, sizeof(row.body_hash))) < 0 ||
+            (r = sq_column_dup(st, 2, "", &row.response)) < 0)
+                return r;
+        snprintf(row.org_id, sizeof(row.org_id), "%s", org_id);
+        snprintf(row.key, sizeof(row.key), "%s", key);
+        snprintf(row.route, sizeof(row.route), "%s", route);
+        row.status = (int)sq_column_u64(st, 1);
+        *ret = row;
+        return 0;
+}
+
+int sq_idem_put(struct store *s, const struct idem_row *row, uint64_t not_before)
+{
+        int r = sq_run(sq_db(s), "DELETE FROM idempotency WHERE created_at < ?", "u", not_before);
+        if (r < 0)
+                return r;
+        return sq_run(sq_db(s),
+                      "INSERT INTO idempotency(org_id, key, route, body_hash, status, response, created_at) "
+                      "VALUES(?, ?, ?, ?, ?, ?, ?)",
+                      "ttttutu", row->org_id, row->key, row->route, row->body_hash, (uint64_t)row->status,
+                      row->response, row->created_at);
 }

@@ -176,3 +176,50 @@ TEST(tenants_sessions_revoke)
         ASSERT_ERR(store_session_get(s, id("nope"), &got), ENOENT);
         store_close(s);
 }
+
+static void make_idem(struct idem_row *row, const char *org, const char *key, const char *route, uint64_t at)
+{
+        *row = (struct idem_row){ .status = 201, .created_at = at, .response = (char *)"{\"a\":1}" };
+        snprintf(row->org_id, sizeof(row->org_id), "%s", id(org));
+        snprintf(row->key, sizeof(row->key), "%s", key);
+        snprintf(row->route, sizeof(row->route), "%s", route);
+        snprintf(row->body_hash, sizeof(row->body_hash), "abc");
+}
+
+TEST(tenants_idempotency_rows)
+{
+        struct store *s = open_store();
+        struct org_row o;
+        struct user_row u;
+        struct idem_row row, got = {};
+
+        make_account("of", "uf", "fay", NULL, &o, &u);
+        ASSERT_OK(store_account_create(s, &o, &u));
+        make_account("og", "ug", "gus", NULL, &o, &u);
+        ASSERT_OK(store_account_create(s, &o, &u));
+        make_idem(&row, "of", "k1", "POST /a", 1000);
+        ASSERT_OK(store_idem_put(s, &row, 0));
+        ASSERT_ERR(store_idem_put(s, &row, 0), EEXIST);
+        ASSERT_OK(store_idem_get(s, id("of"), "k1", "POST /a", 500, &got));
+        ASSERT_EQ(got.status, 201);
+        ASSERT_STREQ(got.response, "{\"a\":1}");
+        ASSERT_STREQ(got.body_hash, "abc");
+        idem_row_done(&got);
+        /* Scoped by org, key and route. */
+        ASSERT_ERR(store_idem_get(s, id("og"), "k1", "POST /a", 0, &got), ENOENT);
+        ASSERT_ERR(store_idem_get(s, id("of"), "k2", "POST /a", 0, &got), ENOENT);
+        ASSERT_ERR(store_idem_get(s, id("of"), "k1", "POST /b", 0, &got), ENOENT);
+        make_idem(&row, "og", "k1", "POST /a", 1000);
+        ASSERT_OK(store_idem_put(s, &row, 0));
+        /* Too old: gone, and the key may be used again. */
+        ASSERT_ERR(store_idem_get(s, id("of"), "k1", "POST /a", 1001, &got), ENOENT);
+        make_idem(&row, "of", "k1", "POST /a", 5000);
+        ASSERT_OK(store_idem_put(s, &row, 0));
+        /* A put drops every row older than its not_before. */
+        make_idem(&row, "of", "k9", "POST /a", 6000);
+        ASSERT_OK(store_idem_put(s, &row, 2000));
+        ASSERT_ERR(store_idem_get(s, id("og"), "k1", "POST /a", 0, &got), ENOENT);
+        ASSERT_OK(store_idem_get(s, id("of"), "k1", "POST /a", 0, &got));
+        idem_row_done(&got);
+        store_close(s);
+}
