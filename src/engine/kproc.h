@@ -40,6 +40,15 @@ struct kproc_group *kproc_group_ref(struct kproc_group *g);
 void kproc_group_unref(struct kproc_group *g);
 struct cgroup *kproc_group_cgroup(const struct kproc_group *g);
 
+/* A sandbox's bucket mount for its jails: an O_PATH fd of the mounted
+ * root (opened while the sandbox was locked) and where it goes in the jail
+ * (jail_bind.path). */
+struct kproc_bind {
+        int fd;
+        const char *path;
+        bool readonly;
+};
+
 /* Where and as whom a kernel runs. */
 struct kproc_where {
         const struct kproc_workspace *ws; /* NULL: a private tmpfs /workspace */
@@ -47,6 +56,9 @@ struct kproc_where {
         uid_t host_id;                    /* the sandbox's host id (jail_spec.host_id); 0: a stateless id */
         struct kproc_group *group;        /* the sandbox's parent cgroup (the kernel takes a
                                            * reference); NULL: a group of its own under the root */
+        const struct kproc_bind *binds;   /* up to JAIL_MAX_BINDS; a bind whose mount is gone
+                                           * (unmounted meanwhile) is left out */
+        size_t nbinds;
 };
 /* kproc_spawn for a sandbox's context. */
 int kproc_spawn_in(struct engine *e, const struct runtime *rt, const char *mode, const struct kproc_where *where,

@@ -26,6 +26,7 @@
 #define JAIL_WORKSPACE "/workspace"
 #define JAIL_MAX_ARGS 16
 #define JAIL_MAX_ENV 64
+#define JAIL_MAX_BINDS 8
 
 struct seccomp_prog;
 
@@ -87,6 +88,16 @@ struct jail_limits {
         uint64_t workspace_inodes;
 };
 
+/* An extra mount attached after /workspace: a sandbox's bucket mount. */
+struct jail_bind {
+        int tree_fd;        /* detached mount (jail_bind_tree); the caller closes it */
+        /* Absolute and normalised, inside the jail: below /workspace (the
+         * directories are made in the workspace as the jail user's) or a
+         * directory made on the jail's root tmpfs (the caller keeps it off
+         * the system directories). No symlink is followed on the way. */
+        const char *path;
+};
+
 struct jail_spec {
         const char *argv[JAIL_MAX_ARGS + 1];  /* NULL-terminated, paths as seen inside */
         const char *envp[JAIL_MAX_ENV + 1];   /* complete environment, NULL-terminated */
@@ -141,6 +152,10 @@ struct jail_spec {
          * one) instead of the context's shared empty one. Root only. */
         bool has_netns;
         int netns_fd;
+        /* Extra mounts, attached in order after /workspace (on the real
+         * workspace when replaying, so they survive the swap). */
+        struct jail_bind binds[JAIL_MAX_BINDS];
+        size_t nbinds;
 };
 
 /* Without an id range (jail_ctx_set_ids not called): the templates' root. */
@@ -152,6 +167,10 @@ struct jail_spec {
  * (-EINVAL) once that mount was detached, e.g. by a concurrent DELETE, and
  * without CAP_SYS_ADMIN (-EPERM). Returns the fd or -errno. */
 int jail_workspace_tree(int dir_fd);
+/* A detached copy of the mount dir_fd is on, for jail_spec.binds: nosuid,
+ * nodev, and read-only when readonly. -EINVAL once that mount was detached
+ * (unmounted meanwhile). Returns the fd or -errno. */
+int jail_bind_tree(int dir_fd, bool readonly);
 
 struct jail_proc {
         struct jail_ctx *ctx;

@@ -150,6 +150,77 @@ static void attach_workspace(const struct child_args *a, const char *dst)
         CHECK(a, STEP_WORKSPACE, mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL));
 }
 
+int jail_bind_tree(int dir_fd, bool readonly)
+{
+        int fd = open_tree(dir_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        if (fd < 0)
+                return -errno;
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                               (readonly ? MOUNT_ATTR_RDONLY : 0) };
+        if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+/* Opens the directory rel below base_fd, making the missing ones (owned by
+ * owner unless it is -1), one component at a time and never through a
+ * symlink: a guest of another jail of the sandbox may swap a directory of
+ * the shared workspace for a link meanwhile, and the mount must still land
+ * inside the workspace. Returns an O_PATH fd or -1 with errno set. */
+static int open_mount_point(int base_fd, const char *rel, uid_t owner)
+{
+        char comp[256];
+        int dfd = fcntl(base_fd, F_DUPFD_CLOEXEC, 0);
+        while (dfd >= 0 && *rel) {
+                size_t n = strcspn(rel, "/");
+                memcpy(comp, rel, n < sizeof(comp) ? n : 0);
+                comp[n < sizeof(comp) ? n : 0] = '\0';
+                rel += n + (rel[n] == '/');
+                if (n == 0 || n >= sizeof(comp) || strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0) {
+                        close(dfd);
+                        errno = EINVAL;
+                        return -1;
+                }
+                if (mkdirat(dfd, comp, 0755) == 0 && owner != (uid_t)-1)
+                        fchownat(dfd, comp, owner, owner, AT_SYMLINK_NOFOLLOW);
+                int next = openat(dfd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                int e = errno;
+                close(dfd);
+                errno = e;
+                dfd = next;
+        }
+        return dfd;
+}
+
+/* Attaches spec->binds: below /workspace on ws (the workspace as attached
+ * in this jail), anywhere else on the root tmpfs (made writable until the
+ * pivot), each onto the directory fd open_mount_point walked to. */
+static void setup_binds(const struct child_args *a, const char *ws)
+{
+        static const char wsp[] = JAIL_WORKSPACE "/";
+        const struct jail_spec *s = a->spec;
+        int root_fd = open(a->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int ws_fd = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        CHECK(a, STEP_BINDS, root_fd);
+        CHECK(a, STEP_BINDS, ws_fd);
+        for (size_t i = 0; i < s->nbinds && i < JAIL_MAX_BINDS; i++) {
+                const char *path = s->binds[i].path;
+                bool in_ws = strncmp(path, wsp, sizeof(wsp) - 1) == 0;
+                int dfd = in_ws ? open_mount_point(ws_fd, path + sizeof(wsp) - 1, a->host_id)
+                                : open_mount_point(root_fd, path, (uid_t)-1);
+                CHECK(a, STEP_BINDS, dfd);
+                CHECK(a, STEP_BINDS, move_mount(s->binds[i].tree_fd, "", dfd, "",
+                                                MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+                close(s->binds[i].tree_fd);
+                close(dfd);
+        }
+        close(root_fd);
+        close(ws_fd);
+}
+
 static void setup_replay_overlay(const struct child_args *a, const char *ws)
 {
         char sbx[PATHLEN], real[PATHLEN], ovl[PATHLEN], up[PATHLEN], work[PATHLEN];
@@ -339,6 +410,13 @@ void jail_setup_root(const struct child_args *a)
                 attach_workspace(a, p);
         } else {
                 CHECK(a, STEP_WORKSPACE, mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, a->ws_opts));
+        }
+        if (s->nbinds) {
+                /* Replaying: on the real workspace, which the swap moves to
+                 * /workspace with its submounts. */
+                char sbx[PATHLEN], real[PATHLEN];
+                path_join(real, path_join(sbx, a->root, REPLAY_DIR + 1), "ws");
+                setup_binds(a, s->workspace_dir && s->replay_fd >= 0 ? real : p);
         }
 
         CHECK(a, STEP_KERNELS, mkdir(path_join(p, a->root, "opt"), 0755));
