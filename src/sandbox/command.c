@@ -96,8 +96,10 @@ static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct s
         if (fd < 0)
                 return err_set(err, ERR_INTERNAL, errno, "Cannot open the workspace: %s", strerror(errno));
         struct kproc_workspace ws = { .dir = s->ws.mount, .fd = fd };
+        _cleanup_(mount_view_done) struct mount_view view;
+        mount_view_take(s, &view);
         struct kproc_where where = { .ws = &ws, .netns_fd = s->netns_fd, .host_id = s->row.host_id,
-                                     .group = s->cgroup };
+                                     .group = s->cgroup, .binds = view.binds, .nbinds = view.n };
         struct exec_limits lim = command_limits(m);
         struct proc_spec spec = {
                 .argv = cmd->argv,
