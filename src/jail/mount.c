@@ -210,7 +210,7 @@ static void setup_binds(const struct child_args *a, const char *ws)
                 const char *path = s->binds[i].path;
                 bool in_ws = strncmp(path, wsp, sizeof(wsp) - 1) == 0;
                 int dfd = in_ws ? open_mount_point(ws_fd, path + sizeof(wsp) - 1, a->host_id)
-                                : open_mount_point(root_fd, path, (uid_t)-1);
+                                : open_mount_point(root_fd, path + 1, (uid_t)-1);
                 CHECK(a, STEP_BINDS, dfd);
                 CHECK(a, STEP_BINDS, move_mount(s->binds[i].tree_fd, "", dfd, "",
                                                 MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));

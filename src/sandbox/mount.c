@@ -287,7 +287,9 @@ static int make_dir(struct sandbox_mgr *m, struct sandbox *s, char *dir, size_t 
                         return err_set(err, ERR_INTERNAL, -r, "Cannot make the mount's directory: %s", strerror(-r));
                 if (mkdir(dir, 0700) == 0)
                         return 0;
-                if (errno != EEXIST)
+                /* ENOENT: the sandbox's directory went with its last mount
+                 * (a delete meanwhile); make it again. */
+                if (errno != EEXIST && errno != ENOENT)
                         return err_set(err, ERR_INTERNAL, errno, "Cannot make the mount's directory: %s", strerror(errno));
         }
         return err_set(err, ERR_INTERNAL, EEXIST, "Cannot make the mount's directory");

@@ -333,6 +333,12 @@ void s3fs_unmount(struct s3fs_proc *p)
         snprintf(log, sizeof(log), "%s/log", p->dir);
         unlink(log);
         rmdir(p->dir);
+        /* The sandbox's directory too, once its last mount is gone. */
+        char *slash = strrchr(p->dir, '/');
+        if (slash) {
+                *slash = '\0';
+                rmdir(p->dir);
+        }
         p->dir[0] = '\0';
 }
 
