@@ -9,6 +9,7 @@
  * mounts before it checks the bucket, and a failed check ends it a moment
  * later with status 0 (observed with 1.90), so success is only claimed
  * after the mount appeared and a listing of its root went through. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -24,7 +25,6 @@
 
 #include "base/buf.h"
 #include "base/cleanup.h"
-#include "base/fs.h"
 #include "base/io.h"
 #include "base/log.h"
 #include "base/time.h"
@@ -342,8 +342,55 @@ void s3fs_unmount(struct s3fs_proc *p)
         p->dir[0] = '\0';
 }
 
+/* Calls fn(dir_fd, name) for every entry of dir_fd but . and .. */
+static void each_entry(int dir_fd, void (*fn)(int, const char *))
+{
+        int fd = dup(dir_fd);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        for (struct dirent *e; (e = readdir(d));)
+                if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, ".."))
+                        fn(dir_fd, e->d_name);
+        closedir(d);
+}
+
+/* One mount's directory: only the names s3fs_mount makes, and the mount
+ * point by rmdir, which fails on a mount that is still there. Never a
+ * recursive delete: through a live FUSE mount it would delete objects of
+ * the bucket. */
+static void sweep_mount_dir(int id_fd, const char *name)
+{
+        int fd = openat(id_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        unlinkat(fd, "passwd", 0);
+        unlinkat(fd, "log", 0);
+        unlinkat(fd, "mnt", AT_REMOVEDIR);
+        close(fd);
+        unlinkat(id_fd, name, AT_REMOVEDIR);
+}
+
+static void sweep_sandbox_dir(int base_fd, const char *name)
+{
+        int fd = openat(base_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        each_entry(fd, sweep_mount_dir);
+        close(fd);
+        unlinkat(base_fd, name, AT_REMOVEDIR);
+}
+
 void s3fs_sweep(const char *base)
 {
         each_mount(base, true, detach);
-        rm_rf(base);
+        int fd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        each_entry(fd, sweep_sandbox_dir);
+        close(fd);
+        rmdir(base);
 }

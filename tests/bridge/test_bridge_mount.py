@@ -470,3 +470,34 @@ def test_sandbox_env_credentials_and_shutdown_unmounts(s3):
         time.sleep(0.05)
     assert not any(os.path.exists(f"/proc/{p}") for p in pids)
     dm.cleanup()
+
+
+def test_restart_after_kill_sweeps_stale_mounts(s3):
+    """A SIGKILLed daemon cannot unmount: the next start on the same data
+    dir detaches what it left, and the orphaned s3fs then ends."""
+    tmp = tempfile.TemporaryDirectory(prefix="sandboxd-test-")
+    try:
+        dm = Daemon(data_dir=tmp.name)
+        sid = new_sandbox(dm)
+        assert mount(dm, sid, mount_body(s3))[0] == 200
+        pids = s3fs_pids(dm)
+        assert len(host_mounts(dm)) == 1 and len(pids) == 1
+        dm.stop(sig=9)
+        assert len(host_mounts(dm)) == 1
+        dm2 = Daemon(data_dir=tmp.name)
+        try:
+            assert host_mounts(dm2) == []
+            deadline = time.time() + 5
+            while time.time() < deadline and os.path.exists(f"/proc/{pids[0]}"):
+                time.sleep(0.05)
+            assert not os.path.exists(f"/proc/{pids[0]}")
+            assert not os.path.exists(os.path.join(os.path.realpath(tmp.name), "s3", sid))
+            # The sandbox itself survived; its mount did not (runtime state).
+            assert not jail_has_mount(dm2, sid, "/workspace/data")
+            assert mount(dm2, sid, mount_body(s3))[0] == 200
+        finally:
+            dm2.stop()
+    finally:
+        from bridge_common import api
+        api.unmount_under(tmp.name)
+        tmp.cleanup()
