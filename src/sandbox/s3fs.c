@@ -110,7 +110,8 @@ static void last_error(const char *log, char *out, size_t len)
         ssize_t r = read(fd, text, sizeof(text) - 1);
         n = r > 0 ? (size_t)r : 0;
         text[n] = '\0';
-        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char *save = NULL;
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
                 const char *msg = NULL;
                 if (strstr(line, "[CRT]") || strstr(line, "[ERR]"))
                         msg = strstr(line, "): ") ? strstr(line, "): ") + 3 : line;
@@ -178,12 +179,16 @@ static int spawn_s3fs(const char *bin, const char *const argv[], const char *log
         return -r;
 }
 
-/* 1: pid has exited (reaped), 0: still running. */
-static int reaped(pid_t pid)
+/* Whether s3fs has exited; once reaped, p->pid is -1 (never signal a pid
+ * that may have been reused). */
+static bool gone(struct s3fs_proc *p)
 {
-        int st;
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        return r == pid || (r < 0 && errno == ECHILD);
+        if (p->pid <= 0)
+                return true;
+        pid_t r = waitpid(p->pid, NULL, WNOHANG);
+        if (r == p->pid || (r < 0 && errno == ECHILD))
+                p->pid = -1;
+        return p->pid <= 0;
 }
 
 /* Waits until s3fs's mount shows up; -ENOENT when s3fs ended first. */
@@ -192,10 +197,8 @@ static int wait_mounted(struct s3fs_proc *p)
         for (uint64_t end = now_ms() + S3FS_MOUNT_MS; now_ms() < end; usleep(20000)) {
                 if (each_mount(p->mnt, false, NULL))
                         return 0;
-                if (reaped(p->pid)) {
-                        p->pid = -1;
+                if (gone(p))
                         return -ENOENT;
-                }
         }
         return -ETIMEDOUT;
 }
@@ -269,7 +272,7 @@ static int verify(struct s3fs_proc *p, const char *log, const char *passwd, stru
                 r = check_listing(p);
                 what = r == -ETIMEDOUT ? "the bucket did not answer within 20 s" : "the bucket cannot be listed";
                 /* A failed bucket check ends s3fs a moment after mounting. */
-                if (r == 0 && (!each_mount(p->mnt, false, NULL) || reaped(p->pid)))
+                if (r == 0 && (!each_mount(p->mnt, false, NULL) || gone(p)))
                         r = -EIO;
         }
         if (r == 0 && (p->root_fd = open(p->mnt, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
@@ -303,16 +306,17 @@ int s3fs_mount(const struct s3fs_request *rq, const char *dir, struct s3fs_proc 
         return r;
 }
 
-static void stop(pid_t pid)
+static void stop(struct s3fs_proc *p)
 {
-        if (pid <= 0)
+        if (gone(p))
                 return;
-        kill(pid, SIGTERM);
+        kill(p->pid, SIGTERM);
         for (uint64_t end = now_ms() + S3FS_STOP_MS; now_ms() < end; usleep(10000))
-                if (reaped(pid))
+                if (gone(p))
                         return;
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
+        kill(p->pid, SIGKILL);
+        waitpid(p->pid, NULL, 0);
+        p->pid = -1;
 }
 
 void s3fs_unmount(struct s3fs_proc *p)
@@ -326,8 +330,7 @@ void s3fs_unmount(struct s3fs_proc *p)
          * go. Ending s3fs then ends the copies in running jails too (their
          * next access fails) instead of leaving the bucket reachable. */
         each_mount(p->mnt, false, detach);
-        stop(p->pid);
-        p->pid = -1;
+        stop(p);
         rmdir(p->mnt);
         char log[4200];
         snprintf(log, sizeof(log), "%s/log", p->dir);
