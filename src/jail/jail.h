@@ -171,6 +171,12 @@ int jail_workspace_tree(int dir_fd);
  * nodev, and read-only when readonly. -EINVAL once that mount was detached
  * (unmounted meanwhile). Returns the fd or -errno. */
 int jail_bind_tree(int dir_fd, bool readonly);
+/* Opens the directory rel (relative, '/'-separated, no "." or "..") below
+ * base_fd, making the missing ones (mode 0755 less the umask, chowned to
+ * owner unless it is (uid_t)-1), one component at a time and never through
+ * a symlink. No allocation: also run by the jail's cloned child for
+ * jail_spec.binds. Returns an O_PATH fd or -1 with errno set. */
+int jail_open_mount_point(int base_fd, const char *rel, uid_t owner);
 
 struct jail_proc {
         struct jail_ctx *ctx;

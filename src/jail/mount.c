@@ -165,12 +165,10 @@ int jail_bind_tree(int dir_fd, bool readonly)
         return fd;
 }
 
-/* Opens the directory rel below base_fd, making the missing ones (owned by
- * owner unless it is -1), one component at a time and never through a
- * symlink: a guest of another jail of the sandbox may swap a directory of
- * the shared workspace for a link meanwhile, and the mount must still land
- * inside the workspace. Returns an O_PATH fd or -1 with errno set. */
-static int open_mount_point(int base_fd, const char *rel, uid_t owner)
+/* Never through a symlink: a guest of another jail of the sandbox may swap
+ * a directory of the shared workspace for a link meanwhile, and the mount
+ * must still land inside the workspace. */
+int jail_open_mount_point(int base_fd, const char *rel, uid_t owner)
 {
         char comp[256];
         int dfd = fcntl(base_fd, F_DUPFD_CLOEXEC, 0);
@@ -197,7 +195,7 @@ static int open_mount_point(int base_fd, const char *rel, uid_t owner)
 
 /* Attaches spec->binds: below /workspace on ws (the workspace as attached
  * in this jail), anywhere else on the root tmpfs (made writable until the
- * pivot), each onto the directory fd open_mount_point walked to. */
+ * pivot), each onto the directory fd jail_open_mount_point walked to. */
 static void setup_binds(const struct child_args *a, const char *ws)
 {
         static const char wsp[] = JAIL_WORKSPACE "/";
@@ -209,8 +207,8 @@ static void setup_binds(const struct child_args *a, const char *ws)
         for (size_t i = 0; i < s->nbinds && i < JAIL_MAX_BINDS; i++) {
                 const char *path = s->binds[i].path;
                 bool in_ws = strncmp(path, wsp, sizeof(wsp) - 1) == 0;
-                int dfd = in_ws ? open_mount_point(ws_fd, path + sizeof(wsp) - 1, a->host_id)
-                                : open_mount_point(root_fd, path + 1, (uid_t)-1);
+                int dfd = in_ws ? jail_open_mount_point(ws_fd, path + sizeof(wsp) - 1, a->host_id)
+                                : jail_open_mount_point(root_fd, path + 1, (uid_t)-1);
                 CHECK(a, STEP_BINDS, dfd);
                 CHECK(a, STEP_BINDS, move_mount(s->binds[i].tree_fd, "", dfd, "",
                                                 MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/cleanup.h"
 #include "base/fs.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -295,6 +296,27 @@ static int make_dir(struct sandbox_mgr *m, struct sandbox *s, char *dir, size_t 
         return err_set(err, ERR_INTERNAL, EEXIST, "Cannot make the mount's directory");
 }
 
+/* A mount point below /workspace is made now, as the anchor's mkdir -p
+ * does (owned by the guest), so a file or a symlink in the way is an
+ * error of this request rather than of every later jail. Caller holds
+ * s->lock. */
+static int make_mount_point(struct sandbox_mgr *m, struct sandbox *s, const char *path, struct err *err)
+{
+        static const char ws[] = JAIL_WORKSPACE "/";
+        if (strncmp(path, ws, sizeof(ws) - 1) != 0)
+                return 0;
+        int r = sandbox_open_workspace(m, s, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int root = open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        unsigned owner = s->row.host_id ? s->row.host_id : JAIL_UID;
+        _cleanup_close_ int fd = root < 0 ? -1 : jail_open_mount_point(root, path + sizeof(ws) - 1, owner);
+        if (fd < 0)
+                return err_set(err, ERR_EXISTS, errno, "%s cannot be a mount point (%s): it must be a directory, "
+                               "reached without symlinks", path, strerror(errno));
+        return 0;
+}
+
 /* Everything that needs s->lock before s3fs runs without it. */
 static int prepare(struct sandbox_mgr *m, struct sandbox *s, const struct sbx_mount_spec *spec, const char *path,
                    struct creds *c, struct bucket_mount *bm, struct err *err)
@@ -302,6 +324,8 @@ static int prepare(struct sandbox_mgr *m, struct sandbox *s, const struct sbx_mo
         int r = check_free(s, path, err);
         if (r == 0)
                 r = creds_lookup(s, spec, c, err);
+        if (r == 0)
+                r = make_mount_point(m, s, path, err);
         if (r == 0)
                 r = make_dir(m, s, bm->proc.dir, sizeof(bm->proc.dir), err);
         snprintf(bm->path, sizeof(bm->path), "%s", path);

@@ -501,3 +501,32 @@ def test_restart_after_kill_sweeps_stale_mounts(s3):
         from bridge_common import api
         api.unmount_under(tmp.name)
         tmp.cleanup()
+
+
+def test_mount_point_in_the_workspace_is_made_for_the_guest(d, s3):
+    sid = new_sandbox(d)
+    assert mount(d, sid, mount_body(s3, path="/workspace/deep/er/data"))[0] == 200
+    code, out, _ = sh(d, sid, "stat -c '%u %F' /workspace/deep /workspace/deep/er")
+    assert out.split("\n")[:2] == ["65534 directory", "65534 directory"]
+    # A file in the way is this request's error, not every later jail's.
+    assert sh(d, sid, "echo x > /workspace/afile")[0] == 0
+    status, res = mount(d, sid, mount_body(s3, path="/workspace/afile/data"))
+    assert status == 502 and res["code"] == "mount_error" and "mount point" in res["error"], res
+    assert sh(d, sid, "ln -s /etc /workspace/alink")[0] == 0
+    status, res = mount(d, sid, mount_body(s3, path="/workspace/alink/data"))
+    assert status == 502 and res["code"] == "mount_error", res
+    assert sh(d, sid, "true")[0] == 0
+
+
+def test_a_swapped_symlink_never_redirects_the_mount(d, s3):
+    """A guest replaces a directory on the way to the mount point by a link
+    to /etc: new jails refuse to start rather than mount over /etc (and the
+    sandbox recovers with an unmount)."""
+    sid = new_sandbox(d)
+    assert mount(d, sid, mount_body(s3, path="/workspace/a/data"))[0] == 200
+    assert sh(d, sid, "mv /workspace/a /workspace/a2 && ln -s /etc /workspace/a")[0] == 0
+    status, _, body, _, _, _ = exec_sse(d, sid, ["true"])
+    assert status == 502 and "mounts" in body["error"], body
+    assert unmount(d, sid, "/workspace/a/data")[0] == 200
+    code, out, _ = sh(d, sid, "grep -c ' /etc/data ' /proc/self/mountinfo; test -e /etc/data")
+    assert out == "0\n" and code != 0
