@@ -530,3 +530,25 @@ def test_a_swapped_symlink_never_redirects_the_mount(d, s3):
     assert unmount(d, sid, "/workspace/a/data")[0] == 200
     code, out, _ = sh(d, sid, "grep -c ' /etc/data ' /proc/self/mountinfo; test -e /etc/data")
     assert out == "0\n" and code != 0
+
+
+def test_rootless_daemon_refuses_mounts(s3):
+    """Rootless (user namespaces): no FUSE for the jails, a clear 502."""
+    from bridge_common import api
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv is missing")
+    probe = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "test", "-x", api.BIN])
+    if probe.returncode != 0:
+        pytest.skip("the daemon binary is not reachable by an unprivileged user here")
+    tmp = api.nosuid_data_dir(65534)
+    dm = None
+    try:
+        dm = Daemon(data_dir=tmp, wrapper=["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+        status, res = mount(dm, new_sandbox(dm), mount_body(s3))
+        assert status == 502 and res["code"] == "mount_error", res
+        assert "root" in res["error"]
+        assert host_mounts(dm) == []
+    finally:
+        if dm:
+            dm.stop()
+        api.release_data_dir(tmp)
