@@ -37,6 +37,10 @@
 #define S3FS_CHECK_MS 20000
 /* An unmounted s3fs flushes and exits on SIGTERM; after this, SIGKILL. */
 #define S3FS_STOP_MS 3000
+/* s3fs stages what a guest writes in temporary files on the host's disk
+ * (no workspace quota applies there): it stops using the disk, falling
+ * back to smaller uploads, when less than this is free. */
+#define S3FS_DISKFREE_MB 1024
 
 static const char *const s3fs_paths[] = { "/usr/bin/s3fs", "/usr/local/bin/s3fs" };
 
@@ -148,8 +152,9 @@ static int build_options(const struct s3fs_request *rq, const char *log, const c
         for (size_t i = 0; r == 0 && i < rq->nopts; i++)
                 r = buf_printf(o, ",%s", rq->opts[i]);
         if (r == 0)
-                r = buf_printf(o, ",passwd_file=%s,url=%s,allow_other,uid=%u,gid=%u,umask=0022,mp_umask=0022,nosuid,nodev%s",
-                               passwd, rq->endpoint, rq->uid, rq->gid, rq->readonly ? ",ro" : "");
+                r = buf_printf(o, ",passwd_file=%s,url=%s,allow_other,uid=%u,gid=%u,umask=0022,mp_umask=0022,nosuid,nodev,"
+                               "ensure_diskfree=%d%s",
+                               passwd, rq->endpoint, rq->uid, rq->gid, S3FS_DISKFREE_MB, rq->readonly ? ",ro" : "");
         return r == 0 ? buf_append(o, "", 1) : r;
 }
 
