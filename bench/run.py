@@ -41,6 +41,7 @@ import time
 import uuid
 
 from harness import *  # noqa: F401,F403 (the building blocks)
+from bridge import section_bridge
 from report import compact, report, write_doc
 
 
@@ -384,7 +385,7 @@ def main():
     ap.add_argument("--json", metavar="FILE", help="also write the raw figures as JSON")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                     help="passed to every daemon (repeatable); recorded in the report")
-    ap.add_argument("--sections", default="1,2,3,4", help="comma-separated subset of 1,2,3,4 (partial runs never write the doc)")
+    ap.add_argument("--sections", default="1,2,3,4,5", help="comma-separated subset of 1,2,3,4,5 (partial runs never write the doc)")
     args = ap.parse_args()
 
     binary = os.path.abspath(args.bin)
@@ -483,6 +484,8 @@ def main():
             if "4" in sections:
                 attempt("4c restore", section_restore, p, work, run_bin, out)
                 attempt("4d idle", section_idle, p, work, run_bin, out)
+        if "5" in sections:
+            attempt("5 bridge", section_bridge, profile, work, run_bin, out)
     except BenchError as e:
         failures.append(str(e))
     finally:
@@ -505,7 +508,7 @@ def main():
         print("bench: FAILED:\n  " + "\n  ".join(failures), file=sys.stderr)
         return 1
     if not args.no_write:
-        if sections != {"1", "2", "3", "4"}:
+        if sections != {"1", "2", "3", "4", "5"}:
             print("bench: partial run (--sections), docs not written", file=sys.stderr)
         else:
             write_doc(args.doc, report(out, profile, binary, elapsed))

@@ -49,6 +49,8 @@ $(FUZZ_BUILD)/obj/src/%.o: src/%.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 
+$(FUZZ_BUILD)/obj/src/api/bridge/openapi.o: $(EMBEDDED)
+
 $(FUZZ_BUILD)/obj/tests/fuzz/%.o: tests/fuzz/%.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Werror -fsanitize=fuzzer -Itests/fuzz -MMD -MP -c $< -o $@

@@ -95,7 +95,12 @@ static const struct cfg_opt opts[] = {
         U64("sandbox.replay_ms", replay_ms, 10000, 100, 3600000, "total time a context restore may replay its journal before it starts fresh (stale)"),
         U64("sandbox.journal_bytes", journal_bytes, 4 * MiB, 1 * KiB, 1 * GiB, "journal size past which a context restores fresh (stale) and stops journaling"),
         U64("sandbox.max_sandboxes", max_sandboxes, 1000, 1, 1000000, "sandboxes at once (429 SANDBOX_LIMIT_EXCEEDED beyond)"),
-        U64("sandbox.max_disk_bytes", max_disk_bytes, 16 * GiB, 64 * KiB, UINT64_MAX / 2, "workspace images in total (507 INSUFFICIENT_STORAGE beyond)"),
+        U64("sandbox.max_disk_bytes", max_disk_bytes, 64 * GiB, 64 * KiB, UINT64_MAX / 2, "workspace quotas of all sandboxes together, reserved in full when each is created (507 INSUFFICIENT_STORAGE beyond)"),
+        /* Issue 11: a bridge sandbox stands in for a container, whose
+         * clients PUT files of up to 32 MiB and restore whole trees. */
+        U64("bridge.workspace_bytes", bridge_workspace_bytes, 256 * MiB, 64 * KiB, 64 * GiB, "workspace quota of a sandbox the bridge API creates"),
+        U64("bridge.workspace_inodes", bridge_workspace_inodes, 65536, 16, 10000000, "workspace entries of a sandbox the bridge API creates"),
+        U64("bridge.file_bytes", bridge_file_bytes, 256 * MiB, 4 * KiB, 16 * GiB, "largest file in a sandbox the bridge API creates (RLIMIT_FSIZE and file writes)"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)

@@ -62,6 +62,7 @@ struct config {
         uint64_t workspace_bytes;
         uint64_t workspace_inodes;
         uint64_t files_max_depth;
+        uint64_t bridge_workspace_bytes, bridge_workspace_inodes, bridge_file_bytes;
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;

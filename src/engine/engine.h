@@ -29,6 +29,7 @@ enum exec_limit {
 struct exec_limits {
         uint64_t cpu_ms, wall_ms, memory_bytes, pids;
         uint64_t output_bytes, output_entries, result_bytes;
+        uint64_t file_bytes;    /* largest file (RLIMIT_FSIZE); 0: engine_options.file_bytes */
 };
 
 /* What one execution produced (a kernel request or a whole process run). */

@@ -74,11 +74,12 @@ static int command_env_build(json_t *sandbox_env, json_t *call_env, struct comma
 }
 
 /* The sandbox's execution limits without the per-call CPU and wall caps. */
-static struct exec_limits command_limits(const struct sandbox_mgr *m)
+static struct exec_limits command_limits(const struct sandbox_mgr *m, const struct sandbox *s)
 {
         struct exec_limits lim = m->opt.limits;
         lim.cpu_ms = 0;
         lim.wall_ms = 0;
+        lim.file_bytes = sandbox_file_bytes(m, s);
         return lim;
 }
 
@@ -100,7 +101,7 @@ static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct s
         mount_view_take(s, &view);
         struct kproc_where where = { .ws = &ws, .netns_fd = s->netns_fd, .host_id = s->row.host_id,
                                      .group = s->cgroup, .binds = view.binds, .nbinds = view.n };
-        struct exec_limits lim = command_limits(m);
+        struct exec_limits lim = command_limits(m, s);
         struct proc_spec spec = {
                 .argv = cmd->argv,
                 .envp = ce->envp,

@@ -126,6 +126,14 @@ int files_exists(const struct files_root *root, const char *path, bool *ret, str
 /* Workspace totals (entries incl. directories, bytes of regular files). */
 int files_usage(int root_fd, uint64_t *ret_entries, uint64_t *ret_bytes);
 
+/* rm -r of a tree guest code may have shaped (also the workspace's own
+ * cleanup): rm -r of parent_fd/name with a bounded number of open fds (about 64,
+ * whatever the depth), never following symlinks (each level is re-opened
+ * confined). More than max_depth nested levels (name itself is level 1; 0:
+ * no cap) → -EMLINK, with what was removed before meeting that level
+ * removed. Returns 0 or -errno. */
+int files_rm_tree(int parent_fd, const char *name, size_t max_depth);
+
 /* The MIME type for a file name by its extension (case-insensitive), else
  * application/octet-stream for binary data and text/plain otherwise. */
 const char *files_mime_type(const char *path, bool binary);

@@ -86,6 +86,13 @@ struct sandbox_mgr {
 /* registry.c */
 /* Looks up (loading or creating) a sandbox and takes a reference. */
 struct sandbox *sandbox_get(struct sandbox_mgr *m, const char *id, struct err *err);
+/* The same; a sandbox it creates gets opts' limits (NULL: the defaults). */
+struct sandbox *sandbox_get_opts(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts,
+                                 bool *ret_created, struct err *err);
+/* s's effective limits: its own, else the service's. */
+uint64_t sandbox_workspace_bytes(const struct sandbox_mgr *m, const struct sandbox *s);
+uint64_t sandbox_workspace_inodes(const struct sandbox_mgr *m, const struct sandbox *s);
+uint64_t sandbox_file_bytes(const struct sandbox_mgr *m, const struct sandbox *s);
 void sandbox_put(struct sandbox_mgr *m, struct sandbox *s);
 /* sandbox_get + lock + activity; NULL with err filled. */
 struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err *err);

@@ -109,18 +109,21 @@ static uint64_t expiry_for(const struct sandbox_options *opt, uint64_t now)
 
 /* The service-wide caps, checked before anything of a new sandbox exists.
  * Disk is counted as reserved: each sandbox may fill its whole image
- * (limits.workspace_bytes), so n images never need more than n quotas. */
-static int check_caps(struct sandbox_mgr *m, struct err *err)
+ * (its own quota, or limits.workspace_bytes), so the images never need more
+ * than the sum of the quotas. */
+static int check_caps(struct sandbox_mgr *m, uint64_t quota, struct err *err)
 {
-        uint64_t n = 0;
+        uint64_t n = 0, reserved = 0;
         int r = store_sandbox_count(m->store, &n);
+        if (r == 0)
+                r = store_sandbox_disk_reserved(m->store, m->opt.workspace_bytes, &reserved);
         if (r < 0)
                 return err_set(err, ERR_INTERNAL, -r, "Cannot count sandboxes: %s", strerror(-r));
         if (n >= m->opt.max_sandboxes) {
                 r = err_set(err, ERR_QUOTA, EUSERS, "Sandbox limit reached (%llu sandboxes)",
                             (unsigned long long)m->opt.max_sandboxes);
                 err_detail_u64(err, "maxSandboxes", m->opt.max_sandboxes);
-        } else if ((n + 1) * m->opt.workspace_bytes > m->opt.max_disk_bytes) {
+        } else if (reserved + quota > m->opt.max_disk_bytes) {
                 r = err_set(err, ERR_STORAGE, ENOSPC, "Workspace storage exhausted (%llu bytes for all sandboxes)",
                             (unsigned long long)m->opt.max_disk_bytes);
                 err_detail_u64(err, "maxDiskBytes", m->opt.max_disk_bytes);
@@ -130,9 +133,15 @@ static int check_caps(struct sandbox_mgr *m, struct err *err)
         return r;
 }
 
-static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const char *id, struct err *err)
+static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const char *id,
+                              const struct sbx_create_options *opts, struct err *err)
 {
-        int r = check_caps(m, err);
+        if (opts) {
+                s->row.workspace_bytes = opts->workspace_bytes;
+                s->row.workspace_inodes = opts->workspace_inodes;
+                s->row.file_bytes = opts->file_bytes;
+        }
+        int r = check_caps(m, sandbox_workspace_bytes(m, s), err);
         if (r < 0)
                 return r;
         uint64_t now = wall_ms();
@@ -149,7 +158,8 @@ static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const ch
         return r < 0 ? err_set(err, ERR_INTERNAL, -r, "Cannot store sandbox: %s", strerror(-r)) : 0;
 }
 
-static int sandbox_load(struct sandbox_mgr *m, const char *id, struct sandbox **ret, struct err *err)
+static int sandbox_load(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts,
+                        bool *ret_created, struct sandbox **ret, struct err *err)
 {
         struct sandbox *s = calloc(1, sizeof(*s));
         if (!s)
@@ -159,8 +169,11 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, struct sandbox **
         s->netns_fd = -1;
         workspace_init(&s->ws, m->opt.data_dir, id);
         int r = store_sandbox_get(m->store, id, &s->row);
-        if (r == -ENOENT)
-                r = sandbox_create_row(m, s, id, err);
+        if (r == -ENOENT) {
+                r = sandbox_create_row(m, s, id, opts, err);
+                if (r == 0 && ret_created)
+                        *ret_created = true;
+        }
         else if (r < 0)
                 err_set(err, ERR_INTERNAL, -r, "Cannot load sandbox: %s", strerror(-r));
         /* No id left (store_sandbox_free_host_id: -ENOSPC) is a quota. */
@@ -185,8 +198,31 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, struct sandbox **
 
 /* ---- references ---- */
 
+uint64_t sandbox_workspace_bytes(const struct sandbox_mgr *m, const struct sandbox *s)
+{
+        return s->row.workspace_bytes ? s->row.workspace_bytes : m->opt.workspace_bytes;
+}
+
+uint64_t sandbox_workspace_inodes(const struct sandbox_mgr *m, const struct sandbox *s)
+{
+        return s->row.workspace_inodes ? s->row.workspace_inodes : m->opt.workspace_inodes;
+}
+
+uint64_t sandbox_file_bytes(const struct sandbox_mgr *m, const struct sandbox *s)
+{
+        return s->row.file_bytes ? s->row.file_bytes : m->opt.file_bytes;
+}
+
 struct sandbox *sandbox_get(struct sandbox_mgr *m, const char *id, struct err *err)
 {
+        return sandbox_get_opts(m, id, NULL, NULL, err);
+}
+
+struct sandbox *sandbox_get_opts(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts,
+                                 bool *ret_created, struct err *err)
+{
+        if (ret_created)
+                *ret_created = false;
         if (!sbx_id_valid(id)) {
                 err_set(err, ERR_INVALID, 0, "Invalid sandbox id: %s", id);
                 err_detail(err, "id", id, (size_t)-1);
@@ -200,7 +236,7 @@ struct sandbox *sandbox_get(struct sandbox_mgr *m, const char *id, struct err *e
         if (!s) {
                 /* Loading under the manager lock keeps two first requests for
                  * one id from creating it twice; it is a few store reads. */
-                int r = sandbox_load(m, id, &s, err);
+                int r = sandbox_load(m, id, opts, ret_created, &s, err);
                 if (r < 0) {
                         pthread_mutex_unlock(&m->lock);
                         err_detail(err, "id", id, (size_t)-1);
@@ -276,7 +312,7 @@ int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err 
 {
         /* Ownership is settled once per mount, not on every request. */
         bool was_open = s->ws.mounted;
-        int r = workspace_open(&s->ws, m->opt.workspace_bytes, m->opt.workspace_inodes);
+        int r = workspace_open(&s->ws, sandbox_workspace_bytes(m, s), sandbox_workspace_inodes(m, s));
         if (r == 0 && !was_open)
                 r = sandbox_workspace_own(s);
         if (r < 0)
@@ -333,6 +369,18 @@ static bool sandbox_exists(struct sandbox_mgr *m, const char *id)
         return store_sandbox_get(m->store, id, &row) != -ENOENT;
 }
 
+int sbx_create(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts, bool *ret_created,
+               struct err *err)
+{
+        struct sandbox *s = sandbox_get_opts(m, id, opts, ret_created, err);
+        if (!s)
+                return err_ret(err);
+        pthread_mutex_lock(&s->lock);
+        sandbox_touch(m, s);
+        sandbox_leave(m, s);
+        return 0;
+}
+
 int sbx_destroy(struct sandbox_mgr *m, const char *id, struct err *err)
 {
         if (sbx_id_valid(id) && !sandbox_exists(m, id))
@@ -362,7 +410,7 @@ static void measure_workspace(struct sandbox_mgr *m, struct sandbox *s, struct s
 {
         bool exists = s->ws.mounted || access(s->ws.plain ? s->ws.mount : s->ws.image, F_OK) == 0;
         if (exists && !s->ws.mounted)
-                workspace_open(&s->ws, m->opt.workspace_bytes, m->opt.workspace_inodes);
+                workspace_open(&s->ws, sandbox_workspace_bytes(m, s), sandbox_workspace_inodes(m, s));
         int fd = s->ws.mounted ? open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         if (fd >= 0) {
                 files_usage(fd, &info->ws_files, &info->ws_bytes);
@@ -463,7 +511,7 @@ int sbx_workspace_acquire(struct sandbox_mgr *m, const char *id, struct sbx_work
         }
         *ret = (struct sbx_workspace){
                 .root_fd = fd,
-                .limits = { m->opt.file_bytes, m->opt.workspace_bytes, m->opt.workspace_inodes,
+                .limits = { sandbox_file_bytes(m, s), sandbox_workspace_bytes(m, s), sandbox_workspace_inodes(m, s),
                             m->opt.files_max_depth },
                 .created_at = s->row.created_at,
                 .uid = s->row.host_id ? s->row.host_id : JAIL_UID,

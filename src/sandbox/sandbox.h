@@ -97,6 +97,20 @@ struct sbx_info {
 };
 void sbx_info_done(struct sbx_info *info);
 
+/* A sandbox's own limits, fixed when it is created (0: the service's
+ * defaults, sandbox_options). A facade whose clients expect a container's
+ * disk (the bridge) creates its sandboxes with larger ones. */
+struct sbx_create_options {
+        uint64_t workspace_bytes, workspace_inodes;
+        uint64_t file_bytes;     /* largest file a guest or a files call may write */
+};
+/* Creates id with opts if it does not exist yet (*ret_created, may be
+ * NULL, says whether it did); an existing sandbox keeps its limits. Counts
+ * as activity. 0 or a negative errno with err filled (the service's caps:
+ * ERR_QUOTA, ERR_STORAGE). */
+int sbx_create(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts, bool *ret_created,
+               struct err *err);
+
 /* Every call creates the sandbox on first use and counts as activity.
  * Each returns 0 or a negative errno with err filled. */
 int sbx_info(struct sandbox_mgr *m, const char *id, struct sbx_info *ret, struct err *err);

@@ -28,6 +28,12 @@ void bridge_errorf(struct http_response *res, int status, const char *code, cons
  * upstream_code (the route's own: exec_error, session_error, …). */
 void bridge_error_from(struct http_response *res, const struct err *e, const char *upstream_code);
 
+/* Every /v1/sandbox/:id route provisions its sandbox first, as the
+ * anchor's pool does: created on first use with the bridge's limits
+ * (bridge.workspace_bytes, …; a sandbox made by another API keeps its own).
+ * false: res holds the error. */
+bool bridge_sandbox_ready(struct http_request *req, struct http_response *res, const char *id);
+
 /* ^[a-z2-7]{1,128}$ */
 bool bridge_id_valid(const char *id);
 /* A fresh id: 16 random bytes as lowercase base32 (26 characters). */
@@ -37,6 +43,7 @@ int bridge_id_new(char out[27]);
 const struct route *bridge_sandbox_routes(size_t *ret_n);
 const struct route *bridge_exec_routes(size_t *ret_n);
 const struct route *bridge_mount_routes(size_t *ret_n);
+const struct route *bridge_openapi_routes(size_t *ret_n);
 
 struct buf;
 /* Appends arg quoted as the anchor's shellQuote does (exec.c). 0 or -errno. */

@@ -108,6 +108,8 @@ static const struct http_stream_ops exec_ops = { exec_run, exec_disconnect, exec
 static void h_exec(struct http_request *req, struct http_response *res)
 {
         struct app *app = req->app;
+        if (!bridge_sandbox_ready(req, res, req->captures[0]))
+                return;
         json_error_t jerr;
         json_t *root = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
         json_t *argv = json_object_get(root, "argv");

@@ -92,6 +92,7 @@ int api_bridge_register(struct http_server *srv, struct app *app)
                 bridge_sandbox_routes,
                 bridge_exec_routes,
                 bridge_mount_routes,
+                bridge_openapi_routes,
         };
         struct http_group *g = http_server_group(srv, "/v1", &ops, app);
         if (!g)

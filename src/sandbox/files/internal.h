@@ -71,13 +71,6 @@ int fsync_dir(int dir_fd);
 typedef int (*walk_fn)(void *userdata, const char *rel_of_entry, const struct stat *st);
 int walk_tree(int root_fd, const char *rel, bool recursive, bool include_hidden, walk_fn fn, void *userdata);
 
-/* rm -r of parent_fd/name with a bounded number of open fds (about 64,
- * whatever the depth), never following symlinks (each level is re-opened
- * confined). More than max_depth nested levels (name itself is level 1; 0:
- * no cap) → -EMLINK, with what was removed before meeting that level
- * removed. Returns 0 or -errno. */
-int files_rm_tree(int parent_fd, const char *name, size_t max_depth);
-
 /* Current usage, but only when a byte or entry limit needs it (else 0s). */
 int fop_usage(const struct fop *f, uint64_t *entries, uint64_t *bytes);
 /* -ENOSPC when count more entries would exceed max_entries. */
