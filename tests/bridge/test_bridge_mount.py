@@ -95,8 +95,10 @@ def d():
     """A daemon whose own environment holds AWS credentials (the fallback)."""
     dm = Daemon(env={"AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": KEY})
     yield dm
+    dm.stop()
+    left = host_mounts(dm)
     dm.cleanup()
-    assert not host_mounts(dm), "the daemon left FUSE mounts behind"
+    assert not left, "the daemon left FUSE mounts behind"
 
 
 def host_mounts(dm):
