@@ -218,6 +218,11 @@ bool kproc_alive(const struct kproc *kp)
         return kp && kp->p.alive;
 }
 
+int kproc_pidfd(const struct kproc *kp)
+{
+        return kp && kp->p.alive ? kp->p.jp.pidfd : -1;
+}
+
 void kproc_free(struct kproc *kp)
 {
         if (!kp)

@@ -71,6 +71,9 @@ int kproc_end_replay(struct kproc *kp);
 int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
               struct exec_outcome *ret);
 bool kproc_alive(const struct kproc *kp);
+/* A pidfd of the kernel's jail (its init), the caller's to dup; -1 once
+ * it is gone. */
+int kproc_pidfd(const struct kproc *kp);
 /* SIGKILLs the jail without reaping (safe from another thread while a
  * kproc_run is in progress: that run then reports the kernel died). */
 void kproc_kill(struct kproc *kp);

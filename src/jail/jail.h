@@ -177,6 +177,13 @@ int jail_bind_tree(int dir_fd, bool readonly);
  * a symlink. No allocation: also run by the jail's cloned child for
  * jail_spec.binds. Returns an O_PATH fd or -1 with errno set. */
 int jail_open_mount_point(int base_fd, const char *rel, uid_t owner);
+/* Attaches tree_fd (jail_bind_tree; consumed by the move, still the
+ * caller's to close) at path (as jail_bind.path) in the running jail whose
+ * init pidfd names, from a short-lived child that joins its mount
+ * namespace: a mount made after the jail started. Below /workspace the
+ * missing directories are made (owner as jail_open_mount_point); on the
+ * read-only root only existing ones are used. Returns 0 or -errno. */
+int jail_attach_bind(int pidfd, int tree_fd, const char *path, uid_t owner);
 
 struct jail_proc {
         struct jail_ctx *ctx;

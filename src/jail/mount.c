@@ -1,14 +1,18 @@
 /* The jail's file system, built by the cloned child before pivot_root: a
  * tmpfs root with /usr bound read-only, a synthesised /etc, a private /dev,
  * /tmp and /workspace, a copy of the kernels, a masked procfs, and the
- * replay overlay. No allocation, no stdio: this runs in the cloned child. */
+ * replay overlay, and the extra mounts of jail_spec.binds (also attached
+ * later in a running jail: jail_attach_bind). No allocation, no stdio:
+ * this runs in the cloned child. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/mount.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/util.h"
@@ -191,6 +195,44 @@ int jail_open_mount_point(int base_fd, const char *rel, uid_t owner)
                 dfd = next;
         }
         return dfd;
+}
+
+/* In the joined namespace of a running jail: the same walk as at its
+ * start, from the jail's own root. */
+static int attach_in_ns(int tree_fd, const char *path, uid_t owner)
+{
+        static const char wsp[] = JAIL_WORKSPACE "/";
+        bool in_ws = strncmp(path, wsp, sizeof(wsp) - 1) == 0;
+        int base = open(in_ws ? JAIL_WORKSPACE : "/", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (base < 0)
+                return -errno;
+        int dfd = in_ws ? jail_open_mount_point(base, path + sizeof(wsp) - 1, owner)
+                        : jail_open_mount_point(base, path + 1, (uid_t)-1);
+        int r = dfd < 0 ? -errno : 0;
+        close(base);
+        if (r == 0 && move_mount(tree_fd, "", dfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                r = -errno;
+        if (dfd >= 0)
+                close(dfd);
+        return r;
+}
+
+int jail_attach_bind(int pidfd, int tree_fd, const char *path, uid_t owner)
+{
+        /* A child: setns(CLONE_NEWNS) needs a single-threaded caller. It
+         * makes system calls only (no allocation after fork). */
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                int r = setns(pidfd, CLONE_NEWNS) < 0 ? -errno : attach_in_ns(tree_fd, path, owner);
+                _exit(r < 0 ? -r & 0xff : 0);
+        }
+        int st = 0;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
 }
 
 /* Attaches spec->binds: below /workspace on ws (the workspace as attached

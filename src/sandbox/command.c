@@ -115,6 +115,11 @@ static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct s
         };
         struct err why = { 0 };
         r = proc_spawn(m->engine, &spec, ret, &why);
+        if (r == 0) {
+                struct proc_fds fds;
+                proc_fds(*ret, &fds);
+                sandbox_jail_started(s, fds.exit_fd);
+        }
         if (r < 0) {
                 err_set(err, why.reason == ERR_INVALID ? ERR_INVALID : ERR_UNAVAILABLE, -r, "Cannot start the command (%s)",
                         why.msg);

@@ -246,6 +246,10 @@ static int spawn_interpreter(struct sandbox_mgr *m, struct context *c, bool over
                 err->op = OP_EXECUTE;
                 return r;
         }
+        /* run_lock, then the sandbox's lock (never the other way). */
+        pthread_mutex_lock(&c->sbx->lock);
+        sandbox_jail_started(c->sbx, kproc_pidfd(c->kp));
+        pthread_mutex_unlock(&c->sbx->lock);
         lru_add(m, c);
         return 0;
 }

@@ -69,6 +69,8 @@ struct sandbox {
         struct bucket_mount *mounts; /* its bucket mounts (s->lock) */
         pthread_mutex_t mount_lock;  /* serialises mounts and unmounts; taken before s->lock */
         unsigned mount_seq;          /* names their private directories */
+        int *jails;                  /* pidfds of its jails that may still run (s->lock), */
+        size_t njails, jails_cap;    /* for mounts made after they started */
         struct sandbox *hnext;
 };
 
@@ -187,5 +189,11 @@ void mount_view_take(const struct sandbox *s, struct mount_view *v);
 void mount_view_done(struct mount_view *v);
 /* Unmounts all of s's mounts; caller holds s->lock, or s is unreachable. */
 void mounts_drop_all(struct sandbox *s);
+/* Remembers a jail of s that just started (pidfd of its init, duplicated
+ * here; -1 is ignored): a later mount is attached in it too. Caller holds
+ * s->lock. */
+void sandbox_jail_started(struct sandbox *s, int pidfd);
+/* Closes what sandbox_jail_started kept (s unreachable). */
+void sandbox_jails_forget(struct sandbox *s);
 /* Start-up and shutdown: no bucket mount of this data dir survives. */
 void mounts_sweep(const char *data_dir);

@@ -9,6 +9,7 @@
  * command, an owner or the URL). */
 #include <ctype.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,68 @@ static int creds_lookup(const struct sandbox *s, const struct sbx_mount_spec *sp
         return 0;
 }
 
+/* ---- jails already running ---- */
+
+/* Drops the pidfds of jails that have ended (readable pidfd). */
+static void jails_prune(struct sandbox *s)
+{
+        size_t k = 0;
+        for (size_t i = 0; i < s->njails; i++) {
+                struct pollfd pf = { s->jails[i], POLLIN, 0 };
+                if (poll(&pf, 1, 0) == 0)
+                        s->jails[k++] = s->jails[i];
+                else
+                        close(s->jails[i]);
+        }
+        s->njails = k;
+}
+
+void sandbox_jail_started(struct sandbox *s, int pidfd)
+{
+        if (pidfd < 0)
+                return;
+        jails_prune(s);
+        if (s->njails == s->jails_cap) {
+                size_t cap = s->jails_cap ? 2 * s->jails_cap : 8;
+                int *n = realloc(s->jails, cap * sizeof(*n));
+                if (!n)
+                        return; /* that jail only sees mounts made before it */
+                s->jails = n;
+                s->jails_cap = cap;
+        }
+        int fd = fcntl(pidfd, F_DUPFD_CLOEXEC, 3);
+        if (fd >= 0)
+                s->jails[s->njails++] = fd;
+}
+
+void sandbox_jails_forget(struct sandbox *s)
+{
+        for (size_t i = 0; i < s->njails; i++)
+                close(s->jails[i]);
+        free(s->jails);
+        s->jails = NULL;
+        s->njails = s->jails_cap = 0;
+}
+
+/* A new mount goes into the sandbox's running jails as well (sessions,
+ * terminals, interpreters started before it), as in a container where a
+ * mount is seen by every process. Best effort: a jail that has just ended,
+ * or a mount point outside /workspace whose directory its read-only root
+ * lacks, keeps its view. Caller holds s->lock. */
+static void attach_running(struct sandbox *s, const struct bucket_mount *bm, unsigned owner)
+{
+        jails_prune(s);
+        for (size_t i = 0; i < s->njails; i++) {
+                int tree = jail_bind_tree(bm->proc.root_fd, bm->readonly);
+                int r = tree < 0 ? tree : jail_attach_bind(s->jails[i], tree, bm->path, owner);
+                if (tree >= 0)
+                        close(tree);
+                if (r < 0)
+                        log_debug("msg=\"mount not attached in a running jail\" sandbox=%s path='%s' err=\"%s\"",
+                                  s->row.id, bm->path, strerror(-r));
+        }
+}
+
 /* ---- the registry ---- */
 
 static bool overlaps(const char *a, const char *b)
@@ -365,6 +428,7 @@ static int mount_serialised(struct sandbox_mgr *m, struct sandbox *s, const stru
                 if (s->deleted) {
                         r = err_set(err, ERR_NOT_FOUND, ENOENT, "The sandbox was deleted");
                 } else {
+                        attach_running(s, bm, owner);
                         bm->next = s->mounts;
                         s->mounts = TAKE_PTR(bm);
                 }

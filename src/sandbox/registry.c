@@ -72,6 +72,7 @@ static void sandbox_free(struct sandbox_mgr *m, struct sandbox *s)
                 context_free(m, c);
         }
         mounts_drop_all(s);
+        sandbox_jails_forget(s);
         workspace_close(&s->ws);
         if (s->netns_fd >= 0)
                 close(s->netns_fd);

@@ -185,8 +185,9 @@ int sbx_spawn(struct sandbox_mgr *m, const char *id, const struct sbx_command *c
 /* Bucket mounts (the bridge's /mount, /unmount): an S3-compatible bucket
  * mounted by the daemon on the host with s3fs (FUSE; root only) and
  * attached at path in every jail of the sandbox started afterwards
- * (commands and code-context interpreters). Runtime state: a daemon
- * restart or the sandbox's deletion unmounts it. See docs/bridge/mount.md. */
+ * (commands and code-context interpreters), and in the running ones when
+ * path is below /workspace. Runtime state: a daemon restart or the
+ * sandbox's deletion unmounts it. See docs/bridge/mount.md. */
 #define SBX_MOUNT_PATH_MAX 1024
 #define SBX_MOUNT_MAX JAIL_MAX_BINDS
 struct sbx_mount_spec {

@@ -554,3 +554,31 @@ def test_rootless_daemon_refuses_mounts(s3):
         if dm:
             dm.stop()
         api.release_data_dir(tmp)
+
+
+def test_running_jails_get_a_later_mount(d, s3):
+    """A command (or session shell, terminal, interpreter) that started
+    before the mount sees it too, as every process of a container would."""
+    import threading
+    key = fresh_key()
+    s3.put("bkt", key, b"seen later\n")
+    sid = new_sandbox(d)
+    # An interpreter that is resident before the mount.
+    base = f"/languages/python/sandboxes/{sid}"
+    status, ctx, _ = d.post(base + "/contexts", {})
+    assert status == 201
+    assert d.post(base + "/execute", {"code": "1", "contextId": ctx["id"]})[0] == 200
+    result = {}
+    script = (f"for i in $(seq 100); do [ -e /workspace/data/{key} ] && break; sleep 0.1; done; "
+              f"cat /workspace/data/{key}")
+    t = threading.Thread(target=lambda: result.update(r=sh(d, sid, script)))
+    t.start()
+    time.sleep(0.5)
+    assert mount(d, sid, mount_body(s3))[0] == 200
+    t.join(30)
+    assert result["r"][:2] == (0, "seen later\n"), result
+    status, res, _ = d.post(base + "/execute", {"code": f"open('/workspace/data/{key}').read()",
+                                                "contextId": ctx["id"]})
+    assert status == 200 and "error" not in res, res
+    assert "seen later" in res["results"][0]["text"]
+    assert "restore" not in res or not res["restore"].get("restored"), "the interpreter was restarted"
