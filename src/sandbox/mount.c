@@ -359,6 +359,13 @@ static int make_dir(struct sandbox_mgr *m, struct sandbox *s, char *dir, size_t 
         return err_set(err, ERR_INTERNAL, EEXIST, "Cannot make the mount's directory");
 }
 
+/* Who owns the guest's files on the host: the sandbox's host id, or the
+ * jail user's without an id range. */
+static unsigned guest_id(const struct sandbox *s)
+{
+        return s->row.host_id ? s->row.host_id : JAIL_UID;
+}
+
 /* A mount point below /workspace is made now, as the anchor's mkdir -p
  * does (owned by the guest), so a file or a symlink in the way is an
  * error of this request rather than of every later jail. Caller holds
@@ -372,8 +379,7 @@ static int make_mount_point(struct sandbox_mgr *m, struct sandbox *s, const char
         if (r < 0)
                 return r;
         _cleanup_close_ int root = open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        unsigned owner = s->row.host_id ? s->row.host_id : JAIL_UID;
-        _cleanup_close_ int fd = root < 0 ? -1 : jail_open_mount_point(root, path + sizeof(ws) - 1, owner);
+        _cleanup_close_ int fd = root < 0 ? -1 : jail_open_mount_point(root, path + sizeof(ws) - 1, guest_id(s));
         if (fd < 0)
                 return err_set(err, ERR_EXISTS, errno, "%s cannot be a mount point (%s): it must be a directory, "
                                "reached without symlinks", path, strerror(errno));
@@ -405,7 +411,7 @@ static int mount_serialised(struct sandbox_mgr *m, struct sandbox *s, const stru
                 return err_set(err, ERR_INTERNAL, ENOMEM, "Out of memory");
         bm->proc.pid = bm->proc.root_fd = -1;
         pthread_mutex_lock(&s->lock);
-        unsigned owner = s->row.host_id ? s->row.host_id : JAIL_UID;
+        unsigned owner = guest_id(s);
         int r = prepare(m, s, spec, path, &c, bm, err);
         pthread_mutex_unlock(&s->lock);
         if (r == 0) {
@@ -492,6 +498,7 @@ int sbx_unmount(struct sandbox_mgr *m, const char *id, const char *mount_path, s
         if (bm) {
                 s3fs_unmount(&bm->proc);
                 free(bm);
+                log_info("msg=\"bucket unmounted\" sandbox=%s path='%s'", id, path);
         } else {
                 r = err_set(err, ERR_NOT_FOUND, ENOENT, "No active mount found at path: %s", path);
         }

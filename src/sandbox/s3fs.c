@@ -11,7 +11,6 @@
  * after the mount appeared and a listing of its root went through. */
 #include <dirent.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
