@@ -569,11 +569,15 @@ def test_running_jails_get_a_later_mount(d, s3):
     assert status == 201
     assert d.post(base + "/execute", {"code": "1", "contextId": ctx["id"]})[0] == 200
     result = {}
-    script = (f"for i in $(seq 100); do [ -e /workspace/data/{key} ] && break; sleep 0.1; done; "
+    script = (f"touch /workspace/started-{key}; "
+              f"for i in $(seq 100); do [ -e /workspace/data/{key} ] && break; sleep 0.1; done; "
               f"cat /workspace/data/{key}")
     t = threading.Thread(target=lambda: result.update(r=sh(d, sid, script)))
     t.start()
-    time.sleep(0.5)
+    deadline = time.time() + 15
+    while sh(d, sid, f"test -e /workspace/started-{key}")[0] != 0:
+        assert time.time() < deadline, "the command did not start"
+        time.sleep(0.05)
     assert mount(d, sid, mount_body(s3))[0] == 200
     t.join(30)
     assert result["r"][:2] == (0, "seen later\n"), result
