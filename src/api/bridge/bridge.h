@@ -59,6 +59,7 @@ const struct route *bridge_sandbox_routes(size_t *ret_n);
 const struct route *bridge_exec_routes(size_t *ret_n);
 const struct route *bridge_file_routes(size_t *ret_n);
 const struct route *bridge_archive_routes(size_t *ret_n);
+const struct route *bridge_mount_routes(size_t *ret_n);
 const struct route *bridge_openapi_routes(size_t *ret_n);
 const struct route *bridge_tunnel_routes(size_t *ret_n);
 

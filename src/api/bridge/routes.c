@@ -94,6 +94,7 @@ int api_bridge_register(struct http_server *srv, struct app *app)
                 bridge_exec_routes,
                 bridge_file_routes,
                 bridge_archive_routes,
+                bridge_mount_routes,
                 bridge_openapi_routes,
                 bridge_tunnel_routes,
                 bridge_session_routes,
