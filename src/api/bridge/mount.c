@@ -133,7 +133,9 @@ static void h_mount(struct http_request *req, struct http_response *res)
                 return;
         }
         struct err err = { 0 };
-        if (sbx_mount(app->sandboxes, req->captures[0], &q.spec, &err) < 0)
+        if (!bridge_sandbox_ready(req, res, req->captures[0]))
+                ; /* answered */
+        else if (sbx_mount(app->sandboxes, req->captures[0], &q.spec, &err) < 0)
                 mount_failed(res, &err, "mount_error", "mount failed: ");
         else
                 http_json(res, 200, json_pack("{s:b}", "ok", 1));
@@ -152,7 +154,9 @@ static void h_unmount(struct http_request *req, struct http_response *res)
                 return;
         }
         struct err err = { 0 };
-        if (sbx_unmount(app->sandboxes, req->captures[0], path, &err) < 0)
+        if (!bridge_sandbox_ready(req, res, req->captures[0]))
+                ; /* answered */
+        else if (sbx_unmount(app->sandboxes, req->captures[0], path, &err) < 0)
                 mount_failed(res, &err, "unmount_error", "");
         else
                 http_json(res, 200, json_pack("{s:b}", "ok", 1));
