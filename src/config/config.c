@@ -106,6 +106,12 @@ static const struct cfg_opt opts[] = {
          * SIGKILL after this grace (the anchor's 5 s); its quoted argv is capped. */
         U64("bridge.exec_grace_ms", bridge_exec_grace_ms, 5000, 0, 600000, "bridge /exec: SIGTERM to SIGKILL grace of a timed-out command"),
         U64("bridge.exec_command_bytes", bridge_exec_command_bytes, 1 * MiB, 1 * KiB, 16 * MiB, "bridge /exec: the quoted command line (argv joined) at most → 400"),
+        /* Issue 12: the controller API's sessions and login rate limit. */
+        U64("controller.session_ttl_s", ctl_session_ttl_s, 86400, 1, 30 * 86400, "lifetime of a controller login session (JWT exp and the stateset_session cookie)"),
+        BOOL("controller.cookie_secure", ctl_cookie_secure, 0, "mark the session and CSRF cookies Secure (set behind HTTPS)"),
+        U64("controller.login_account_failures", ctl_login_account_failures, 5, 1, 1000, "failed logins per account per window before 429"),
+        U64("controller.login_addr_failures", ctl_login_addr_failures, 20, 1, 100000, "failed logins per client address per window before 429"),
+        U64("controller.login_window_s", ctl_login_window_s, 900, 1, 86400, "the failed-login window (fixed, starts at the first failure)"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)
