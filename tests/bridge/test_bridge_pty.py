@@ -248,6 +248,25 @@ def test_reconnect_replays_earlier_output_in_one_frame(bridge):
     t3.close()
 
 
+def test_attaching_mid_stream_neither_loses_nor_repeats_a_byte(bridge):
+    """Replay and live output meet exactly: a socket attached while the
+    shell prints sees consecutive lines across the seam."""
+    sid = new_sandbox(bridge)
+    a = Term(bridge, sid, timeout=30)
+    a.send("seq 1 60000 | while read i; do echo L$i; done; echo Q$((5*5))Q\n")
+    a.until("L1000\r\n")
+    b = Term(bridge, sid, timeout=30)
+    assert b"Q25Q" not in b.replay  # attached while it printed
+    b.until("Q25Q", timeout=60)
+    a.until("Q25Q", timeout=60)
+    lines = (b.replay + b.out).split(b"\r\n")
+    nums = [int(x[1:]) for x in lines[1:] if x[:1] == b"L" and x[1:].isdigit()]
+    assert nums and nums[-1] == 60000
+    assert nums == list(range(nums[0], 60001)), "a gap or a repeat at the seam"
+    a.close()
+    b.close()
+
+
 def test_the_ring_keeps_the_last_256_kib(bridge):
     sid = new_sandbox(bridge)
     t = Term(bridge, sid)
