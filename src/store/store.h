@@ -69,6 +69,10 @@ int store_sandbox_delete(struct store *s, const char *id);
 int store_sandbox_each_expired(struct store *s, uint64_t now,
                                void (*fn)(const char *id, void *userdata), void *userdata);
 int store_sandbox_count(struct store *s, uint64_t *ret);
+/* Calls fn for each sandbox of org org_id (ids only, ordered by id); rows
+ * read first, fn run afterwards, as above. */
+int store_sandbox_each_in_org(struct store *s, const char *org_id,
+                              void (*fn)(const char *id, void *userdata), void *userdata);
 /* The lowest id in [first, first + n) that no sandbox row holds as its
  * host_id; -ENOSPC when every one is taken. The caller serialises the
  * choice with the put that stores it. */
