@@ -96,6 +96,12 @@ static const struct cfg_opt opts[] = {
         U64("sandbox.journal_bytes", journal_bytes, 4 * MiB, 1 * KiB, 1 * GiB, "journal size past which a context restores fresh (stale) and stops journaling"),
         U64("sandbox.max_sandboxes", max_sandboxes, 1000, 1, 1000000, "sandboxes at once (429 SANDBOX_LIMIT_EXCEEDED beyond)"),
         U64("sandbox.max_disk_bytes", max_disk_bytes, 16 * GiB, 64 * KiB, UINT64_MAX / 2, "workspace images in total (507 INSUFFICIENT_STORAGE beyond)"),
+        /* The bridge's warm pool (docs/bridge/pool.md); the anchor's
+         * variables override these (main.c). */
+        U64("bridge.warm_pool_target", warm_pool_target, 0, 0, 10000, "prepared sandboxes kept warm for POST /v1/sandbox (0 disables); env WARM_POOL_TARGET"),
+        U64("bridge.warm_pool_refresh_ms", warm_pool_refresh_ms, 10000, 100, 3600000, "the warm pool re-checks its size this often (it also refills at once after each take); env WARM_POOL_REFRESH_INTERVAL"),
+        U64("bridge.warm_pool_max_instances", warm_pool_max_instances, 0, 0, 1000000, "warm + assigned sandboxes the pool fills up to (0: sandbox.max_sandboxes and the disk cap only); env WARM_POOL_MAX_INSTANCES"),
+        U64("bridge.warm_pool_scale_batch", warm_pool_scale_batch, 5, 1, 20, "warm sandboxes prepared before the caps are checked again; env WARM_POOL_SCALE_BATCH_SIZE (clamped to 1-20)"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)

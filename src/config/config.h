@@ -75,6 +75,12 @@ struct config {
         uint64_t journal_bytes;
         uint64_t max_sandboxes;
         uint64_t max_disk_bytes;
+
+        /* The bridge's warm pool of prepared sandboxes (WARM_POOL_*). */
+        uint64_t warm_pool_target;
+        uint64_t warm_pool_refresh_ms;
+        uint64_t warm_pool_max_instances;
+        uint64_t warm_pool_scale_batch;
 };
 
 /* Fills every field with its default. */

@@ -63,7 +63,26 @@ struct sandbox {
         struct kproc_group *cgroup;  /* its parent cgroup (CPU, memory, pids of all its
                                       * interpreters together); NULL: none yet */
         bool deleted;
+        bool warm;                   /* in SBX_POOL_ORG: only the pool may get it (manager lock) */
         struct sandbox *hnext;
+};
+
+/* A growable list of sandbox ids. */
+struct id_list {
+        char (*ids)[STORE_ID_MAX];
+        size_t n, cap;
+};
+/* Appends id (dropped on ENOMEM); a store_sandbox_each_* callback. */
+void id_list_add(const char *id, void *list);
+void id_list_done(struct id_list *l);
+
+/* The warm pool (pool.c). */
+struct sbx_pool {
+        struct bg_thread bg;         /* the refill loop; its lock guards what follows */
+        struct id_list ready;        /* prepared, oldest first */
+        struct id_list adopt;        /* left by the previous run, not looked at yet */
+        bool active;                 /* filling toward the target (false: disabled or paused) */
+        bool kick;                   /* look again now (a take, a yield, a prime) */
 };
 
 struct sandbox_mgr {
@@ -75,10 +94,18 @@ struct sandbox_mgr {
         struct context *lru_head, *lru_tail;
         size_t resident;
         struct bg_thread reaper;     /* idle expiry, every TTL/10 */
+        uint64_t pool_rows;          /* manager lock: stored sandboxes of SBX_POOL_ORG */
+        struct sbx_pool pool;        /* its lock is taken last: never held while taking another */
 };
 
 /* registry.c */
-/* Looks up (loading or creating) a sandbox and takes a reference. */
+/* Looks up (loading or creating) a sandbox and takes a reference. A warm
+ * one is "not found" (ERR_NOT_FOUND) unless flags has SANDBOX_GET_WARM;
+ * with it, a missing sandbox is created warm and a tenant's is refused
+ * (ERR_EXISTS). */
+#define SANDBOX_GET_WARM 1u
+struct sandbox *sandbox_lookup(struct sandbox_mgr *m, const char *id, unsigned flags, struct err *err);
+/* sandbox_lookup without flags: a tenant's sandbox. */
 struct sandbox *sandbox_get(struct sandbox_mgr *m, const char *id, struct err *err);
 void sandbox_put(struct sandbox_mgr *m, struct sandbox *s);
 /* sandbox_get + lock + activity; NULL with err filled. */
@@ -93,6 +120,23 @@ void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s);
 void sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s);
 /* Mounts the workspace if needed (caller holds s->lock). */
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err);
+/* The tenants' caps (sandboxes, disk) for one more tenant sandbox; caller
+ * holds m->lock. 0, or ERR_QUOTA / ERR_STORAGE. */
+int sandbox_check_caps(struct sandbox_mgr *m, struct err *err);
+/* Destroys s: interpreters killed, workspace and rows gone (it is freed
+ * with its last reference). 0 or -errno. */
+int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s);
+uint64_t sandbox_expiry_for(const struct sandbox_options *opt, uint64_t now);
+
+/* pool.c */
+/* Reads the warm sandboxes a previous run left and starts the refill
+ * loop when there is work; at manager start. 0 or -errno. */
+int pool_start(struct sandbox_mgr *m);
+void pool_stop(struct sandbox_mgr *m);
+/* A tenant sandbox is about to be created: wakes the loop, which gives
+ * back warm sandboxes past the caps (the pool never takes a tenant's
+ * place). Caller may hold m->lock. */
+void pool_yield(struct sandbox_mgr *m);
 json_t *env_parse(const char *text);
 
 /* owner.c: the sandbox's host identity. */

@@ -36,6 +36,7 @@ int bridge_id_new(char out[27]);
 /* Route tables, one per file. */
 const struct route *bridge_sandbox_routes(size_t *ret_n);
 const struct route *bridge_exec_routes(size_t *ret_n);
+const struct route *bridge_pool_routes(size_t *ret_n);
 
 struct buf;
 /* Appends arg quoted as the anchor's shellQuote does (exec.c). 0 or -errno. */

@@ -91,6 +91,7 @@ int api_bridge_register(struct http_server *srv, struct app *app)
         const struct route *(*const tables[])(size_t *) = {
                 bridge_sandbox_routes,
                 bridge_exec_routes,
+                bridge_pool_routes,
         };
         struct http_group *g = http_server_group(srv, "/v1", &ops, app);
         if (!g)
