@@ -12,7 +12,9 @@ ratios:
      `bwrap /bin/true` and bare `/bin/true`;
   4. sandboxes and contexts: warm context round trip, first call in a new
      sandbox, restore after a daemon restart as a function of journal
-     length, daemon RSS with N idle sandboxes.
+     length, daemon RSS with N idle sandboxes;
+  5. (section "bridge-pool") a new bridge sandbox + its first /exec, with
+     and without the warm pool, beside a warm stateless execution.
 
 Usage (`make bench` runs the first form):
 
@@ -41,7 +43,10 @@ import time
 import uuid
 
 from harness import *  # noqa: F401,F403 (the building blocks)
+from bridge_pool import section_bridge_pool
 from report import compact, report, write_doc
+
+ALL_SECTIONS = {"1", "2", "3", "4", "bridge-pool"}
 
 
 # ---------------------------------------------------------------- sections
@@ -384,7 +389,8 @@ def main():
     ap.add_argument("--json", metavar="FILE", help="also write the raw figures as JSON")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                     help="passed to every daemon (repeatable); recorded in the report")
-    ap.add_argument("--sections", default="1,2,3,4", help="comma-separated subset of 1,2,3,4 (partial runs never write the doc)")
+    ap.add_argument("--sections", default=",".join(sorted(ALL_SECTIONS)),
+                    help="comma-separated subset of 1,2,3,4,bridge-pool (partial runs never write the doc)")
     args = ap.parse_args()
 
     binary = os.path.abspath(args.bin)
@@ -483,6 +489,8 @@ def main():
             if "4" in sections:
                 attempt("4c restore", section_restore, p, work, run_bin, out)
                 attempt("4d idle", section_idle, p, work, run_bin, out)
+        if "bridge-pool" in sections:
+            attempt("5 bridge-pool", section_bridge_pool, work, run_bin, out)
     except BenchError as e:
         failures.append(str(e))
     finally:
@@ -505,7 +513,7 @@ def main():
         print("bench: FAILED:\n  " + "\n  ".join(failures), file=sys.stderr)
         return 1
     if not args.no_write:
-        if sections != {"1", "2", "3", "4"}:
+        if sections != ALL_SECTIONS:
             print("bench: partial run (--sections), docs not written", file=sys.stderr)
         else:
             write_doc(args.doc, report(out, profile, binary, elapsed))
