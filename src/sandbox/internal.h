@@ -83,6 +83,7 @@ struct sbx_pool {
         struct id_list adopt;        /* left by the previous run, not looked at yet */
         bool active;                 /* filling toward the target (false: disabled or paused) */
         bool kick;                   /* look again now (a take, a yield, a prime) */
+        uint64_t quiet_until;        /* now_ns(): no refill before, while some are warm */
 };
 
 struct sandbox_mgr {

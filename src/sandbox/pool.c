@@ -23,6 +23,11 @@
 #include "base/time.h"
 
 #define POOL_DEFAULT_REFRESH_MS 10000
+/* After a take, the refill waits this long while the pool still holds a
+ * warm sandbox: a new sandbox's first command usually follows at once, and
+ * a refill (mkfs) would compete with it for the CPU. An empty pool is
+ * refilled at once. */
+#define POOL_TAKE_QUIET_MS 300
 
 /* ---- lists (under the pool lock) ---- */
 
@@ -198,7 +203,8 @@ static bool pool_step(struct sandbox_mgr *m, uint64_t room)
                 step_shed(m);
                 return true;
         }
-        if (p->ready.n < room && m->opt.pool.new_id)
+        bool quiet = p->ready.n > 0 && now_ns() < p->quiet_until;
+        if (p->ready.n < room && m->opt.pool.new_id && !quiet)
                 return step_fill(m, room);
         return false;
 }
@@ -214,8 +220,12 @@ static void pool_loop(void *arg)
                 bg_thread_unlock(&p->bg);
                 uint64_t room = pool_room(m);
                 bg_thread_lock(&p->bg);
-                if (!pool_step(m, room) && !p->kick)
-                        bg_thread_wait(&p->bg, now_ns() + period_ms * 1000000ULL);
+                if (!pool_step(m, room) && !p->kick) {
+                        uint64_t now = now_ns(), until = now + period_ms * 1000000ULL;
+                        if (p->quiet_until > now && p->quiet_until < until)
+                                until = p->quiet_until;
+                        bg_thread_wait(&p->bg, until);
+                }
                 p->kick = false;
         }
         bg_thread_unlock(&p->bg);
@@ -295,7 +305,8 @@ int sbx_pool_take(struct sandbox_mgr *m, char ret_id[STORE_ID_MAX], struct err *
         char id[STORE_ID_MAX];
         bg_thread_lock(&p->bg);
         bool got = list_pop(&p->ready, id);
-        kick(p); /* refill now, off this request */
+        p->quiet_until = now_ns() + POOL_TAKE_QUIET_MS * 1000000ULL;
+        kick(p); /* refill soon, off this request */
         bg_thread_unlock(&p->bg);
         if (!got)
                 return -ENOENT;
