@@ -48,6 +48,13 @@ def images(d):
     return set(os.listdir(root)) if os.path.isdir(root) else set()
 
 
+def wait_images(d, pred, timeout=20):
+    deadline = time.time() + timeout
+    while not pred(images(d)):
+        assert time.time() < deadline, images(d)
+        time.sleep(0.05)
+
+
 def still(d, pred, seconds, headers=AUTH):
     """pred(stats) holds for the whole period (a few refresh intervals)."""
     end = time.time() + seconds
@@ -216,7 +223,8 @@ def test_warm_sandboxes_never_take_a_tenants_place():
             assert status == 200, body
         st = wait_stats(d, lambda s: s["assigned"] == 2 and s["warm"] == 0, headers=None)
         assert st["total"] == 2
-        assert images(d) <= {"tenant-one", "tenant-two"}
+        # The warm ones given back are destroyed, images included.
+        wait_images(d, lambda ids: ids <= {"tenant-one", "tenant-two"})
         status, body, _ = d.get("/languages/python/sandboxes/tenant-three")
         assert status == 429, body
         status, body, _ = d.post("/v1/sandbox")
@@ -254,10 +262,7 @@ def test_a_restart_adopts_warm_sandboxes_or_removes_them():
         # The pool disabled: the warm ones left behind are destroyed (rows
         # and images); the tenants' stay.
         d = Daemon(data_dir=tmp)
-        deadline = time.time() + 20
-        while images(d) != {tenant, taken}:
-            assert time.time() < deadline, images(d)
-            time.sleep(0.05)
+        wait_images(d, lambda ids: ids == {tenant, taken})
         st = stats(d, headers=None)
         assert (st["warm"], st["assigned"]) == (0, 2)
         for wid in warm:
