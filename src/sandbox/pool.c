@@ -54,14 +54,28 @@ static int sandbox_prepare(struct sandbox_mgr *m, struct sandbox *s, struct err 
         return 0;
 }
 
-int sbx_prepare(struct sandbox_mgr *m, const char *id, struct err *err)
+typedef int warm_step_fn(struct sandbox_mgr *m, struct sandbox *s, struct err *err);
+
+/* Runs step on the warm sandbox id under its lock. *ret_s: the reference
+ * (sandbox_put it), NULL when the lookup failed. */
+static int on_warm(struct sandbox_mgr *m, const char *id, warm_step_fn *step, struct sandbox **ret_s,
+                   struct err *err)
 {
-        struct sandbox *s = sandbox_lookup(m, id, SANDBOX_GET_WARM, err);
+        struct sandbox *s = *ret_s = sandbox_lookup(m, id, SANDBOX_GET_WARM, err);
         if (!s)
                 return err_ret(err);
         pthread_mutex_lock(&s->lock);
-        int r = sandbox_prepare(m, s, err);
+        int r = step(m, s, err);
         pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+int sbx_prepare(struct sandbox_mgr *m, const char *id, struct err *err)
+{
+        struct sandbox *s;
+        int r = on_warm(m, id, sandbox_prepare, &s, err);
+        if (!s)
+                return r;
         if (r < 0)
                 sandbox_wipe(m, s); /* a half-made warm sandbox is of no use */
         sandbox_put(m, s);
@@ -310,12 +324,10 @@ int sbx_pool_take(struct sandbox_mgr *m, char ret_id[STORE_ID_MAX], struct err *
         bg_thread_unlock(&p->bg);
         if (!got)
                 return -ENOENT;
-        struct sandbox *s = sandbox_lookup(m, id, SANDBOX_GET_WARM, err);
+        struct sandbox *s;
+        int r = on_warm(m, id, assign, &s, err);
         if (!s)
-                return err_ret(err);
-        pthread_mutex_lock(&s->lock);
-        int r = assign(m, s, err);
-        pthread_mutex_unlock(&s->lock);
+                return r;
         if (r < 0 && s->warm) {
                 /* Over the tenants' caps: back to the pool, unharmed. */
                 bg_thread_lock(&p->bg);
