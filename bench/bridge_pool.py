@@ -5,10 +5,12 @@ beside the warm stateless execution it should cost about as much as
 (`POST /execute/shell` of `true`) and a later /exec in an existing sandbox.
 
 Each daemon is its own (the pool must not shift the other sections'
-figures). The pool row waits, untimed, until the pool is full again
-before each sample: it measures what a client sees when requests are
-spaced more than one refill apart (a burst beyond the pool's size gets
-the no-pool figure for the overflow)."""
+figures). Every sample starts from an idle daemon (untimed: the pool row
+also waits until the pool is full again): what a client sees when its
+requests are spaced apart, and the same footing for every row (on this
+VM a request right after another is several ms faster than one after an
+idle pause, whatever it does). A burst beyond the pool's size gets the
+no-pool figure for the overflow."""
 
 import json
 import time
@@ -74,6 +76,13 @@ def _pool_full(daemon, timeout=30):
     daemon.settle()
 
 
+def _paced(daemon, fn):
+    def run():
+        daemon.settle()
+        return fn()
+    return run
+
+
 def section_bridge_pool(work, binary, out):
     prm = PARAMS[out.get("profile", "full")]
     pooled = work.daemon(binary, sets=[f"bridge.warm_pool_target={TARGET}"]).start()
@@ -82,9 +91,9 @@ def section_bridge_pool(work, binary, out):
         _pool_full(pooled)
         stateless = exec_timer(pooled.client, "/execute/shell", "true", None)
         check_exec(*pooled.client.request("POST", "/execute/shell", {"code": "true"}), None, "shell true")
-        variants = [V("stateless", stateless, prm["n"], pooled.settle),
-                    V("exec", _existing_exec(pooled), prm["n"], pooled.settle),
-                    V("nopool", _create_and_exec(cold), prm["n"], cold.settle),
+        variants = [V("stateless", _paced(pooled, stateless), prm["n"]),
+                    V("exec", _paced(pooled, _existing_exec(pooled)), prm["n"]),
+                    V("nopool", _paced(cold, _create_and_exec(cold)), prm["n"]),
                     V("pool", lambda: (_pool_full(pooled), _create_and_exec(pooled)())[1], prm["n"])]
         samples = interleaved(variants, prm["rounds"], 1, prm["budget_s"])
     finally:
@@ -106,8 +115,8 @@ def report_bridge_pool(out, L):
     L.append("### 5. Bridge: new sandbox + first `/exec`")
     L.append("")
     L.append("`POST /v1/sandbox` then `POST /v1/sandbox/:id/exec` of `[\"true\"]` (its SSE read to the end), "
-             "each daemon its own; the warm-pool row lets the pool refill (untimed) before each sample "
-             "(docs/bridge/pool.md).")
+             "each daemon its own; every sample starts from an idle daemon, and the warm-pool row lets the "
+             "pool refill (untimed) first (docs/bridge/pool.md).")
     L.append("")
     L.append("| row | n | p50 ms | p99 ms | × stateless shell `true` (p50) |")
     L.append("| --- | ---: | ---: | ---: | ---: |")
