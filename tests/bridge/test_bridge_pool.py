@@ -273,3 +273,29 @@ def test_a_restart_adopts_warm_sandboxes_or_removes_them():
             d.stop()
         api.unmount_under(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_warm_sandboxes_never_expire_but_taken_ones_do():
+    d = Daemon(sets=FAST_LIMITS + ["sandbox.idle_ttl_ms=600"], env=pool_env(2))
+    try:
+        wait_stats(d, lambda s: s["warm"] == 2, headers=None)
+        warm = images(d)
+        assert len(warm) == 2
+        # Several idle TTLs (the reaper runs every 100 ms here): still warm.
+        still(d, lambda s: s["warm"] == 2, 2.0, headers=None)
+        assert warm <= images(d)
+        # Taken, it is an ordinary sandbox: idle, it expires.
+        sid = new_sandbox(d)
+        assert sid in warm
+        assert exec_sse(d, sid, ["true"])[5] == 0
+        wait_images(d, lambda ids: sid not in ids)
+        assert stats(d, headers=None)["assigned"] == 0
+    finally:
+        d.cleanup()
+
+
+def test_bad_pool_variables_refuse_to_start():
+    with pytest.raises(RuntimeError, match="daemon exited"):
+        Daemon(env={"WARM_POOL_TARGET": "many"})
+    with pytest.raises(RuntimeError, match="daemon exited"):
+        Daemon(env={"WARM_POOL_REFRESH_INTERVAL": "5"})  # below 100 ms
