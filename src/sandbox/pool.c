@@ -110,22 +110,28 @@ static uint64_t pool_limit(const struct sandbox_mgr *m)
         return limit;
 }
 
-/* Tenants' sandboxes now (every API's). */
+#define COUNT_UNKNOWN UINT64_MAX
+
+/* Tenants' sandboxes now (every API's), or COUNT_UNKNOWN. Counted under
+ * the manager lock, as rows are created (sandbox_create_row): the count
+ * and pool_rows agree. */
 static uint64_t pool_assigned(struct sandbox_mgr *m)
 {
         uint64_t n = 0;
-        if (store_sandbox_count(m->store, &n) < 0)
-                return UINT64_MAX; /* unknown: fill nothing */
         pthread_mutex_lock(&m->lock);
-        n = n > m->pool_rows ? n - m->pool_rows : 0;
+        int r = store_sandbox_count(m->store, &n);
+        n = r < 0 ? COUNT_UNKNOWN : n > m->pool_rows ? n - m->pool_rows : 0;
         pthread_mutex_unlock(&m->lock);
         return n;
 }
 
-/* How many warm sandboxes the pool may hold now. */
+/* How many warm sandboxes the pool may hold now, or COUNT_UNKNOWN (a
+ * store error: then it neither fills nor gives back). */
 static uint64_t pool_room(struct sandbox_mgr *m)
 {
         uint64_t assigned = pool_assigned(m), limit = pool_limit(m);
+        if (assigned == COUNT_UNKNOWN)
+                return COUNT_UNKNOWN;
         uint64_t room = assigned < limit ? limit - assigned : 0;
         return room < m->opt.pool.target ? room : m->opt.pool.target;
 }
@@ -207,6 +213,8 @@ static bool step_fill(struct sandbox_mgr *m, uint64_t room)
 static bool pool_step(struct sandbox_mgr *m, uint64_t room)
 {
         struct sbx_pool *p = &m->pool;
+        if (room == COUNT_UNKNOWN)
+                return false; /* retried after the refresh interval */
         if (!p->active)
                 room = 0;
         if (p->adopt.n) {
@@ -345,7 +353,7 @@ int sbx_pool_take(struct sandbox_mgr *m, char ret_id[STORE_ID_MAX], struct err *
 int sbx_pool_stats(struct sandbox_mgr *m, struct sbx_pool_stats *ret, struct err *err)
 {
         uint64_t assigned = pool_assigned(m);
-        if (assigned == UINT64_MAX)
+        if (assigned == COUNT_UNKNOWN)
                 return err_set(err, ERR_INTERNAL, EIO, "Cannot count sandboxes");
         *ret = (struct sbx_pool_stats){ .assigned = assigned, .limit = pool_limit(m), .config = m->opt.pool };
         bg_thread_lock(&m->pool.bg);
