@@ -148,10 +148,11 @@ static void step_adopt(struct sandbox_mgr *m, uint64_t room)
         bool keep = p->active && p->ready.n < room;
         bg_thread_unlock(&p->bg);
         struct err err = { 0 };
+        /* A failed prepare has destroyed it already. */
         int r = keep ? sbx_prepare(m, id, &err) : -ECANCELED;
-        if (r < 0)
+        if (r == -ECANCELED)
                 pool_destroy(m, id);
-        if (r < 0 && r != -ECANCELED)
+        else if (r < 0)
                 log_warn("msg=\"cannot adopt a warm sandbox, destroyed\" sandbox=%s err=\"%s\"", id, err.msg);
         err_done(&err);
         bg_thread_lock(&p->bg);

@@ -336,9 +336,9 @@ static void sandbox_unhash(struct sandbox_mgr *m, struct sandbox *s)
 int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
 {
         pthread_mutex_lock(&m->lock);
+        if (s->warm && !s->deleted && m->pool_rows)
+                m->pool_rows--; /* once, however many times it is wiped */
         sandbox_unhash(m, s);
-        if (s->warm && m->pool_rows)
-                m->pool_rows--;
         pthread_mutex_unlock(&m->lock);
         pthread_mutex_lock(&s->lock);
         for (struct context *c = s->contexts; c; c = c->next) {
