@@ -1,0 +1,88 @@
+/* Shared fixture of the sandbox domain tests (test_context.c, test_pool.c):
+ * a real engine (jails), a real SQLite store and a manager in a fresh temp
+ * dir, freed at exit. Each TEST runs in its own process. Needs root (skips
+ * otherwise). */
+#pragma once
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "sandbox/sandbox.h"
+#include "tap.h"
+
+static struct {
+        char dir[64];
+        struct engine *engine;
+        struct store *store;
+        struct sandbox_mgr *mgr;
+} g;
+
+static void cleanup(void)
+{
+        sbx_mgr_free(g.mgr);
+        store_close(g.store);
+        engine_free(g.engine);
+        if (g.dir[0])
+                rm_rf(g.dir);
+}
+
+static const struct exec_limits LIM = {
+        .cpu_ms = 5000, .wall_ms = 10000, .memory_bytes = 256 * MiB, .pids = 64,
+        .output_bytes = 32 * KiB, .output_entries = 200, .result_bytes = 64 * KiB,
+};
+
+static void kernels_dir(char *out, size_t len)
+{
+        const char *me = __FILE__;
+        const char *tail = strstr(me, "tests/unit/sandbox/");
+        char cwd[PATH_MAX] = ".";
+        if (tail && tail > me)
+                snprintf(out, len, "%.*ssrc/runtimes/kernels", (int)(tail - me), me);
+        else if (getcwd(cwd, sizeof(cwd)))
+                snprintf(out, len, "%s/src/runtimes/kernels", cwd);
+}
+
+static void start_engine(void)
+{
+        struct engine_options o = {
+                .cgroup_force = -1, .limits = LIM, .file_bytes = 1 * MiB, .nofile = 256,
+                .tmp_bytes = 16 * MiB, .tmp_inodes = 1024, .workspace_bytes = 16 * MiB,
+                .workspace_inodes = 1024, .workers = 2,
+        };
+        snprintf(o.run_dir, sizeof(o.run_dir), "%s/run", g.dir);
+        kernels_dir(o.kernels_dir, sizeof(o.kernels_dir));
+        struct err e = { 0 };
+        int r = engine_new(&o, &g.engine, &e);
+        if (r == -EPERM || r == -EACCES || r == -ENOSYS || r == -EOPNOTSUPP)
+                SKIP("namespaces or cgroups not available here");
+        if (r < 0)
+                TAP_FAIL("engine_new: %d (%s)", r, e.msg);
+        err_done(&e);
+}
+
+/* Starts the engine and the store, then a manager with opt (its data_dir
+ * is filled in). Skips without root or without python when need_python. */
+static struct sandbox_mgr *mgr_start(struct sandbox_options *opt, bool need_python)
+{
+        if (geteuid() != 0)
+                SKIP("needs root");
+        atexit(cleanup);
+        snprintf(g.dir, sizeof(g.dir), "/tmp/sbx-ctx-XXXXXX");
+        ASSERT_TRUE(mkdtemp(g.dir) != NULL);
+        char missing[128];
+        runtime_probe_versions(missing, sizeof(missing));
+        if (need_python && (!runtime_find("python") || !runtime_find("python")->version[0]))
+                SKIP("python3 not installed");
+        start_engine();
+        char url[128];
+        snprintf(url, sizeof(url), "sqlite:%s/db", g.dir);
+        struct err e = { 0 };
+        ASSERT_OK(store_open(url, &g.store, &e));
+        snprintf(opt->data_dir, sizeof(opt->data_dir), "%s", g.dir);
+        ASSERT_OK(sbx_mgr_new(opt, g.engine, g.store, &g.mgr));
+        return g.mgr;
+}
