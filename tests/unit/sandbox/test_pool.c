@@ -67,6 +67,19 @@ static void offer(const char *id)
         bg_thread_unlock(&g.mgr->pool.bg);
 }
 
+/* A manager without a refill thread, w1 and w2 offered by hand, and one
+ * take (of w1, the oldest) into id. */
+static void two_offered_one_taken(uint64_t max_sandboxes, char id[STORE_ID_MAX])
+{
+        struct sandbox_options o = pool_opts(0, max_sandboxes);
+        mgr_start(&o, false);
+        offer("w1");
+        offer("w2");
+        struct err e = { 0 };
+        ASSERT_OK(sbx_pool_take(g.mgr, id, &e));
+        ASSERT_STREQ(id, "w1");
+}
+
 TEST(pool_empty_take_is_enoent)
 {
         struct sandbox_options o = pool_opts(0, 10);
@@ -111,14 +124,9 @@ TEST(pool_warm_sandbox_is_prepared_and_invisible)
 
 TEST(pool_take_assigns_and_over_the_caps_stays_warm)
 {
-        struct sandbox_options o = pool_opts(0, 1);
-        mgr_start(&o, false);
-        offer("w1");
-        offer("w2");
         char id[STORE_ID_MAX];
+        two_offered_one_taken(1, id);
         struct err e = { 0 };
-        ASSERT_OK(sbx_pool_take(g.mgr, id, &e));
-        ASSERT_STREQ(id, "w1"); /* oldest first */
         struct sbx_info info;
         ASSERT_OK(sbx_info(g.mgr, "w1", &info, &e));
         ASSERT_STREQ(info.org_id, SBX_DEFAULT_ORG);
@@ -142,13 +150,9 @@ TEST(pool_take_assigns_and_over_the_caps_stays_warm)
 
 TEST(pool_shutdown_destroys_the_warm_ones_only)
 {
-        struct sandbox_options o = pool_opts(0, 10);
-        mgr_start(&o, false);
-        offer("w1");
-        offer("w2");
         char id[STORE_ID_MAX];
+        two_offered_one_taken(10, id);
         struct err e = { 0 };
-        ASSERT_OK(sbx_pool_take(g.mgr, id, &e));
         ASSERT_OK(sbx_pool_shutdown_prewarmed(g.mgr, &e));
         ASSERT_U64_EQ(stats().warm, 0);
         ASSERT_FALSE(image_exists("w2"));
