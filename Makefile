@@ -61,6 +61,10 @@ $(BUILD)/obj/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
+# Files assembled into an object (.incbin): -MMD does not see them.
+EMBEDDED := src/api/bridge/openapi.json src/api/bridge/openapi.html
+$(BUILD)/obj/src/api/bridge/openapi.o: $(EMBEDDED)
+
 $(BUILD)/libsandboxd.a: $(OBJS)
 	@rm -f $@
 	ar rcs $@ $^

@@ -1,4 +1,4 @@
-"""Bench section "bridge-pool": a new bridge sandbox and its first command
+"""Section 6 of bench/run.py: a new bridge sandbox and its first command
 (`POST /v1/sandbox` + `POST /v1/sandbox/:id/exec` of `true`, SSE read to
 its end), with the warm pool (bridge.warm_pool_target=2) and without,
 beside the warm stateless execution it should cost about as much as
@@ -112,7 +112,7 @@ def report_bridge_pool(out, L):
         return
     s = out["bridge_pool"]
     ref = s.get("stateless")
-    L.append("### 5. Bridge: new sandbox + first `/exec`")
+    L.append("### 6. Bridge: new sandbox + first `/exec`, with and without the warm pool")
     L.append("")
     L.append("`POST /v1/sandbox` then `POST /v1/sandbox/:id/exec` of `[\"true\"]` (its SSE read to the end), "
              "each daemon its own; every sample starts from an idle daemon, and the warm-pool row lets the "

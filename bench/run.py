@@ -13,8 +13,8 @@ ratios:
   4. sandboxes and contexts: warm context round trip, first call in a new
      sandbox, restore after a daemon restart as a function of journal
      length, daemon RSS with N idle sandboxes;
-  5. (section "bridge-pool") a new bridge sandbox + its first /exec, with
-     and without the warm pool, beside a warm stateless execution.
+  6. a new bridge sandbox + its first /exec, with and without the warm
+     pool, beside a warm stateless execution (bench/bridge_pool.py).
 
 Usage (`make bench` runs the first form):
 
@@ -43,10 +43,11 @@ import time
 import uuid
 
 from harness import *  # noqa: F401,F403 (the building blocks)
+from bridge import section_bridge
 from bridge_pool import section_bridge_pool
 from report import compact, report, write_doc
 
-ALL_SECTIONS = {"1", "2", "3", "4", "bridge-pool"}
+ALL_SECTIONS = {"1", "2", "3", "4", "5", "6"}
 
 
 # ---------------------------------------------------------------- sections
@@ -390,7 +391,7 @@ def main():
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                     help="passed to every daemon (repeatable); recorded in the report")
     ap.add_argument("--sections", default=",".join(sorted(ALL_SECTIONS)),
-                    help="comma-separated subset of 1,2,3,4,bridge-pool (partial runs never write the doc)")
+                    help="comma-separated subset of 1,2,3,4,5,6 (partial runs never write the doc)")
     args = ap.parse_args()
 
     binary = os.path.abspath(args.bin)
@@ -489,8 +490,10 @@ def main():
             if "4" in sections:
                 attempt("4c restore", section_restore, p, work, run_bin, out)
                 attempt("4d idle", section_idle, p, work, run_bin, out)
-        if "bridge-pool" in sections:
-            attempt("5 bridge-pool", section_bridge_pool, work, run_bin, out)
+        if "5" in sections:
+            attempt("5 bridge", section_bridge, profile, work, run_bin, out)
+        if "6" in sections:
+            attempt("6 bridge warm pool", section_bridge_pool, work, run_bin, out)
     except BenchError as e:
         failures.append(str(e))
     finally:

@@ -274,6 +274,7 @@ static void sandbox_options_from_config(const struct config *cfg, struct sandbox
         *ret = (struct sandbox_options){
                 .idle_ttl_ms = cfg->idle_ttl_ms,
                 .max_contexts = cfg->max_contexts,
+                .max_sessions = cfg->max_sessions,
                 .max_resident_contexts = cfg->max_resident_contexts,
                 .max_resident_per_sandbox = cfg->max_resident_per_sandbox,
                 .resident_grace_ms = cfg->resident_grace_ms,
@@ -288,6 +289,9 @@ static void sandbox_options_from_config(const struct config *cfg, struct sandbox
                 /* Warm sandboxes are the bridge's: its ids. */
                 .pool = { .target = cfg->warm_pool_target, .refresh_ms = cfg->warm_pool_refresh_ms,
                           .max_instances = cfg->warm_pool_max_instances, .batch = cfg->warm_pool_scale_batch,
+                          .create = { .workspace_bytes = cfg->bridge_workspace_bytes,
+                                      .workspace_inodes = cfg->bridge_workspace_inodes,
+                                      .file_bytes = cfg->bridge_file_bytes },
                           .new_id = bridge_id_new },
         };
         snprintf(ret->data_dir, sizeof(ret->data_dir), "%s", cfg->data_dir);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -90,4 +91,27 @@ int write_string_file(const char *path, const char *s)
         if (fd < 0)
                 return -errno;
         return write_all(fd, s, strlen(s));
+}
+
+int io_send_byte(int sock, char byte, int type, const void *data, size_t len)
+{
+        struct iovec iov = { &byte, 1 };
+        union {
+                char buf[CMSG_SPACE(16)];
+                struct cmsghdr align;
+        } u;
+        if (len > 16)
+                return -EINVAL;
+        memset(&u, 0, sizeof(u));
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                              .msg_controllen = CMSG_SPACE(len) };
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = type;
+        cm->cmsg_len = CMSG_LEN(len);
+        memcpy(CMSG_DATA(cm), data, len);
+        ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+        if (n < 0)
+                return -errno;
+        return n == 1 ? 0 : -EPIPE;
 }

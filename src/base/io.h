@@ -16,3 +16,8 @@ int read_file_small(const char *path, char *buf, size_t max, size_t *ret_len);
 int read_u64_file(const char *path, uint64_t *ret);
 /* Writes a string to a file that already exists (cgroup/proc style). */
 int write_string_file(const char *path, const char *s);
+/* Sends one byte carrying one SOL_SOCKET control message (SCM_RIGHTS fds or
+ * SCM_CREDENTIALS) of at most 16 bytes, MSG_NOSIGNAL: how fds and pids
+ * cross between the daemon, a jail's init and a template. No retry of
+ * EAGAIN (the caller decides). */
+int io_send_byte(int sock, char byte, int type, const void *data, size_t len);

@@ -82,6 +82,7 @@ static const struct cfg_opt opts[] = {
         U64("limits.files_max_depth", files_max_depth, 4096, 1, 1 << 20, "nested directory levels a files API recursive delete enters (deeper → 400)"),
         U64("sandbox.idle_ttl_ms", idle_ttl_ms, 86400000, 0, UINT64_MAX / 2, "idle sandbox expiry; 0 disables"),
         U64("sandbox.max_contexts", max_contexts, 8, 1, 64, "code contexts per sandbox"),
+        U64("sandbox.max_sessions", max_sessions, 64, 1, 4096, "bridge shell sessions per sandbox (more → 400)"),
         U64("sandbox.max_resident_contexts", max_resident_contexts, 32, 1, 100000, "live context interpreters before LRU eviction"),
         /* Issue 10 "fair resources": every jail's cgroup is throttled at all
          * times; caps per sandbox and in total; replay bounded. */
@@ -95,7 +96,16 @@ static const struct cfg_opt opts[] = {
         U64("sandbox.replay_ms", replay_ms, 10000, 100, 3600000, "total time a context restore may replay its journal before it starts fresh (stale)"),
         U64("sandbox.journal_bytes", journal_bytes, 4 * MiB, 1 * KiB, 1 * GiB, "journal size past which a context restores fresh (stale) and stops journaling"),
         U64("sandbox.max_sandboxes", max_sandboxes, 1000, 1, 1000000, "sandboxes at once (429 SANDBOX_LIMIT_EXCEEDED beyond)"),
-        U64("sandbox.max_disk_bytes", max_disk_bytes, 16 * GiB, 64 * KiB, UINT64_MAX / 2, "workspace images in total (507 INSUFFICIENT_STORAGE beyond)"),
+        U64("sandbox.max_disk_bytes", max_disk_bytes, 64 * GiB, 64 * KiB, UINT64_MAX / 2, "workspace quotas of all sandboxes together, reserved in full when each is created (507 INSUFFICIENT_STORAGE beyond)"),
+        /* Issue 11: a bridge sandbox stands in for a container, whose
+         * clients PUT files of up to 32 MiB and restore whole trees. */
+        U64("bridge.workspace_bytes", bridge_workspace_bytes, 256 * MiB, 64 * KiB, 64 * GiB, "workspace quota of a sandbox the bridge API creates"),
+        U64("bridge.workspace_inodes", bridge_workspace_inodes, 65536, 16, 10000000, "workspace entries of a sandbox the bridge API creates"),
+        U64("bridge.file_bytes", bridge_file_bytes, 256 * MiB, 4 * KiB, 16 * GiB, "largest file in a sandbox the bridge API creates (RLIMIT_FSIZE and file writes)"),
+        /* The bridge's /exec (issue 11): a timed-out command gets SIGTERM, then
+         * SIGKILL after this grace (the anchor's 5 s); its quoted argv is capped. */
+        U64("bridge.exec_grace_ms", bridge_exec_grace_ms, 5000, 0, 600000, "bridge /exec: SIGTERM to SIGKILL grace of a timed-out command"),
+        U64("bridge.exec_command_bytes", bridge_exec_command_bytes, 1 * MiB, 1 * KiB, 16 * MiB, "bridge /exec: the quoted command line (argv joined) at most → 400"),
         /* The bridge's warm pool (docs/bridge/pool.md); the anchor's
          * variables override these (main.c). */
         U64("bridge.warm_pool_target", warm_pool_target, 0, 0, 10000, "prepared sandboxes kept warm for POST /v1/sandbox (0 disables); env WARM_POOL_TARGET"),

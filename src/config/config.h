@@ -62,9 +62,11 @@ struct config {
         uint64_t workspace_bytes;
         uint64_t workspace_inodes;
         uint64_t files_max_depth;
+        uint64_t bridge_workspace_bytes, bridge_workspace_inodes, bridge_file_bytes;
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;
+        uint64_t max_sessions;
         uint64_t max_resident_contexts;
         uint64_t cpu_quota_percent;
         uint64_t max_resident_per_sandbox;
@@ -75,6 +77,9 @@ struct config {
         uint64_t journal_bytes;
         uint64_t max_sandboxes;
         uint64_t max_disk_bytes;
+
+        uint64_t bridge_exec_grace_ms;
+        uint64_t bridge_exec_command_bytes;
 
         /* The bridge's warm pool of prepared sandboxes (WARM_POOL_*). */
         uint64_t warm_pool_target;

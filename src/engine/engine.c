@@ -211,7 +211,7 @@ struct jail_limits engine_jail_limits(const struct engine *e, const struct exec_
                 .pids = lim->pids,
                 /* Backstop only: the daemon samples cgroup CPU and kills first. */
                 .cpu_seconds = lim->cpu_ms ? lim->cpu_ms / 1000 + 2 : 0, /* 0: a command without a CPU cap */
-                .file_bytes = o->file_bytes,
+                .file_bytes = lim->file_bytes ? lim->file_bytes : o->file_bytes,
                 .nofile = o->nofile,
                 .tmp_bytes = o->tmp_bytes,
                 .tmp_inodes = o->tmp_inodes,

@@ -29,6 +29,7 @@ enum exec_limit {
 struct exec_limits {
         uint64_t cpu_ms, wall_ms, memory_bytes, pids;
         uint64_t output_bytes, output_entries, result_bytes;
+        uint64_t file_bytes;    /* largest file (RLIMIT_FSIZE); 0: engine_options.file_bytes */
 };
 
 /* What one execution produced (a kernel request or a whole process run). */
@@ -81,6 +82,16 @@ enum cgroup_backend engine_cgroup_backend(const struct engine *e);
  * the jails of one sandbox to share (kproc_spawn_in). -EOPNOTSUPP in
  * rootless mode, where every jail has a namespace of its own anyway. */
 int engine_netns_take(struct engine *e);
+/* A socket (socket(2)'s domain and type; close-on-exec is added) created in
+ * the network namespace netns_fd, by a short-lived thread that joins it:
+ * the daemon's own threads never switch namespace. The socket stays bound
+ * to that namespace wherever it is used: connect(), bind() and ioctl()s on
+ * it act there. Root only. Returns the fd (the caller's) or -errno. */
+int engine_netns_socket(int netns_fd, int domain, int type);
+/* Brings the loopback interface "lo" up in netns_fd (a sandbox's own
+ * namespace: lo is its only interface, so no route leaves it). Idempotent.
+ * Returns 0 or -errno. */
+int engine_netns_loopback_up(int netns_fd);
 /* The default limits (engine_options.limits). */
 const struct exec_limits *engine_limits(const struct engine *e);
 

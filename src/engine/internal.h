@@ -17,6 +17,8 @@ struct proc {
         struct jail_proc jp;
         int in_fd, out_fd, err_fd;  /* daemon ends, non-blocking, or -1;
                                      * a terminal's master is out_fd */
+        int side_fd;                /* side channel (proc_spec.side_channel), or -1;
+                                     * set from proc_attach on: 0 before it */
         bool pty;
         bool alive;
         int wait_status;            /* once reaped */

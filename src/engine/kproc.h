@@ -47,6 +47,9 @@ struct kproc_where {
         uid_t host_id;                    /* the sandbox's host id (jail_spec.host_id); 0: a stateless id */
         struct kproc_group *group;        /* the sandbox's parent cgroup (the kernel takes a
                                            * reference); NULL: a group of its own under the root */
+        /* inet sockets (jail_spec.allow_inet) in the sandbox's namespace:
+         * its commands only (sbx_spawn). Ignored without netns_fd. */
+        bool allow_inet;
 };
 /* kproc_spawn for a sandbox's context. */
 int kproc_spawn_in(struct engine *e, const struct runtime *rt, const char *mode, const struct kproc_where *where,

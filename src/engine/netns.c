@@ -13,8 +13,13 @@
 #include "engine/internal.h"
 
 #include <fcntl.h>
+#include <net/if.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -109,4 +114,52 @@ int engine_netns_take(struct engine *e)
         int fd = netns_pop(np);
         /* Drained (a burst): make one here rather than share. */
         return fd >= 0 ? fd : netns_make(np->home_fd);
+}
+
+struct netns_socket_job {
+        int netns_fd, domain, type;
+        int ret; /* the fd or -errno */
+};
+
+/* Runs on its own thread, which ends right after: its namespace switch
+ * dies with it, no thread of the daemon's stays switched. */
+static void *netns_socket_thread(void *arg)
+{
+        struct netns_socket_job *j = arg;
+        if (setns(j->netns_fd, CLONE_NEWNET) < 0) {
+                j->ret = -errno;
+                return NULL;
+        }
+        int fd = socket(j->domain, j->type | SOCK_CLOEXEC, 0);
+        j->ret = fd < 0 ? -errno : fd;
+        return NULL;
+}
+
+int engine_netns_socket(int netns_fd, int domain, int type)
+{
+        struct netns_socket_job j = { netns_fd, domain, type, -EIO };
+        pthread_t t;
+        int r = pthread_create(&t, NULL, netns_socket_thread, &j);
+        if (r != 0)
+                return -r;
+        pthread_join(t, NULL);
+        return j.ret;
+}
+
+int engine_netns_loopback_up(int netns_fd)
+{
+        int fd = engine_netns_socket(netns_fd, AF_INET, SOCK_DGRAM);
+        if (fd < 0)
+                return fd;
+        /* An interface ioctl acts in the socket's namespace, not the
+         * caller's. */
+        struct ifreq ifr = { 0 };
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+        int r = ioctl(fd, SIOCGIFFLAGS, &ifr) < 0 ? -errno : 0;
+        if (r == 0 && !(ifr.ifr_flags & IFF_UP)) {
+                ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+                r = ioctl(fd, SIOCSIFFLAGS, &ifr) < 0 ? -errno : 0;
+        }
+        close(fd);
+        return r;
 }

@@ -31,6 +31,7 @@ static void proc_attach(struct engine *e, struct proc *p, int out_fd, int err_fd
         p->out_fd = out_fd;
         p->err_fd = err_fd;
         p->in_fd = -1;
+        p->side_fd = -1;
         p->alive = true;
         if (!p->destroy)
                 p->destroy = proc_destroy;
@@ -119,25 +120,41 @@ int proc_adopt(struct engine *e, pid_t pid, const struct exec_limits *lim, int o
         return 0;
 }
 
-static int spawn_with_pipes(struct engine *e, struct jail_spec *spec, bool stdin_pipe, struct proc *p,
+/* The side channel is the jail's fd 3 (ctl_fd), so the seccomp listener
+ * comes over it first; what follows is the workload's. */
+static int spawn_with_pipes(struct engine *e, struct jail_spec *spec, const struct proc_spec *ps, struct proc *p,
                             struct err *err)
 {
-        int in[2] = { -1, -1 };
-        if (stdin_pipe) {
+        int in[2] = { -1, -1 }, side[2] = { -1, -1 };
+        if (ps->stdin_pipe) {
                 if (pipe2(in, O_CLOEXEC) < 0)
                         return jail_step_err(err, "pipes", -errno);
                 spec->has_stdin = true;
                 spec->stdin_fd = in[0];
         }
+        if (ps->side_channel && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, side) < 0) {
+                close_pair(in);
+                return jail_step_err(err, "pipes", -errno);
+        }
+        spec->ctl_fd = side[1];
         int r = proc_spawn_jail(e, spec, p, err);
         close_fd(&in[0]);
+        close_fd(&side[1]);
+        if (r == 0 && side[0] >= 0 && (r = proc_watch_refusals(p, side[0], 1000)) < 0) {
+                proc_release(p);
+                jail_step_err(err, "seccomp", r);
+        }
         if (r < 0) {
                 close_fd(&in[1]);
+                close_fd(&side[0]);
                 return r;
         }
         p->in_fd = in[1];
         if (p->in_fd >= 0)
                 set_nonblock(p->in_fd);
+        p->side_fd = side[0];
+        if (p->side_fd >= 0)
+                set_nonblock(p->side_fd);
         return 0;
 }
 
@@ -212,7 +229,7 @@ int proc_spawn(struct engine *e, const struct proc_spec *ps, struct proc **ret, 
                 return err_set(err, ERR_INTERNAL, ENOMEM, "process start failed: out of memory");
         p->group = ps->where ? kproc_group_ref(ps->where->group) : NULL;
         int r = spec.pty ? spawn_with_terminal(e, &spec, p, err)
-                         : spawn_with_pipes(e, &spec, ps->stdin_pipe, p, err);
+                         : spawn_with_pipes(e, &spec, ps, p, err);
         if (r < 0) {
                 kproc_group_unref(p->group);
                 return r;
@@ -224,7 +241,8 @@ int proc_spawn(struct engine *e, const struct proc_spec *ps, struct proc **ret, 
 void proc_fds(const struct proc *p, struct proc_fds *ret)
 {
         *ret = (struct proc_fds){ .stdin_fd = p->pty ? p->out_fd : p->in_fd, .stdout_fd = p->out_fd,
-                                  .stderr_fd = p->err_fd, .exit_fd = p->alive ? p->jp.pidfd : -1 };
+                                  .stderr_fd = p->err_fd, .exit_fd = p->alive ? p->jp.pidfd : -1,
+                                  .side_fd = p->side_fd > 0 ? p->side_fd : -1 };
 }
 
 ssize_t proc_read(struct proc *p, int which, void *buf, size_t len)
@@ -291,6 +309,17 @@ int proc_signal(struct proc *p, int sig)
         if (fd < 0)
                 return fd;
         return syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) < 0 ? -errno : 0;
+}
+
+/* The jail's init made a session of its own (jail/init.c), so its host pid
+ * is the group's id; a pid namespace's init ignores a signal it has no
+ * handler for from outside, and the group id stays taken until the daemon
+ * reaps init. */
+int proc_signal_group(struct proc *p, int sig)
+{
+        if (!p->alive)
+                return -ESRCH;
+        return kill(-p->jp.pid, sig) < 0 ? -errno : 0;
 }
 
 void proc_status_decode(int status, struct proc_status *ret)
@@ -371,6 +400,8 @@ void proc_release(struct proc *p)
         close_fd(&p->in_fd);
         close_fd(&p->out_fd);
         close_fd(&p->err_fd);
+        if (p->side_fd > 0)
+                close_fd(&p->side_fd);
 }
 
 void proc_free(struct proc *p)

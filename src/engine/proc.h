@@ -26,6 +26,10 @@ struct proc_spec {
         const char *cwd;             /* inside the jail; NULL: /workspace */
         enum proc_io io;
         bool stdin_pipe;             /* PROC_IO_PIPES: a stdin pipe instead of /dev/null */
+        /* PROC_IO_PIPES: the workload also gets fd 3, one end of a socket
+         * pair whose other end is proc_fds.side_fd (a channel beside the
+         * user's stdout and stderr bytes, e.g. a shell's state). */
+        bool side_channel;
         unsigned short rows, cols;   /* PROC_IO_PTY: initial size (0: 24x80) */
         const struct exec_limits *limits; /* NULL: the engine's */
         /* A sandbox's jail context (workspace fd, network namespace, host
@@ -45,6 +49,7 @@ int proc_spawn(struct engine *e, const struct proc_spec *spec, struct proc **ret
 struct proc_fds {
         int stdin_fd, stdout_fd, stderr_fd;
         int exit_fd;                 /* readable once the process has exited */
+        int side_fd;                 /* spec.side_channel: the daemon's end, else -1 */
 };
 void proc_fds(const struct proc *p, struct proc_fds *ret);
 
@@ -59,6 +64,11 @@ int proc_resize(struct proc *p, unsigned short rows, unsigned short cols);
 /* Sends sig to the workload (not to the jail's init). SIGKILL kills the
  * whole jail. 0 or -errno (-ESRCH: gone). */
 int proc_signal(struct proc *p, int sig);
+/* Sends sig to every process of the jail's process group (the workload and
+ * whatever it started, as a shell's job would get it), but not to its init.
+ * A process that made a group of its own is missed: SIGKILL (proc_signal)
+ * is the sure end. 0 or -errno (-ESRCH: gone). */
+int proc_signal_group(struct proc *p, int sig);
 
 /* How a process ended. A workload killed by signal N is reported by the
  * jail's init as exit code 128+N, as a shell would: that reads as signal N. */

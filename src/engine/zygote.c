@@ -101,10 +101,9 @@ struct zygote *zygote_for(struct engine *e, const struct runtime *rt)
 static int send_fds(int sock, const int fds[3])
 {
         for (int tries = 0; tries < 100; tries++) {
-                if (forkserver_send_byte(sock, 'F', SCM_RIGHTS, fds, 3 * sizeof(int)) == 1)
-                        return 0;
-                if (errno != EAGAIN && errno != EINTR)
-                        return -errno;
+                int r = io_send_byte(sock, 'F', SCM_RIGHTS, fds, 3 * sizeof(int));
+                if (r != -EAGAIN && r != -EINTR)
+                        return r;
                 struct pollfd p = { sock, POLLOUT, 0 };
                 poll(&p, 1, 10);
         }

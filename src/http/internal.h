@@ -45,7 +45,7 @@ struct http_server {
         unsigned nworkers;
 
         size_t nstreams;            /* streams + WebSockets holding a slot */
-        struct http_ws *ws_list;    /* open WebSockets, closed first on stop */
+        struct upgraded *upgraded;  /* open WebSockets and raw upgrades, ended first on stop */
         struct http_stream *stream_list; /* streams whose request is not over */
         /* Held around MHD_resume_connection by stream producers; once
          * resume_closed is set (before MHD_stop_daemon) they stop resuming. */
@@ -64,7 +64,9 @@ struct conn_state {
         struct http_group *group;   /* whose envelope answers this request's errors */
         enum conn_phase phase;
         char *path;
-        char capbuf[1024];
+        /* Room for the captures: a file path up to PATH_MAX (4096) beside
+         * a sandbox id, so the route matches and the file layer answers. */
+        char capbuf[8192];
         struct buf body;
         bool too_large;
         uint64_t start_ns;
@@ -108,4 +110,20 @@ void stream_abort_all(struct http_server *srv);
  * holding the error otherwise. */
 struct MHD_Response *ws_response(struct conn_state *st);
 void ws_abandon(struct http_ws *ws);
-void ws_close_all(struct http_server *srv);
+
+/* upgrade.c */
+/* An upgraded connection (a WebSocket or a raw upgrade), listed while its
+ * thread runs: MHD cannot stop under one, so a stop ends them first. */
+struct upgraded {
+        struct upgraded *next;      /* srv->upgraded, under srv->lock */
+        void (*stop)(struct upgraded *u); /* makes its thread return soon */
+};
+/* Lists u and runs fn(arg) on a detached thread, which must call
+ * upgraded_unlist before it frees u. false (u not listed) when no thread
+ * could start: the caller closes. */
+bool upgraded_start(struct http_server *srv, struct upgraded *u, void *(*fn)(void *), void *arg);
+void upgraded_unlist(struct http_server *srv, struct upgraded *u);
+/* Server stop: stops every upgraded connection, waits for their threads. */
+void upgraded_stop_all(struct http_server *srv);
+struct MHD_Response *upgrade_response(struct conn_state *st);
+void upgrade_abandon(struct http_upgrade *u);

@@ -1,11 +1,15 @@
 /* Reply kinds and response headers: what a handler fills, and how it becomes
  * an MHD response (JSON, bytes, file; streams and WebSockets in their own
  * files). */
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/log.h"
 #include "http/internal.h"
 
@@ -37,6 +41,9 @@ static void payload_reset(struct http_response *res)
         if (res->ws)
                 ws_abandon(res->ws);
         res->ws = NULL;
+        if (res->upgrade)
+                upgrade_abandon(res->upgrade);
+        res->upgrade = NULL;
         res->content_type[0] = '\0';
         res->kind = HTTP_REPLY_JSON;
 }
@@ -152,7 +159,12 @@ void reply_add_headers(const struct http_response *res, struct MHD_Response *r)
 {
         if (res->content_type[0])
                 MHD_add_response_header(r, "Content-Type", res->content_type);
-        MHD_add_response_header(r, "Cache-Control", "no-store");
+        /* A proxied reply keeps the upstream's caching rules. */
+        bool cache_set = false;
+        for (const struct http_header_node *h = res->headers; h; h = h->next)
+                cache_set |= strcasecmp(h->name, "Cache-Control") == 0;
+        if (!cache_set)
+                MHD_add_response_header(r, "Cache-Control", "no-store");
         if (res->allow[0])
                 MHD_add_response_header(r, "Allow", res->allow);
         if (res->retry_after) {
@@ -200,6 +212,8 @@ static struct MHD_Response *build_response(struct conn_state *st)
                 return stream_response(st);
         case HTTP_REPLY_WEBSOCKET:
                 return ws_response(st);
+        case HTTP_REPLY_UPGRADE:
+                return upgrade_response(st);
         case HTTP_REPLY_JSON:
         default:
                 return json_response(st);
@@ -228,4 +242,78 @@ enum MHD_Result reply_send(struct conn_state *st)
         log_info("req=%llu method=%s path=\"%s\" status=%d ms=%.1f", (unsigned long long)st->req.id,
                  st->req.method, st->path, res->status, (double)(now_ns() - st->start_ns) / 1e6);
         return ret;
+}
+
+struct each_ctx {
+        bool (*fn)(void *cls, const char *name, const char *value);
+        void *cls;
+};
+
+static enum MHD_Result each_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+        (void)kind;
+        struct each_ctx *e = cls;
+        return e->fn(e->cls, key, value ? value : "") ? MHD_YES : MHD_NO;
+}
+
+void http_headers_each(struct http_request *req, bool (*fn)(void *cls, const char *name, const char *value),
+                       void *cls)
+{
+        struct each_ctx e = { fn, cls };
+        MHD_get_connection_values(req->conn, MHD_HEADER_KIND, each_header, &e);
+}
+
+/* RFC 3986 unreserved characters stay, everything else is %XX. */
+static int append_encoded(struct buf *b, const char *s)
+{
+        static const char hex[] = "0123456789ABCDEF";
+        int r = 0;
+        for (const unsigned char *p = (const unsigned char *)s; r == 0 && *p; p++) {
+                if (strchr("-._~", *p) || (*p >= '0' && *p <= '9') || ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z')) {
+                        r = buf_append(b, p, 1);
+                } else {
+                        char e[3] = { '%', hex[*p >> 4], hex[*p & 15] };
+                        r = buf_append(b, e, 3);
+                }
+        }
+        return r;
+}
+
+static enum MHD_Result each_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+        (void)kind;
+        struct buf *b = cls;
+        int r = b->len ? buf_append(b, "&", 1) : 0;
+        if (r == 0)
+                r = append_encoded(b, key);
+        if (r == 0 && value)
+                r = buf_append(b, "=", 1);
+        if (r == 0 && value)
+                r = append_encoded(b, value);
+        if (r < 0)
+                b->len = SIZE_MAX; /* marks the failure */
+        return r < 0 ? MHD_NO : MHD_YES;
+}
+
+char *http_query_string(struct http_request *req)
+{
+        struct buf b;
+        buf_init(&b, 64 * 1024); /* MHD's header memory bounds it anyway */
+        MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, each_arg, &b);
+        if (b.len == SIZE_MAX || buf_append(&b, "", 0) < 0) {
+                free(b.data);
+                return NULL;
+        }
+        return b.data ? b.data : strdup("");
+}
+
+void http_client_address(struct http_request *req, char *buf, size_t len)
+{
+        buf[0] = '\0';
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+        if (sa && sa->sa_family == AF_INET)
+                inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)len);
+        else if (sa && sa->sa_family == AF_INET6)
+                inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len);
 }

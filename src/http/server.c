@@ -436,7 +436,7 @@ bool http_server_draining(const struct http_server *s)
         return s->draining;
 }
 
-/* Order matters: WebSockets first (MHD cannot stop under an upgraded
+/* Order matters: WebSockets and raw upgrades first (MHD cannot stop under an upgraded
  * connection), then no producer may resume a connection any more, then the
  * workers (they resume theirs), then MHD (its completion callbacks tell the
  * remaining streams their client is gone), then the producers' exits. */
@@ -448,7 +448,7 @@ void http_server_stop(struct http_server *s)
         s->stopping = true;
         pthread_cond_broadcast(&s->cond);
         pthread_mutex_unlock(&s->lock);
-        ws_close_all(s);
+        upgraded_stop_all(s);
         stream_abort_all(s); /* also closes resumes (resume_closed) */
         for (unsigned i = 0; s->workers && i < s->nworkers; i++)
                 pthread_join(s->workers[i], NULL);

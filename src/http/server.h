@@ -24,6 +24,7 @@ struct http_server;
 struct http_group;
 struct http_stream;
 struct http_ws;
+struct http_upgrade;
 struct http_header_node;
 
 #define HTTP_MAX_CAPTURES 4
@@ -45,6 +46,7 @@ enum http_reply_kind {
         HTTP_REPLY_FILE,
         HTTP_REPLY_STREAM,
         HTTP_REPLY_WEBSOCKET,
+        HTTP_REPLY_UPGRADE,
 };
 
 /* What a handler fills. Use the http_* setters below, not the fields beyond
@@ -63,6 +65,7 @@ struct http_response {
         uint64_t size;
         struct http_stream *stream; /* HTTP_REPLY_STREAM */
         struct http_ws *ws;         /* HTTP_REPLY_WEBSOCKET */
+        struct http_upgrade *upgrade; /* HTTP_REPLY_UPGRADE */
         struct http_header_node *headers;
 };
 
@@ -146,6 +149,8 @@ int http_response_header(struct http_response *res, const char *name, const char
 /* Request header lookup (case-insensitive), and query argument (decoded). */
 const char *http_header(struct http_request *req, const char *name);
 const char *http_query(struct http_request *req, const char *name);
+/* Whether header name's comma/space separated list holds token (any case). */
+bool http_header_has_token(struct http_request *req, const char *name, const char *token);
 /* Compact JSON with every double in its shortest round-trip form
  * (3.522328, not 3.5223279999999999). Free with free(). */
 char *http_json_dump(const json_t *j);
@@ -199,6 +204,33 @@ struct http_ws_ops {
 int http_websocket(struct http_response *res, const struct http_ws_ops *ops, void *ctx);
 int http_ws_send(struct http_ws *ws, bool binary, const void *data, size_t len);
 int http_ws_close(struct http_ws *ws, unsigned code, const char *reason);
+
+/* ---- raw upgrade (upgrade.c) ----
+ * The handler calls http_upgrade_raw() and adds its headers (Upgrade and
+ * the protocol's own, with http_response_header); the server answers 101
+ * (Connection: Upgrade is added) and then runs ops->run on a thread of its
+ * own with the client's socket (blocking) and the bytes the client already
+ * sent past the request head. The connection is closed when run returns;
+ * ops->free runs last, once (also when the upgrade never happens). A
+ * server stop shuts the socket down (run sees EOF). Counts against
+ * max_streams (beyond: 503). On failure ops->free(ctx) has run and res
+ * holds a 500. */
+struct http_upgrade_ops {
+        void (*run)(int fd, const void *extra, size_t extra_len, void *ctx);
+        void (*free)(void *ctx);
+};
+int http_upgrade_raw(struct http_response *res, const struct http_upgrade_ops *ops, void *ctx);
+
+/* ---- request details ---- */
+/* Calls fn for every request header, in the order received; stops when fn
+ * returns false. */
+void http_headers_each(struct http_request *req, bool (*fn)(void *cls, const char *name, const char *value),
+                       void *cls);
+/* The query string as received (arguments re-encoded, in order; "" when
+ * none), without the "?". Free with free(); NULL on ENOMEM. */
+char *http_query_string(struct http_request *req);
+/* The client's address ("192.0.2.1", "::1"); "" when unknown. */
+void http_client_address(struct http_request *req, char *buf, size_t len);
 
 /* ---- helpers ---- */
 /* Splits "host:port" / "[v6]:port". Returns 0 or -EINVAL. */

@@ -26,6 +26,7 @@
 #define WS_CLOSE_WAIT_MS 2000
 
 struct http_ws {
+        struct upgraded link;       /* first: the list's entry is the ws */
         struct http_server *srv;
         const struct http_ws_ops *ops;
         void *ctx;
@@ -38,7 +39,6 @@ struct http_ws {
         int wake_fd;
         bool slot_held, stop;
         uint64_t close_deadline;    /* ms; set when our close frame is queued */
-        struct http_ws *next;       /* srv->ws_list, under srv->lock */
 };
 
 int http_websocket(struct http_response *res, const struct http_ws_ops *ops, void *ctx)
@@ -85,6 +85,15 @@ static void wake(struct http_ws *ws)
         uint64_t one = 1;
         if (write(ws->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
                 log_debug("msg=\"websocket wake failed\"");
+}
+
+/* Server stop: a 1001 close (the thread waits at most WS_CLOSE_WAIT_MS
+ * for the peer's answer). Called under srv->lock. */
+static void ws_stop(struct upgraded *u)
+{
+        struct http_ws *ws = (struct http_ws *)u;
+        __atomic_store_n(&ws->stop, true, __ATOMIC_RELEASE);
+        wake(ws);
 }
 
 /* ---- wslay callbacks ---- */
@@ -195,19 +204,6 @@ static bool ws_step(struct http_ws *ws)
         return r == 0;
 }
 
-static void ws_unlist(struct http_ws *ws)
-{
-        struct http_server *srv = ws->srv;
-        pthread_mutex_lock(&srv->lock);
-        for (struct http_ws **p = &srv->ws_list; *p; p = &(*p)->next)
-                if (*p == ws) {
-                        *p = ws->next;
-                        break;
-                }
-        pthread_cond_broadcast(&srv->cond);
-        pthread_mutex_unlock(&srv->lock);
-}
-
 static void *ws_thread(void *arg)
 {
         struct http_ws *ws = arg;
@@ -227,7 +223,7 @@ static void *ws_thread(void *arg)
         if (ws->ops->on_close)
                 ws->ops->on_close(ws, ws->ctx, code);
         MHD_upgrade_action(ws->urh, MHD_UPGRADE_ACTION_CLOSE);
-        ws_unlist(ws);
+        upgraded_unlist(ws->srv, &ws->link);
         ws_free(ws);
         return NULL;
 }
@@ -265,25 +261,15 @@ static void ws_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, cons
         st->res.ws = NULL; /* the thread owns it now */
         ws->sock = sock;
         ws->urh = urh;
-        bool listed = false;
-        if (ws_setup(ws, extra, extra_len) == 0) {
-                pthread_mutex_lock(&ws->srv->lock);
-                ws->next = ws->srv->ws_list;
-                ws->srv->ws_list = ws;
-                pthread_mutex_unlock(&ws->srv->lock);
-                listed = true;
-        }
-        if (!listed || spawn_detached(ws_thread, ws) < 0) {
-                MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
-                if (listed)
-                        ws_unlist(ws);
-                ws_free(ws);
-        }
+        if (ws_setup(ws, extra, extra_len) == 0 && upgraded_start(ws->srv, &ws->link, ws_thread, ws))
+                return;
+        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+        ws_free(ws);
 }
 
-static bool header_has_token(struct conn_state *st, const char *name, const char *token)
+bool http_header_has_token(struct http_request *req, const char *name, const char *token)
 {
-        const char *v = http_header(&st->req, name);
+        const char *v = http_header(req, name);
         size_t n = strlen(token);
         for (const char *p = v; p && *p;) {
                 p += strspn(p, " \t,");
@@ -314,8 +300,8 @@ struct MHD_Response *ws_response(struct conn_state *st)
         const char *key = http_header(&st->req, "Sec-WebSocket-Key");
         const char *version = http_header(&st->req, "Sec-WebSocket-Version");
         char accept[64];
-        if (strcmp(st->req.method, "GET") != 0 || !header_has_token(st, "Upgrade", "websocket") ||
-            !header_has_token(st, "Connection", "upgrade") || !version || strcmp(version, "13") != 0 || !key ||
+        if (strcmp(st->req.method, "GET") != 0 || !http_header_has_token(&st->req, "Upgrade", "websocket") ||
+            !http_header_has_token(&st->req, "Connection", "upgrade") || !version || strcmp(version, "13") != 0 || !key ||
             strlen(key) != 24 || accept_key(key, accept) < 0) {
                 http_fail(st, 400, "Expected a WebSocket handshake (version 13)");
                 return NULL;
@@ -327,6 +313,7 @@ struct MHD_Response *ws_response(struct conn_state *st)
         }
         ws->srv = st->srv;
         ws->slot_held = true;
+        ws->link.stop = ws_stop;
         struct MHD_Response *r = MHD_create_response_for_upgrade(ws_upgraded, NULL);
         if (!r)
                 return NULL;
@@ -334,19 +321,4 @@ struct MHD_Response *ws_response(struct conn_state *st)
         MHD_add_response_header(r, "Sec-WebSocket-Accept", accept);
         st->res.status = MHD_HTTP_SWITCHING_PROTOCOLS;
         return r;
-}
-
-/* Server stop: every open WebSocket gets a 1001 close, then we wait for
- * their threads to finish (each waits at most WS_CLOSE_WAIT_MS for the
- * peer's answer). */
-void ws_close_all(struct http_server *srv)
-{
-        pthread_mutex_lock(&srv->lock);
-        for (struct http_ws *ws = srv->ws_list; ws; ws = ws->next) {
-                __atomic_store_n(&ws->stop, true, __ATOMIC_RELEASE);
-                wake(ws);
-        }
-        while (srv->ws_list)
-                pthread_cond_wait(&srv->cond, &srv->lock);
-        pthread_mutex_unlock(&srv->lock);
 }

@@ -27,7 +27,15 @@ void jail_child_fail(const struct child_args *a, int step, int err)
         _exit(127);
 }
 
-static int send_fd(int sock, int fd, char tag);
+
+/* The program for this jail: init and workload must install the same one
+ * (filters stack, the stricter verdict wins). */
+static const struct seccomp_prog *jail_seccomp(const struct child_args *a)
+{
+        if (a->spec->allow_inet && a->spec->has_netns && a->ctx->seccomp_inet)
+                return a->ctx->seccomp_inet;
+        return a->ctx->seccomp;
+}
 
 /* issue 10 row 15: the workload's filter comes with a listener, which goes
  * to the daemon (engine/notify.c answers and counts refusals) and is never
@@ -35,11 +43,11 @@ static int send_fd(int sock, int fd, char tag);
 static int apply_seccomp_listener(const struct child_args *a)
 {
         if (a->spec->ctl_fd < 0)
-                return seccomp_prog_apply(a->ctx->seccomp);
-        int fd = seccomp_prog_apply_listener(a->ctx->seccomp);
+                return seccomp_prog_apply(jail_seccomp(a));
+        int fd = seccomp_prog_apply_listener(jail_seccomp(a));
         if (fd < 0)
                 return fd;
-        int r = send_fd(3, fd, 'N');
+        int r = io_send_byte(3, 'N', SCM_RIGHTS, &fd, sizeof(fd));
         close(fd);
         if (a->spec->ctl_only_seccomp)
                 close(3);
@@ -54,7 +62,7 @@ static void confine(const struct child_args *a, bool workload)
                         jail_child_fail(a, STEP_LANDLOCK, -r);
         }
         if (a->ctx->seccomp) {
-                int r = workload ? apply_seccomp_listener(a) : seccomp_prog_apply(a->ctx->seccomp);
+                int r = workload ? apply_seccomp_listener(a) : seccomp_prog_apply(jail_seccomp(a));
                 if (r < 0)
                         jail_child_fail(a, STEP_SECCOMP, -r);
         }
@@ -86,25 +94,6 @@ static void setup_fds(struct child_args *a)
         CHECK(a, STEP_FDS, (int)syscall(SYS_close_range, 5U, ~0U, 0U));
 }
 
-/* Sends fd over sock as one byte tag (SCM_RIGHTS). No allocation. */
-static int send_fd(int sock, int fd, char tag)
-{
-        char byte = tag;
-        struct iovec iov = { &byte, 1 };
-        union {
-                char buf[CMSG_SPACE(sizeof(int))];
-                struct cmsghdr align;
-        } u;
-        memset(&u, 0, sizeof(u));
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-        return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
-}
-
 /* The workload's terminal, as the jail user (the slave is then its own):
  * a new session whose controlling terminal is a fresh pair of the jail's
  * devpts; the master goes to the daemon over fd 3, which is then closed. */
@@ -123,7 +112,7 @@ static void open_terminal(const struct child_args *a)
         if (slave < 0)
                 jail_child_fail(a, STEP_TTY, errno);
         CHECK(a, STEP_TTY, ioctl(slave, TIOCSCTTY, 0));
-        CHECK(a, STEP_TTY, send_fd(3, m, 'T'));
+        CHECK_R(a, STEP_TTY, io_send_byte(3, 'T', SCM_RIGHTS, &m, sizeof(m)));
         close(m);
         close(3);
         CHECK(a, STEP_TTY, dup2(slave, 0));

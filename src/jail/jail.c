@@ -451,7 +451,8 @@ int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels
                 return ctx_fail(err, ERR_UNAVAILABLE, r, "cannot create the empty network namespace", NULL);
         ctx->landlock = landlock_abi_version() >= 6;
         jail_find_host_strings();
-        if ((r = seccomp_prog_build(false, &ctx->seccomp)) < 0)
+        if ((r = seccomp_prog_build(false, &ctx->seccomp)) < 0 ||
+            (r = seccomp_prog_build(true, &ctx->seccomp_inet)) < 0)
                 return ctx_fail(err, ERR_UNAVAILABLE, r, "cannot build the seccomp policy", NULL);
         char name[64];
         /* pid plus start time: a daemon killed with -9 leaves its (empty)
@@ -501,6 +502,8 @@ void jail_ctx_done(struct jail_ctx *ctx)
         ctx->netns_fd = -1;
         seccomp_prog_free(ctx->seccomp);
         ctx->seccomp = NULL;
+        seccomp_prog_free(ctx->seccomp_inet);
+        ctx->seccomp_inet = NULL;
         cgroup_root_free(ctx->cgroot);
         ctx->cgroot = NULL;
         if (ctx->kernels_fd >= 0)

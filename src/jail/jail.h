@@ -37,6 +37,9 @@ struct jail_ctx {
         bool landlock;          /* kernel supports Landlock scoping */
         int netns_fd;           /* shared empty network namespace, or -1 */
         struct seccomp_prog *seccomp;
+        /* The same policy with AF_INET/AF_INET6/AF_NETLINK sockets allowed,
+         * for jail_spec.allow_inet; NULL: none built (never then). */
+        struct seccomp_prog *seccomp_inet;
         struct cgroup_root *cgroot;
         char root_dir[4096];    /* empty dir each jail mounts its tmpfs root on */
         /* Emptied cgroups kept for reuse: mkdir ×3 and the occasional
@@ -141,6 +144,11 @@ struct jail_spec {
          * one) instead of the context's shared empty one. Root only. */
         bool has_netns;
         int netns_fd;
+        /* Sockets of the inet families (loopback TCP/UDP in a sandbox's own
+         * namespace, whose only interface is lo): the context's
+         * seccomp_inet program. Honoured only with has_netns: a jail in
+         * the shared namespace never gets it. */
+        bool allow_inet;
 };
 
 /* Without an id range (jail_ctx_set_ids not called): the templates' root. */

@@ -46,16 +46,13 @@ static int command_env_strings(json_t *all, struct command_env *ce, struct err *
         return 0;
 }
 
-/* The base environment (the shell runtime's), then the sandbox's, then the
- * call's: one JSON object so a later key replaces an earlier one. */
-static int command_env_build(json_t *sandbox_env, json_t *call_env, struct command_env *ce, struct err *err)
+json_t *command_env_json(json_t *sandbox_env, json_t *call_env)
 {
-        *ce = (struct command_env){ 0 };
         const char *base[JAIL_MAX_ENV];
         size_t nbase = exec_base_env(runtime_find("shell"), base, ARRAY_SIZE(base));
         json_t *all = json_object();
         if (!all)
-                return err_set(err, ERR_INTERNAL, ENOMEM, "out of memory");
+                return NULL;
         for (size_t i = 0; i < nbase; i++) {
                 const char *eq = strchr(base[i], '=');
                 char key[128];
@@ -68,17 +65,27 @@ static int command_env_build(json_t *sandbox_env, json_t *call_env, struct comma
         env_merge(all, sandbox_env);
         if (call_env)
                 env_merge(all, call_env);
+        return all;
+}
+
+static int command_env_build(json_t *sandbox_env, json_t *call_env, struct command_env *ce, struct err *err)
+{
+        *ce = (struct command_env){ 0 };
+        json_t *all = command_env_json(sandbox_env, call_env);
+        if (!all)
+                return err_set(err, ERR_INTERNAL, ENOMEM, "out of memory");
         int r = command_env_strings(all, ce, err);
         json_decref(all);
         return r;
 }
 
 /* The sandbox's execution limits without the per-call CPU and wall caps. */
-static struct exec_limits command_limits(const struct sandbox_mgr *m)
+static struct exec_limits command_limits(const struct sandbox_mgr *m, const struct sandbox *s)
 {
         struct exec_limits lim = m->opt.limits;
         lim.cpu_ms = 0;
         lim.wall_ms = 0;
+        lim.file_bytes = sandbox_file_bytes(m, s);
         return lim;
 }
 
@@ -96,15 +103,18 @@ static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct s
         if (fd < 0)
                 return err_set(err, ERR_INTERNAL, errno, "Cannot open the workspace: %s", strerror(errno));
         struct kproc_workspace ws = { .dir = s->ws.mount, .fd = fd };
+        /* Commands may use TCP/UDP on the sandbox's own loopback (servers
+         * for its tunnels); only when it has a namespace of its own. */
         struct kproc_where where = { .ws = &ws, .netns_fd = s->netns_fd, .host_id = s->row.host_id,
-                                     .group = s->cgroup };
-        struct exec_limits lim = command_limits(m);
+                                     .group = s->cgroup, .allow_inet = s->netns_fd >= 0 };
+        struct exec_limits lim = command_limits(m, s);
         struct proc_spec spec = {
                 .argv = cmd->argv,
                 .envp = ce->envp,
                 .cwd = cmd->cwd,
                 .io = cmd->pty ? PROC_IO_PTY : PROC_IO_PIPES,
                 .stdin_pipe = cmd->stdin_pipe,
+                .side_channel = cmd->side_channel,
                 .rows = cmd->rows,
                 .cols = cmd->cols,
                 .limits = cmd->limits ? cmd->limits : &lim,

@@ -366,6 +366,7 @@ static int run_cell(struct sandbox_mgr *m, struct context *c, const char *code, 
                     struct sbx_exec_result *ret, struct err *err)
 {
         ret->limits = m->opt.limits;
+        ret->limits.file_bytes = sandbox_file_bytes(m, c->sbx);
         bool restored = false;
         int r = ensure_resident(m, c, &ret->limits, &restored, err);
         if (r < 0)

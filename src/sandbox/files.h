@@ -87,10 +87,19 @@ void files_blob_done(struct files_blob *b);
 /* Reads a regular file of at most limits.max_file_bytes (256 MiB when 0).
  * Directories are ERR_IS_DIR, other non-regular files ERR_PERMISSION. */
 int files_read(const struct files_root *root, const char *path, struct files_blob *ret, struct err *err);
+/* Opens a regular file for streaming: *ret_fd (blocking, O_CLOEXEC, owned
+ * by the caller) and its size at open time. No size limit (nothing is
+ * buffered); the same refusals as files_read. */
+int files_open_read(const struct files_root *root, const char *path, int *ret_fd, uint64_t *ret_size,
+                    struct err *err);
 /* Replaces (or creates) a regular file atomically and durably with data,
  * within the file, byte and entry limits. */
 int files_write(const struct files_root *root, const char *path, const void *data, size_t len,
                 struct err *err);
+/* files_write, and FILES_RECURSIVE creates missing parent directories
+ * first (after the byte quota is checked, so a refused write makes none). */
+int files_put(const struct files_root *root, const char *path, const void *data, size_t len, unsigned flags,
+              struct err *err);
 /* FILES_RECURSIVE: create missing parents, an existing directory is fine.
  * The root is always a no-op success. */
 int files_mkdir(const struct files_root *root, const char *path, unsigned flags, struct err *err);
@@ -125,6 +134,14 @@ int files_exists(const struct files_root *root, const char *path, bool *ret, str
 
 /* Workspace totals (entries incl. directories, bytes of regular files). */
 int files_usage(int root_fd, uint64_t *ret_entries, uint64_t *ret_bytes);
+
+/* rm -r of a tree guest code may have shaped (also the workspace's own
+ * cleanup): rm -r of parent_fd/name with a bounded number of open fds (about 64,
+ * whatever the depth), never following symlinks (each level is re-opened
+ * confined). More than max_depth nested levels (name itself is level 1; 0:
+ * no cap) → -EMLINK, with what was removed before meeting that level
+ * removed. Returns 0 or -errno. */
+int files_rm_tree(int parent_fd, const char *name, size_t max_depth);
 
 /* The MIME type for a file name by its extension (case-insensitive), else
  * application/octet-stream for binary data and text/plain otherwise. */

@@ -62,6 +62,7 @@ struct sandbox {
         int netns_fd;                /* its own network namespace, shared by its jails; -1: none yet */
         struct kproc_group *cgroup;  /* its parent cgroup (CPU, memory, pids of all its
                                       * interpreters together); NULL: none yet */
+        struct session *sessions;    /* the bridge's shell sessions (s->lock) */
         bool deleted;
         bool warm;                   /* in SBX_POOL_ORG: only the pool may get it (manager lock) */
         struct sandbox *hnext;
@@ -96,18 +97,29 @@ struct sandbox_mgr {
         size_t resident;
         struct bg_thread reaper;     /* idle expiry, every TTL/10 */
         uint64_t pool_rows;          /* manager lock: stored sandboxes of SBX_POOL_ORG */
+        uint64_t pool_reserved;      /* manager lock: their workspace quotas together */
         struct sbx_pool pool;        /* its lock is taken last: never held while taking another */
+        pthread_mutex_t tunnel_lock; /* tunnels */
+        struct tunnel *tunnels;      /* tunnel.c */
 };
 
 /* registry.c */
-/* Looks up (loading or creating) a sandbox and takes a reference. A warm
- * one is "not found" (ERR_NOT_FOUND) unless flags has SANDBOX_GET_WARM;
- * with it, a missing sandbox is created warm and a tenant's is refused
- * (ERR_EXISTS). */
+/* Looks up (loading or creating) a sandbox and takes a reference; one it
+ * creates gets opts' limits (NULL: the defaults). A warm one is "not
+ * found" (ERR_NOT_FOUND) unless flags has SANDBOX_GET_WARM; with it, a
+ * missing sandbox is created warm and a tenant's is refused (ERR_EXISTS). */
 #define SANDBOX_GET_WARM 1u
-struct sandbox *sandbox_lookup(struct sandbox_mgr *m, const char *id, unsigned flags, struct err *err);
-/* sandbox_lookup without flags: a tenant's sandbox. */
+struct sandbox *sandbox_lookup(struct sandbox_mgr *m, const char *id, unsigned flags,
+                               const struct sbx_create_options *opts, bool *ret_created, struct err *err);
+/* A tenant's sandbox (sandbox_lookup without flags). */
 struct sandbox *sandbox_get(struct sandbox_mgr *m, const char *id, struct err *err);
+/* The same; a sandbox it creates gets opts' limits (NULL: the defaults). */
+struct sandbox *sandbox_get_opts(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts,
+                                 bool *ret_created, struct err *err);
+/* s's effective limits: its own, else the service's. */
+uint64_t sandbox_workspace_bytes(const struct sandbox_mgr *m, const struct sandbox *s);
+uint64_t sandbox_workspace_inodes(const struct sandbox_mgr *m, const struct sandbox *s);
+uint64_t sandbox_file_bytes(const struct sandbox_mgr *m, const struct sandbox *s);
 void sandbox_put(struct sandbox_mgr *m, struct sandbox *s);
 /* sandbox_get + lock + activity; NULL with err filled. */
 struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err *err);
@@ -121,13 +133,17 @@ void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s);
 void sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s);
 /* Mounts the workspace if needed (caller holds s->lock). */
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err);
-/* The tenants' caps (sandboxes, disk) for one more tenant sandbox; caller
- * holds m->lock. 0, or ERR_QUOTA / ERR_STORAGE. */
-int sandbox_check_caps(struct sandbox_mgr *m, struct err *err);
+/* Tenants' sandboxes and the disk their quotas reserve (warm ones left
+ * out); caller holds m->lock. 0 or -errno. */
+int sandbox_tenant_usage(struct sandbox_mgr *m, uint64_t *ret_n, uint64_t *ret_reserved);
+/* The tenants' caps (sandboxes, disk) for one more tenant sandbox of quota
+ * bytes; caller holds m->lock. 0, or ERR_QUOTA / ERR_STORAGE. */
+int sandbox_check_caps(struct sandbox_mgr *m, uint64_t quota, struct err *err);
 /* Destroys s: interpreters killed, workspace and rows gone (it is freed
  * with its last reference). 0 or -errno. */
 int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s);
 uint64_t sandbox_expiry_for(const struct sandbox_options *opt, uint64_t now);
+json_t *env_parse(const char *text);
 
 /* pool.c */
 /* Reads the warm sandboxes a previous run left and starts the refill
@@ -138,7 +154,23 @@ void pool_stop(struct sandbox_mgr *m);
  * back warm sandboxes past the caps (the pool never takes a tenant's
  * place). Caller may hold m->lock. */
 void pool_yield(struct sandbox_mgr *m);
-json_t *env_parse(const char *text);
+/* s (warm) leaves the pool's counts: taken or destroyed. Caller holds
+ * m->lock. */
+void pool_forget(struct sandbox_mgr *m, struct sandbox *s);
+
+/* tunnel.c: drops the tunnels of sandbox id (NULL: all of them). */
+void tunnels_drop(struct sandbox_mgr *m, const char *id);
+
+/* command.c: a command's whole environment (the base one, then the
+ * sandbox's, then call_env's strings and nulls), a new object; NULL on ENOMEM. */
+json_t *command_env_json(json_t *sandbox_env, json_t *call_env);
+
+/* session.c: the bridge's shell sessions of a sandbox (s->sessions). */
+struct session;
+/* Kills the commands running in s's sessions (caller holds s->lock). */
+void sessions_kill(struct sandbox *s);
+/* Frees every session of s (s is going: no command holds one). */
+void sessions_free(struct sandbox *s);
 
 /* owner.c: the sandbox's host identity. */
 /* Gives s a host id from the engine's range if it has none (and stores it);

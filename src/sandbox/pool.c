@@ -61,7 +61,7 @@ typedef int warm_step_fn(struct sandbox_mgr *m, struct sandbox *s, struct err *e
 static int on_warm(struct sandbox_mgr *m, const char *id, warm_step_fn *step, struct sandbox **ret_s,
                    struct err *err)
 {
-        struct sandbox *s = *ret_s = sandbox_lookup(m, id, SANDBOX_GET_WARM, err);
+        struct sandbox *s = *ret_s = sandbox_lookup(m, id, SANDBOX_GET_WARM, &m->opt.pool.create, NULL, err);
         if (!s)
                 return err_ret(err);
         pthread_mutex_lock(&s->lock);
@@ -85,7 +85,7 @@ int sbx_prepare(struct sandbox_mgr *m, const char *id, struct err *err)
 static void pool_destroy(struct sandbox_mgr *m, const char *id)
 {
         struct err err = { 0 };
-        struct sandbox *s = sandbox_lookup(m, id, SANDBOX_GET_WARM, &err);
+        struct sandbox *s = sandbox_lookup(m, id, SANDBOX_GET_WARM, &m->opt.pool.create, NULL, &err);
         if (s) {
                 int r = sandbox_wipe(m, s);
                 if (r < 0)
@@ -97,31 +97,42 @@ static void pool_destroy(struct sandbox_mgr *m, const char *id)
 
 /* ---- sizing ---- */
 
-/* warm + assigned the pool may reach: the tenants' caps (sandboxes, and
- * the images the disk cap allows), and max_instances if lower. */
-static uint64_t pool_limit(const struct sandbox_mgr *m)
+#define COUNT_UNKNOWN UINT64_MAX
+
+/* The workspace quota of the sandboxes the pool makes. */
+static uint64_t warm_quota(const struct sandbox_mgr *m)
+{
+        uint64_t q = m->opt.pool.create.workspace_bytes;
+        return q ? q : m->opt.workspace_bytes ? m->opt.workspace_bytes : 1;
+}
+
+/* warm + assigned the pool may reach, given the tenants' usage: the
+ * tenants' caps (sandboxes, and what is left of the disk cap in warm
+ * quotas), and max_instances if lower. */
+static uint64_t pool_limit(const struct sandbox_mgr *m, uint64_t assigned, uint64_t reserved)
 {
         const struct sandbox_options *o = &m->opt;
         uint64_t limit = o->max_sandboxes;
-        if (o->workspace_bytes && o->max_disk_bytes / o->workspace_bytes < limit)
-                limit = o->max_disk_bytes / o->workspace_bytes;
+        uint64_t disk = reserved < o->max_disk_bytes ? (o->max_disk_bytes - reserved) / warm_quota(m) : 0;
+        if (assigned + disk < limit)
+                limit = assigned + disk;
         if (o->pool.max_instances && o->pool.max_instances < limit)
                 limit = o->pool.max_instances;
         return limit;
 }
 
-#define COUNT_UNKNOWN UINT64_MAX
-
-/* Tenants' sandboxes now (every API's), or COUNT_UNKNOWN. Counted under
- * the manager lock, as rows are created (sandbox_create_row): the count
- * and pool_rows agree. */
-static uint64_t pool_assigned(struct sandbox_mgr *m)
+/* Tenants' sandboxes now (every API's) and the limit, or COUNT_UNKNOWN.
+ * Counted under the manager lock, as rows are created
+ * (sandbox_create_row): the counts and pool_rows agree. */
+static uint64_t pool_assigned(struct sandbox_mgr *m, uint64_t *ret_limit)
 {
-        uint64_t n = 0;
+        uint64_t n = 0, reserved = 0;
         pthread_mutex_lock(&m->lock);
-        int r = store_sandbox_count(m->store, &n);
-        n = r < 0 ? COUNT_UNKNOWN : n > m->pool_rows ? n - m->pool_rows : 0;
+        int r = sandbox_tenant_usage(m, &n, &reserved);
         pthread_mutex_unlock(&m->lock);
+        if (r < 0)
+                return COUNT_UNKNOWN;
+        *ret_limit = pool_limit(m, n, reserved);
         return n;
 }
 
@@ -129,11 +140,18 @@ static uint64_t pool_assigned(struct sandbox_mgr *m)
  * store error: then it neither fills nor gives back). */
 static uint64_t pool_room(struct sandbox_mgr *m)
 {
-        uint64_t assigned = pool_assigned(m), limit = pool_limit(m);
+        uint64_t limit = 0, assigned = pool_assigned(m, &limit);
         if (assigned == COUNT_UNKNOWN)
                 return COUNT_UNKNOWN;
         uint64_t room = assigned < limit ? limit - assigned : 0;
         return room < m->opt.pool.target ? room : m->opt.pool.target;
+}
+
+void pool_forget(struct sandbox_mgr *m, struct sandbox *s)
+{
+        uint64_t q = sandbox_workspace_bytes(m, s);
+        m->pool_rows -= m->pool_rows ? 1 : 0;
+        m->pool_reserved -= m->pool_reserved >= q ? q : m->pool_reserved;
 }
 
 /* ---- the refill loop ---- */
@@ -266,8 +284,15 @@ int pool_start(struct sandbox_mgr *m)
                 r = store_sandbox_each_in_org(m->store, SBX_POOL_ORG, id_list_add, &p->adopt);
         if (r < 0)
                 return r;
+        uint64_t reserved = 0;
+        for (size_t i = 0; i < p->adopt.n; i++) {
+                _cleanup_(sandbox_row_done) struct sandbox_row row = { 0 };
+                if (store_sandbox_get(m->store, p->adopt.ids[i], &row) == 0)
+                        reserved += row.workspace_bytes ? row.workspace_bytes : m->opt.workspace_bytes;
+        }
         pthread_mutex_lock(&m->lock);
         m->pool_rows = p->adopt.n;
+        m->pool_reserved = reserved;
         pthread_mutex_unlock(&m->lock);
         p->active = m->opt.pool.target > 0 && m->opt.pool.new_id;
         if (!p->active && p->adopt.n == 0)
@@ -306,10 +331,10 @@ void pool_yield(struct sandbox_mgr *m)
 static int assign(struct sandbox_mgr *m, struct sandbox *s, struct err *err)
 {
         pthread_mutex_lock(&m->lock);
-        int r = sandbox_check_caps(m, err);
+        int r = sandbox_check_caps(m, sandbox_workspace_bytes(m, s), err);
         if (r == 0) {
+                pool_forget(m, s);
                 s->warm = false;
-                m->pool_rows--;
         }
         pthread_mutex_unlock(&m->lock);
         if (r < 0)
@@ -353,10 +378,10 @@ int sbx_pool_take(struct sandbox_mgr *m, char ret_id[STORE_ID_MAX], struct err *
 
 int sbx_pool_stats(struct sandbox_mgr *m, struct sbx_pool_stats *ret, struct err *err)
 {
-        uint64_t assigned = pool_assigned(m);
+        uint64_t limit = 0, assigned = pool_assigned(m, &limit);
         if (assigned == COUNT_UNKNOWN)
                 return err_set(err, ERR_INTERNAL, EIO, "Cannot count sandboxes");
-        *ret = (struct sbx_pool_stats){ .assigned = assigned, .limit = pool_limit(m), .config = m->opt.pool };
+        *ret = (struct sbx_pool_stats){ .assigned = assigned, .limit = limit, .config = m->opt.pool };
         bg_thread_lock(&m->pool.bg);
         ret->warm = m->pool.ready.n;
         bg_thread_unlock(&m->pool.bg);

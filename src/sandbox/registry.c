@@ -66,6 +66,7 @@ void env_merge(json_t *base, json_t *delta)
 
 static void sandbox_free(struct sandbox_mgr *m, struct sandbox *s)
 {
+        sessions_free(s);
         while (s->contexts) {
                 struct context *c = s->contexts;
                 s->contexts = c->next;
@@ -105,23 +106,35 @@ uint64_t sandbox_expiry_for(const struct sandbox_options *opt, uint64_t now)
         return opt->idle_ttl_ms ? now + opt->idle_ttl_ms : 0;
 }
 
+int sandbox_tenant_usage(struct sandbox_mgr *m, uint64_t *ret_n, uint64_t *ret_reserved)
+{
+        uint64_t n = 0, reserved = 0;
+        int r = store_sandbox_count(m->store, &n);
+        if (r == 0)
+                r = store_sandbox_disk_reserved(m->store, m->opt.workspace_bytes, &reserved);
+        if (r < 0)
+                return r;
+        *ret_n = n > m->pool_rows ? n - m->pool_rows : 0;
+        *ret_reserved = reserved > m->pool_reserved ? reserved - m->pool_reserved : 0;
+        return 0;
+}
+
 /* The service-wide caps, checked before anything of a new sandbox exists.
  * Disk is counted as reserved: each sandbox may fill its whole image
- * (limits.workspace_bytes), so n images never need more than n quotas.
- * Only tenants' sandboxes count: the warm pool yields its place instead
- * (pool_yield). */
-int sandbox_check_caps(struct sandbox_mgr *m, struct err *err)
+ * (its own quota, or limits.workspace_bytes), so the images never need more
+ * than the sum of the quotas. Only tenants' sandboxes count: the warm pool
+ * yields its place instead (pool_yield). */
+int sandbox_check_caps(struct sandbox_mgr *m, uint64_t quota, struct err *err)
 {
-        uint64_t n = 0;
-        int r = store_sandbox_count(m->store, &n);
+        uint64_t n = 0, reserved = 0;
+        int r = sandbox_tenant_usage(m, &n, &reserved);
         if (r < 0)
                 return err_set(err, ERR_INTERNAL, -r, "Cannot count sandboxes: %s", strerror(-r));
-        n = n > m->pool_rows ? n - m->pool_rows : 0;
         if (n >= m->opt.max_sandboxes) {
                 r = err_set(err, ERR_QUOTA, EUSERS, "Sandbox limit reached (%llu sandboxes)",
                             (unsigned long long)m->opt.max_sandboxes);
                 err_detail_u64(err, "maxSandboxes", m->opt.max_sandboxes);
-        } else if ((n + 1) * m->opt.workspace_bytes > m->opt.max_disk_bytes) {
+        } else if (reserved + quota > m->opt.max_disk_bytes) {
                 r = err_set(err, ERR_STORAGE, ENOSPC, "Workspace storage exhausted (%llu bytes for all sandboxes)",
                             (unsigned long long)m->opt.max_disk_bytes);
                 err_detail_u64(err, "maxDiskBytes", m->opt.max_disk_bytes);
@@ -134,10 +147,15 @@ int sandbox_check_caps(struct sandbox_mgr *m, struct err *err)
 /* A new row: a tenant's (caps checked, idle expiry armed) or, with warm, the
  * pool's (no tenant cap: the pool keeps itself within them; never
  * expires). Caller holds m->lock. */
-static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const char *id, bool warm,
-                              struct err *err)
+static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const char *id,
+                              const struct sbx_create_options *opts, bool warm, struct err *err)
 {
-        int r = warm ? 0 : sandbox_check_caps(m, err);
+        if (opts) {
+                s->row.workspace_bytes = opts->workspace_bytes;
+                s->row.workspace_inodes = opts->workspace_inodes;
+                s->row.file_bytes = opts->file_bytes;
+        }
+        int r = warm ? 0 : sandbox_check_caps(m, sandbox_workspace_bytes(m, s), err);
         if (r < 0)
                 return r;
         if (!warm && m->pool_rows)
@@ -155,12 +173,15 @@ static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const ch
         r = store_sandbox_put(m->store, &s->row);
         if (r < 0)
                 return err_set(err, ERR_INTERNAL, -r, "Cannot store sandbox: %s", strerror(-r));
-        if (warm)
+        if (warm) {
                 m->pool_rows++;
+                m->pool_reserved += sandbox_workspace_bytes(m, s);
+        }
         return 0;
 }
 
-static int sandbox_load(struct sandbox_mgr *m, const char *id, bool warm, struct sandbox **ret, struct err *err)
+static int sandbox_load(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts, bool warm,
+                        bool *ret_created, struct sandbox **ret, struct err *err)
 {
         struct sandbox *s = calloc(1, sizeof(*s));
         if (!s)
@@ -169,8 +190,11 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, bool warm, struct
         s->netns_fd = -1;
         workspace_init(&s->ws, m->opt.data_dir, id);
         int r = store_sandbox_get(m->store, id, &s->row);
-        if (r == -ENOENT)
-                r = sandbox_create_row(m, s, id, warm, err);
+        if (r == -ENOENT) {
+                r = sandbox_create_row(m, s, id, opts, warm, err);
+                if (r == 0 && ret_created)
+                        *ret_created = true;
+        }
         else if (r < 0)
                 err_set(err, ERR_INTERNAL, -r, "Cannot load sandbox: %s", strerror(-r));
         /* No id left (store_sandbox_free_host_id: -ENOSPC) is a quota. */
@@ -196,6 +220,32 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, bool warm, struct
 
 /* ---- references ---- */
 
+uint64_t sandbox_workspace_bytes(const struct sandbox_mgr *m, const struct sandbox *s)
+{
+        return s->row.workspace_bytes ? s->row.workspace_bytes : m->opt.workspace_bytes;
+}
+
+uint64_t sandbox_workspace_inodes(const struct sandbox_mgr *m, const struct sandbox *s)
+{
+        return s->row.workspace_inodes ? s->row.workspace_inodes : m->opt.workspace_inodes;
+}
+
+uint64_t sandbox_file_bytes(const struct sandbox_mgr *m, const struct sandbox *s)
+{
+        return s->row.file_bytes ? s->row.file_bytes : m->opt.file_bytes;
+}
+
+struct sandbox *sandbox_get(struct sandbox_mgr *m, const char *id, struct err *err)
+{
+        return sandbox_get_opts(m, id, NULL, NULL, err);
+}
+
+struct sandbox *sandbox_get_opts(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts,
+                                 bool *ret_created, struct err *err)
+{
+        return sandbox_lookup(m, id, 0, opts, ret_created, err);
+}
+
 /* Whether a caller with flags may have s (caller holds m->lock). */
 static int lookup_allowed(const struct sandbox *s, unsigned flags, struct err *err)
 {
@@ -208,8 +258,11 @@ static int lookup_allowed(const struct sandbox *s, unsigned flags, struct err *e
                          : err_set(err, ERR_NOT_FOUND, ENOENT, "Sandbox not found: %s", s->row.id);
 }
 
-struct sandbox *sandbox_lookup(struct sandbox_mgr *m, const char *id, unsigned flags, struct err *err)
+struct sandbox *sandbox_lookup(struct sandbox_mgr *m, const char *id, unsigned flags,
+                               const struct sbx_create_options *opts, bool *ret_created, struct err *err)
 {
+        if (ret_created)
+                *ret_created = false;
         if (!sbx_id_valid(id)) {
                 err_set(err, ERR_INVALID, 0, "Invalid sandbox id: %s", id);
                 err_detail(err, "id", id, (size_t)-1);
@@ -223,7 +276,7 @@ struct sandbox *sandbox_lookup(struct sandbox_mgr *m, const char *id, unsigned f
         if (!s) {
                 /* Loading under the manager lock keeps two first requests for
                  * one id from creating it twice; it is a few store reads. */
-                int r = sandbox_load(m, id, flags & SANDBOX_GET_WARM, &s, err);
+                int r = sandbox_load(m, id, opts, flags & SANDBOX_GET_WARM, ret_created, &s, err);
                 if (r < 0) {
                         pthread_mutex_unlock(&m->lock);
                         err_detail(err, "id", id, (size_t)-1);
@@ -240,11 +293,6 @@ struct sandbox *sandbox_lookup(struct sandbox_mgr *m, const char *id, unsigned f
         s->refs++;
         pthread_mutex_unlock(&m->lock);
         return s;
-}
-
-struct sandbox *sandbox_get(struct sandbox_mgr *m, const char *id, struct err *err)
-{
-        return sandbox_lookup(m, id, 0, err);
 }
 
 void sandbox_put(struct sandbox_mgr *m, struct sandbox *s)
@@ -289,10 +337,17 @@ void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s)
 
 void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s)
 {
-        if (s->netns_fd < 0) {
-                int fd = engine_netns_take(m->engine);
-                s->netns_fd = fd >= 0 ? fd : -1;
-        }
+        if (s->netns_fd >= 0)
+                return;
+        int fd = engine_netns_take(m->engine);
+        if (fd < 0)
+                return;
+        /* Its loopback up, once: its commands' servers listen there (lo is
+         * the namespace's only interface, so nothing routes out). */
+        int r = engine_netns_loopback_up(fd);
+        if (r < 0)
+                log_warn("sandbox=%s msg=\"cannot bring the loopback up\" err=\"%s\"", s->row.id, strerror(-r));
+        s->netns_fd = fd;
 }
 
 void sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s)
@@ -309,7 +364,7 @@ int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err 
 {
         /* Ownership is settled once per mount, not on every request. */
         bool was_open = s->ws.mounted;
-        int r = workspace_open(&s->ws, m->opt.workspace_bytes, m->opt.workspace_inodes);
+        int r = workspace_open(&s->ws, sandbox_workspace_bytes(m, s), sandbox_workspace_inodes(m, s));
         if (r == 0 && !was_open)
                 r = sandbox_workspace_own(s);
         if (r < 0)
@@ -336,16 +391,18 @@ static void sandbox_unhash(struct sandbox_mgr *m, struct sandbox *s)
 int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
 {
         pthread_mutex_lock(&m->lock);
-        if (s->warm && !s->deleted && m->pool_rows)
-                m->pool_rows--; /* once, however many times it is wiped */
+        if (s->warm && !s->deleted)
+                pool_forget(m, s); /* once, however many times it is wiped */
         sandbox_unhash(m, s);
         pthread_mutex_unlock(&m->lock);
+        tunnels_drop(m, s->row.id);
         pthread_mutex_lock(&s->lock);
         for (struct context *c = s->contexts; c; c = c->next) {
                 c->deleted = true;
                 if (c->kp)
                         kproc_kill(c->kp);
         }
+        sessions_kill(s);
         int r = store_sandbox_delete(m->store, s->row.id);
         int k = workspace_destroy(&s->ws);
         pthread_mutex_unlock(&s->lock);
@@ -367,6 +424,18 @@ static bool sandbox_exists(struct sandbox_mgr *m, const char *id)
                 return !warm;
         _cleanup_(sandbox_row_done) struct sandbox_row row = { 0 };
         return store_sandbox_get(m->store, id, &row) != -ENOENT && strcmp(row.org_id, SBX_POOL_ORG) != 0;
+}
+
+int sbx_create(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts, bool *ret_created,
+               struct err *err)
+{
+        struct sandbox *s = sandbox_get_opts(m, id, opts, ret_created, err);
+        if (!s)
+                return err_ret(err);
+        pthread_mutex_lock(&s->lock);
+        sandbox_touch(m, s);
+        sandbox_leave(m, s);
+        return 0;
 }
 
 int sbx_destroy(struct sandbox_mgr *m, const char *id, struct err *err)
@@ -398,7 +467,7 @@ static void measure_workspace(struct sandbox_mgr *m, struct sandbox *s, struct s
 {
         bool exists = s->ws.mounted || access(s->ws.plain ? s->ws.mount : s->ws.image, F_OK) == 0;
         if (exists && !s->ws.mounted)
-                workspace_open(&s->ws, m->opt.workspace_bytes, m->opt.workspace_inodes);
+                workspace_open(&s->ws, sandbox_workspace_bytes(m, s), sandbox_workspace_inodes(m, s));
         int fd = s->ws.mounted ? open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
         if (fd >= 0) {
                 files_usage(fd, &info->ws_files, &info->ws_bytes);
@@ -499,7 +568,7 @@ int sbx_workspace_acquire(struct sandbox_mgr *m, const char *id, struct sbx_work
         }
         *ret = (struct sbx_workspace){
                 .root_fd = fd,
-                .limits = { m->opt.file_bytes, m->opt.workspace_bytes, m->opt.workspace_inodes,
+                .limits = { sandbox_file_bytes(m, s), sandbox_workspace_bytes(m, s), sandbox_workspace_inodes(m, s),
                             m->opt.files_max_depth },
                 .created_at = s->row.created_at,
                 .uid = s->row.host_id ? s->row.host_id : JAIL_UID,
@@ -623,6 +692,7 @@ int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct
         m->engine = engine;
         m->store = store;
         pthread_mutex_init(&m->lock, NULL);
+        pthread_mutex_init(&m->tunnel_lock, NULL);
         int r = bg_thread_init(&m->reaper, NULL);
         if (r == 0)
                 r = store_org_ensure(store, SBX_DEFAULT_ORG, "Default organisation");
@@ -652,6 +722,8 @@ void sbx_mgr_free(struct sandbox_mgr *m)
                 }
         }
         workspace_unmount_all(m->opt.data_dir);
+        tunnels_drop(m, NULL);
+        pthread_mutex_destroy(&m->tunnel_lock);
         pthread_mutex_destroy(&m->lock);
         free(m);
 }

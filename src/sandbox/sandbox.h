@@ -25,6 +25,14 @@
 
 struct sandbox_mgr;
 
+/* A sandbox's own limits, fixed when it is created (0: the service's
+ * defaults, sandbox_options). A facade whose clients expect a container's
+ * disk (the bridge) creates its sandboxes with larger ones. */
+struct sbx_create_options {
+        uint64_t workspace_bytes, workspace_inodes;
+        uint64_t file_bytes;     /* largest file a guest or a files call may write */
+};
+
 /* The warm pool of prepared sandboxes (pool.c; the bridge's
  * WARM_POOL_* variables). */
 struct sbx_pool_options {
@@ -32,6 +40,7 @@ struct sbx_pool_options {
         uint64_t refresh_ms;         /* the refill loop re-checks this often */
         uint64_t max_instances;      /* warm + assigned it fills up to; 0: sandbox.max_sandboxes */
         uint64_t batch;              /* prepared before the caps are checked again */
+        struct sbx_create_options create; /* the limits of the sandboxes it makes */
         /* Writes a fresh NUL-terminated id (< STORE_ID_MAX bytes), 0 or
          * -errno: the ids of the facade that takes them (the bridge's). */
         int (*new_id)(char *out);
@@ -42,6 +51,7 @@ struct sandbox_options {
         char data_dir[4096];
         uint64_t idle_ttl_ms;            /* 0: sandboxes never expire */
         uint64_t max_contexts;           /* per sandbox */
+        uint64_t max_sessions;           /* bridge shell sessions per sandbox; 0: no cap */
         uint64_t max_resident_contexts;  /* live interpreters, all sandboxes */
         /* Caps below: 0 means none (max_resident_per_sandbox: the total). */
         uint64_t max_resident_per_sandbox; /* live interpreters of one sandbox */
@@ -112,6 +122,13 @@ struct sbx_info {
 };
 void sbx_info_done(struct sbx_info *info);
 
+/* Creates id with opts if it does not exist yet (*ret_created, may be
+ * NULL, says whether it did); an existing sandbox keeps its limits. Counts
+ * as activity. 0 or a negative errno with err filled (the service's caps:
+ * ERR_QUOTA, ERR_STORAGE). */
+int sbx_create(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts, bool *ret_created,
+               struct err *err);
+
 /* Every call creates the sandbox on first use and counts as activity.
  * Each returns 0 or a negative errno with err filled. */
 int sbx_info(struct sandbox_mgr *m, const char *id, struct sbx_info *ret, struct err *err);
@@ -172,6 +189,7 @@ struct sbx_command {
         bool pty;                    /* a terminal for 0, 1 and 2 */
         unsigned short rows, cols;   /* pty: initial size (0: 24x80) */
         bool stdin_pipe;             /* pipes: a stdin pipe instead of /dev/null */
+        bool side_channel;           /* pipes: fd 3 is a socket to proc_fds.side_fd */
         /* NULL: the sandbox's execution limits without a CPU-time or wall
          * cap (a command runs until it ends, is timed out or is killed by
          * its caller; the sandbox's CPU quota still holds). */
@@ -213,8 +231,95 @@ int sbx_pool_stats(struct sandbox_mgr *m, struct sbx_pool_stats *ret, struct err
 int sbx_pool_shutdown_prewarmed(struct sandbox_mgr *m, struct err *err);
 /* (Re)starts the refill loop: it fills toward the target now. */
 void sbx_pool_prime(struct sandbox_mgr *m);
+/* Tunnels (tunnel.c): a port of a sandbox reached through the daemon. A
+ * command's server listens on 127.0.0.1:port in the sandbox's own network
+ * namespace (loopback only: no route out); the token is the capability a
+ * facade's preview URL carries. In memory only: tunnels die with their
+ * sandbox and with the daemon. */
+#define SBX_TUNNEL_ID_BYTES 8
+#define SBX_TUNNEL_TOKEN_BYTES 24
+struct sbx_tunnel {
+        char id[2 * SBX_TUNNEL_ID_BYTES + 1];       /* hex */
+        char token[2 * SBX_TUNNEL_TOKEN_BYTES + 1]; /* hex, 192 random bits */
+        unsigned port;
+        char name[64];                              /* "" when none */
+        uint64_t created_ms;                        /* epoch ms */
+};
+/* The tunnel of sandbox id to port, made if there is none (the same one
+ * for every call: idempotent; a non-empty name replaces the old one).
+ * Creates the sandbox on first use. The facade checks port and name
+ * rules. 0 or a negative errno with err filled. */
+int sbx_tunnel_open(struct sandbox_mgr *m, const char *id, unsigned port, const char *name, struct sbx_tunnel *ret,
+                    struct err *err);
+/* Removes it; nothing when there is none. */
+void sbx_tunnel_close(struct sandbox_mgr *m, const char *id, unsigned port);
+/* A TCP connection to the tunnel of token: a socket connected to
+ * 127.0.0.1:port inside the sandbox's namespace (the caller owns *ret_fd,
+ * blocking). ERR_NOT_FOUND: no such token; ERR_UNAVAILABLE: nothing
+ * listens there. 0 or a negative errno with err filled. */
+int sbx_tunnel_connect(struct sandbox_mgr *m, const char *token, struct sbx_tunnel *ret, int *ret_fd,
+                       struct err *err);
 
 /* Number of resident (live) context interpreters. */
 size_t sbx_resident_count(struct sandbox_mgr *m);
 /* Runs one expiry pass now (tests and the reaper thread). */
 void sbx_reap_expired(struct sandbox_mgr *m);
+
+/* ---- shell commands and sessions (session.c, shell.c; the bridge's
+ * /exec, /session, /pty) ----
+ * A shell command is bash text run by `bash --norc --noprofile` as its own
+ * jailed process (sbx_spawn). A session carries a shell's state between
+ * commands: its cwd, exported environment, functions, aliases and other
+ * variables, restored before each command and saved when the shell exits
+ * (an EXIT trap writing to a side channel, never the user's stdout or
+ * stderr). So a `cd` or `export` in one command is seen by the next, and a
+ * wedged command never wedges its session: it is killed like any process.
+ * Commands of one session run one at a time; sessions live in memory with
+ * their sandbox (gone with it, and after a daemon restart). */
+#define SBX_SESSION_ID_MAX 128
+/* The session id the bridge's clients send to mean "no session". */
+#define SBX_SESSION_DISABLED "__DISABLE_SESSION__"
+
+/* path (absolute, or relative to /workspace) normalised lexically: empty
+ * and "." segments dropped, ".." pops one (never above /). 0 with the
+ * result in out; -EPERM when it is not /workspace or below it; -ENAMETOOLONG. */
+int sbx_workspace_path(const char *path, char *out, size_t len);
+
+/* Creates session sid with cwd (NULL: /workspace; resolved by
+ * sbx_workspace_path) and env ({name: string}, merged over the sandbox's;
+ * may be NULL). ERR_EXISTS when it exists, ERR_INVALID for a reserved id,
+ * a cwd outside /workspace or a bad env. */
+int sbx_session_create(struct sandbox_mgr *m, const char *id, const char *sid, const char *cwd, json_t *env,
+                       struct err *err);
+/* Deletes sid, killing its running command. ERR_NOT_FOUND when unknown. */
+int sbx_session_delete(struct sandbox_mgr *m, const char *id, const char *sid, struct err *err);
+/* For a terminal (or anything else started in a session's state): the
+ * session's current cwd and env (*ret_env: a new reference, {name: string
+ * or null}: null unsets a variable of the sandbox's env; pass it as
+ * sbx_command.env). create: make the session (cwd /workspace, no env) when
+ * it does not exist; else ERR_NOT_FOUND. 0 or a negative errno. */
+int sbx_session_state(struct sandbox_mgr *m, const char *id, const char *sid, bool create, char *ret_cwd,
+                      size_t cwd_len, json_t **ret_env, struct err *err);
+
+struct sbx_shell;
+/* Prepares a shell command: `script` (bash text, copied), in session sid
+ * (NULL: none; an unknown sid is created), after a `cd` to cwd when cwd is
+ * not NULL (already resolved; if that cd fails, bash says so on stderr and
+ * the command exits 1). Creates the sandbox on first use. */
+int sbx_shell_open(struct sandbox_mgr *m, const char *id, const char *sid, const char *script, const char *cwd,
+                   struct sbx_shell **ret, struct err *err);
+/* Waits up to timeout_ms (-1: forever) for the session's previous command
+ * to end (sessionless: at once), then starts the shell. 0, -ETIMEDOUT (call
+ * again), or a negative errno with err filled. */
+int sbx_shell_start(struct sandbox_mgr *m, struct sbx_shell *sh, int timeout_ms, struct err *err);
+/* The running shell (after sbx_shell_start); owned by sh. */
+struct proc *sbx_shell_proc(struct sbx_shell *sh);
+/* Reads the session's state channel (its proc_fds side_fd) while the shell
+ * runs, so a large state never blocks the shell. false once it is at its
+ * end (stop polling it). */
+bool sbx_shell_pump_state(struct sbx_shell *sh);
+/* Ends the command: a session takes the state its shell saved (only a
+ * complete one from a shell that has exited), the process is killed if
+ * still running and buried, the session is free for its next command.
+ * NULL-safe. */
+void sbx_shell_end(struct sandbox_mgr *m, struct sbx_shell *sh);

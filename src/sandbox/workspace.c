@@ -13,6 +13,7 @@
 
 #include "base/util.h"
 #include "jail/jail.h"
+#include "sandbox/files.h"
 
 /* ext4 metadata (journal, inode tables, bitmaps) takes part of a small
  * image. First guess: the quota plus the 1 MiB journal, 256-byte inodes
@@ -219,12 +220,31 @@ void workspace_close(struct workspace *ws)
         ws->mounted = false;
 }
 
+/* The mount point, or in rootless mode the plain directory guest code
+ * filled: any depth, any number of entries, symlinks anywhere. The bounded
+ * walk of the files API removes it with a fixed number of fds and no
+ * recursion (rm_rf would recurse once per level). */
+static int remove_mount_dir(const char *path)
+{
+        char parent[4096];
+        snprintf(parent, sizeof(parent), "%s", path);
+        char *slash = strrchr(parent, '/');
+        if (!slash || !slash[1])
+                return -EINVAL;
+        *slash = '\0';
+        _cleanup_close_ int fd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        int r = files_rm_tree(fd, slash + 1, 0);
+        return r == -ENOENT ? 0 : r;
+}
+
 int workspace_destroy(struct workspace *ws)
 {
         workspace_close(ws);
         if (!ws->plain)
                 umount2(ws->mount, MNT_DETACH); /* a stale mount from a previous run */
-        int r = rm_rf(ws->mount);
+        int r = remove_mount_dir(ws->mount);
         char dir[4096];
         snprintf(dir, sizeof(dir), "%s", ws->image);
         char *slash = strrchr(dir, '/');

@@ -87,7 +87,7 @@ static void report_pid_and_wait(void)
 {
         struct ucred uc = { getpid(), getuid(), getgid() };
         char byte;
-        if (forkserver_send_byte(CTL_FD, 'P', SCM_CREDENTIALS, &uc, sizeof(uc)) != 1)
+        if (io_send_byte(CTL_FD, 'P', SCM_CREDENTIALS, &uc, sizeof(uc)) < 0)
                 _exit(124);
         if (read_all(CTL_FD, &byte, 1) < 0 || byte != 'G')
                 _exit(125);
@@ -122,7 +122,7 @@ static void confine(const struct forkserver_config *c, const struct sock_filter 
                 _exit(131);
         if (!with_listener)
                 return;
-        if (forkserver_send_byte(CTL_FD, 'N', SCM_RIGHTS, &listener, sizeof(listener)) != 1)
+        if (io_send_byte(CTL_FD, 'N', SCM_RIGHTS, &listener, sizeof(listener)) < 0)
                 _exit(132);
         close(listener);
 }

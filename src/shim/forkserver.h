@@ -38,25 +38,3 @@ struct forkserver_config {
         struct forkserver_rlimit rlimits[FORKSERVER_MAX_RLIMITS];
 };
 
-/* Sends one byte carrying one SOL_SOCKET control message (SCM_RIGHTS fds or
- * SCM_CREDENTIALS) of at most 16 bytes: how the daemon hands a template its
- * fds and how an executor reports its pid. Returns sendmsg()'s result. */
-static inline ssize_t forkserver_send_byte(int sock, char byte, int type, const void *data, size_t len)
-{
-        struct iovec iov = { &byte, 1 };
-        union {
-                char buf[CMSG_SPACE(16)];
-                struct cmsghdr align;
-        } u;
-        if (len > 16)
-                return -1;
-        memset(&u, 0, sizeof(u));
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                              .msg_controllen = CMSG_SPACE(len) };
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = type;
-        cm->cmsg_len = CMSG_LEN(len);
-        memcpy(CMSG_DATA(cm), data, len);
-        return sendmsg(sock, &msg, MSG_NOSIGNAL);
-}

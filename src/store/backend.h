@@ -75,6 +75,7 @@ struct store_ops {
         int (*sandbox_count)(struct store *s, uint64_t *ret);
         /* Pushes struct store_id items of one org, ordered by id. */
         int (*sandbox_list_org)(struct store *s, const char *org_id, struct store_rows *out);
+        int (*sandbox_disk_reserved)(struct store *s, uint64_t default_bytes, uint64_t *ret);
         int (*sandbox_free_host_id)(struct store *s, uint32_t first, uint32_t n, uint32_t *ret);
 
         int (*context_insert)(struct store *s, const struct context_row *row);

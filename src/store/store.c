@@ -351,6 +351,14 @@ int store_sandbox_count(struct store *s, uint64_t *ret)
         return s->ops->sandbox_count(s, ret);
 }
 
+int store_sandbox_disk_reserved(struct store *s, uint64_t default_bytes, uint64_t *ret)
+{
+        if (!s || !ret)
+                return -EINVAL;
+        STORE_GUARD(s);
+        return s->ops->sandbox_disk_reserved(s, default_bytes, ret);
+}
+
 int store_sandbox_free_host_id(struct store *s, uint32_t first, uint32_t n, uint32_t *ret)
 {
         if (!s || !ret || n == 0 || (uint64_t)first + n > UINT32_MAX)

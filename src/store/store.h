@@ -52,6 +52,9 @@ struct sandbox_row {
         uint64_t expires_at;  /* epoch ms; 0 = never */
         char *env_json;       /* owned (malloc); "{}" by default */
         uint32_t host_id;     /* host uid/gid of its jails; 0 = none given */
+        /* Its own workspace quota and largest file; 0 = the service's
+         * defaults (limits.workspace_bytes, …) of the run that reads it. */
+        uint64_t workspace_bytes, workspace_inodes, file_bytes;
 };
 void sandbox_row_done(struct sandbox_row *r);   /* frees env_json */
 /* -ENOENT when absent. */
@@ -73,6 +76,9 @@ int store_sandbox_count(struct store *s, uint64_t *ret);
  * read first, fn run afterwards, as above. */
 int store_sandbox_each_in_org(struct store *s, const char *org_id,
                               void (*fn)(const char *id, void *userdata), void *userdata);
+/* The workspace bytes every sandbox may fill (its own quota, or
+ * default_bytes where it has none): the disk reserved for them all. */
+int store_sandbox_disk_reserved(struct store *s, uint64_t default_bytes, uint64_t *ret);
 /* The lowest id in [first, first + n) that no sandbox row holds as its
  * host_id; -ENOSPC when every one is taken. The caller serialises the
  * choice with the put that stores it. */

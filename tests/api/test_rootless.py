@@ -49,3 +49,32 @@ def test_rootless_daemon_runs_jails_and_contexts():
         if d:
             d.stop()
         release_data_dir(tmp)
+
+
+def test_rootless_destroy_removes_a_deep_guest_tree():
+    """A rootless workspace is a plain directory the guest filled: deleting
+    the sandbox removes a tree thousands of levels deep with the bounded,
+    non-recursive walk, and the daemon keeps serving."""
+    if not nobody_can_reach(BIN):
+        pytest.skip("the checkout is not readable by an unprivileged user here")
+    tmp = nosuid_data_dir(NOBODY)
+    d = None
+    try:
+        d = Daemon(data_dir=tmp, wrapper=["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"],
+                   sets=["limits.memory_bytes=128M", "limits.wall_ms=20000", "limits.workspace_inodes=100000"])
+        base = "/languages/python/sandboxes/deeptree"
+        code = ("import os\nos.chdir('/workspace')\nfor i in range(3000):\n"
+                "    os.mkdir('d')\n    os.chdir('d')\n    open('f', 'w').close()\nos.symlink('/', 'up')\n3000")
+        status, body, _ = d.post(base + "/execute", {"code": code})
+        assert status == 200 and body["results"] == [{"text": "3000"}], body
+        mnt = os.path.join(tmp, "mnt", "deeptree")
+        assert os.path.isdir(os.path.join(mnt, "d", "d", "d"))
+        status, body, _ = d.request("DELETE", "/languages/python/sandboxes/deeptree")
+        assert status == 200, body
+        assert not os.path.exists(mnt)
+        assert os.path.isdir("/usr/bin")  # the symlink to / was removed, never followed
+        assert d.get("/health")[0] == 200
+    finally:
+        if d:
+            d.stop()
+        release_data_dir(tmp)

@@ -21,7 +21,7 @@ def assert_error(status, body, headers, code, http_status, message=None):
 
 def test_health_and_ready(daemon):
     status, body, headers = daemon.get("/health")
-    assert status == 200 and body == {"status": "ok"}
+    assert status == 200 and body == {"status": "ok", "ok": True}  # one /health for the runtime API and the bridge
     status, body, _ = daemon.get("/ready")
     assert status == 200 and body["status"] == "ready"
 

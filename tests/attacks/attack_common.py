@@ -117,7 +117,7 @@ def assert_alive(d):
     assert d.proc.poll() is None, d.read_log()
     os.kill(d.proc.pid, 0)
     status, body, _ = d.get("/health")
-    assert status == 200 and body == {"status": "ok"}
+    assert status == 200 and body == {"status": "ok", "ok": True}
     assert value(run(d, "6 * 7")) == "42"
 
 

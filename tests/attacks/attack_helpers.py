@@ -5,25 +5,13 @@ Reuses the black-box Daemon class of tests/api/conftest.py. That file is
 loaded by path under its own module name, so this suite can run in the same
 pytest session as tests/api (both directories have a module called
 "conftest")."""
-import importlib.util
 import os
 import sys
 
-_API_CONFTEST = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "api", "conftest.py")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from api_loader import load_api  # noqa: E402
 
-
-def _load_api():
-    name = "sandboxd_api_conftest"
-    mod = sys.modules.get(name)
-    if mod is None:
-        spec = importlib.util.spec_from_file_location(name, _API_CONFTEST)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return mod
-
-
-api = _load_api()
+api = load_api()
 Daemon = api.Daemon
 ROOT = api.ROOT
 text_of = api.text_of

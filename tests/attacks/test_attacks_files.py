@@ -3,6 +3,10 @@ one test per row, split by area: test_attacks_*.py).
 
 The suite's method and conventions: attack_common.py."""
 
+import gzip
+import io
+import tarfile
+
 from attack_common import *  # noqa: F401,F403 (the suite's shared helpers)
 
 
@@ -211,13 +215,169 @@ r
         delete_sandbox(daemon, s)
 
 
-def test_row_20_tar_slip():
-    pytest.skip("no archive (tar/zip) API yet: nothing extracts archives on the host")
+# ---- 20-22: archives (the bridge's /hydrate) --------------------------------
 
 
-def test_row_21_archive_bomb():
-    pytest.skip("no archive (tar/zip) API yet: nothing decompresses on the host")
+def _tar(*members, fmt=tarfile.PAX_FORMAT):
+    """A tar from (name, kind, data_or_linkname[, extra attrs]) tuples;
+    kind is a tarfile type (REGTYPE, DIRTYPE, SYMTYPE, LNKTYPE, ...)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=fmt) as t:
+        for name, kind, arg, *extra in members:
+            ti = tarfile.TarInfo(name)
+            ti.type, ti.mode = kind, 0o644
+            for k, v in (extra[0] if extra else {}).items():
+                setattr(ti, k, v)
+            if kind == tarfile.REGTYPE:
+                ti.size = len(arg)
+                t.addfile(ti, io.BytesIO(arg))
+            else:
+                ti.linkname = arg or ""
+                t.addfile(ti)
+    return buf.getvalue()
 
 
-def test_row_22_archive_name_collisions():
-    pytest.skip("no archive (tar/zip) API yet: no archive entry names are ever written")
+F, D, L, H = tarfile.REGTYPE, tarfile.DIRTYPE, tarfile.SYMTYPE, tarfile.LNKTYPE
+
+
+def _bridge_sandbox(d):
+    status, body, _ = d.post("/v1/sandbox")
+    assert status == 200, body
+    return body["id"]
+
+
+def _hydrate(d, s, data):
+    status, body, _ = d.request("POST", f"/v1/sandbox/{s}/hydrate", raw=data)
+    return status, body
+
+
+def _workspace(d, s):
+    """Every entry of the workspace (hidden ones too): {relativePath: type}."""
+    status, body = files(d, s, op="list", path="/workspace", recursive=True, includeHidden=True)
+    assert status == 200, body
+    return {f["relativePath"]: f["type"] for f in body["files"]}
+
+
+def _refused_whole(d, s, tars, code=400):
+    """Each archive (and its gzip) is refused with code and changes nothing."""
+    before = _workspace(d, s)
+    for name, data in tars.items():
+        for body in (data, gzip.compress(data)):
+            status, res = _hydrate(d, s, body)
+            assert status == code, (name, status, res)
+            assert _workspace(d, s) == before, name
+
+
+def test_row_20_tar_slip(daemon, sentinel):
+    base, secret, before = sentinel
+    s = _bridge_sandbox(daemon)
+    up = "../" * 16 + base.lstrip("/")
+    res = sbx(daemon, s, f"import os; os.symlink({base!r}, '/workspace/planted'); os.mkdir('/workspace/real')")
+    assert "error" not in res, res
+    mnt = sorted(os.listdir(os.path.join(daemon.data_dir, "mnt")))
+    _refused_whole(daemon, s, {
+        "dotdot": _tar((up + "/pwn", F, b"x")),
+        "dotdot-after-a-dir": _tar(("real/../../../pwn", F, b"x")),
+        "absolute": _tar((base + "/pwn", F, b"x")),
+        "pax-path": _tar(("safe", F, b"x", {"pax_headers": {"path": up + "/pwn"}})),
+        "gnu-longname": _tar((up + "/" + "n" * 150, F, b"x"), fmt=tarfile.GNU_FORMAT),
+        "symlink-out-then-through": _tar(("l", L, base), ("l/pwn", F, b"x")),
+        "symlink-up-then-through": _tar(("l", L, up), ("l/pwn", F, b"x")),
+        "symlink-in-then-through": _tar(("l", L, "real"), ("l/pwn", F, b"x")),
+        "through-planted-symlink": _tar(("planted/pwn", F, b"x")),
+        "dir-over-planted-symlink": _tar(("planted", D, None), ("planted/pwn", F, b"x")),
+        "hardlink-out": _tar(("h", H, up + "/secret")),
+        "hardlink-absolute": _tar(("h", H, secret)),
+        "hardlink-passwd": _tar(("h", H, "/etc/passwd")),
+        "device": _tar(("null", tarfile.CHRTYPE, None, {"devmajor": 1, "devminor": 3})),
+        "fifo": _tar(("p", tarfile.FIFOTYPE, None)),
+    })
+    assert snapshot_tree(base) == before
+    assert sorted(os.listdir(os.path.join(daemon.data_dir, "mnt"))) == mnt
+    # A legitimate archive still works, and its set-id bits are dropped.
+    assert _hydrate(daemon, s, _tar(("ok/run", F, b"#!/bin/sh\n", {"mode": 0o6755})))[0] == 200
+    res = sbx(daemon, s, "import os; os.stat('/workspace/ok/run').st_mode & 0o7777")
+    assert value(res) in (0o755, str(0o755)), res
+    assert snapshot_tree(base) == before
+    assert_alive(daemon)
+
+
+def test_row_21_archive_bomb(daemon):
+    s = _bridge_sandbox(daemon)
+    rss = daemon_rss_kib(daemon)
+    # 300 MiB of zeros (over the 256 MiB file limit) in one entry, gzip'd
+    # to about 300 KiB.
+    bomb = io.BytesIO()
+    with gzip.GzipFile(fileobj=bomb, mode="wb", compresslevel=1) as g:
+        ti = tarfile.TarInfo("zeros")
+        ti.size = 300 << 20
+        g.write(ti.tobuf(tarfile.GNU_FORMAT))
+        for _ in range(300):
+            g.write(b"\0" * (1 << 20))
+    t0 = time.monotonic()
+    status, res = _hydrate(daemon, s, bomb.getvalue())
+    assert status == 413 and res["code"] == "payload_too_large", res
+    # Twice compressed: the same answer.
+    status, res = _hydrate(daemon, s, gzip.compress(bomb.getvalue()))
+    assert status in (400, 413), res
+    assert time.monotonic() - t0 < 20
+    # A header claiming 1 TiB with no data behind it.
+    ti = tarfile.TarInfo("huge")
+    ti.size = 1 << 40
+    status, res = _hydrate(daemon, s, ti.tobuf(tarfile.GNU_FORMAT) + b"\0" * 1024)
+    assert status == 413, res
+    # Entry bombs: more than 100 000 entries, and more than the workspace's
+    # 65 536 inodes (bridge.workspace_inodes).
+    for count, code, word in ((100001, 400, "100000 entries"), (66000, 502, "entries")):
+        out = io.BytesIO()
+        with gzip.GzipFile(fileobj=out, mode="wb") as g:
+            for i in range(count):
+                g.write(tarfile.TarInfo(f"e/{i}").tobuf(tarfile.USTAR_FORMAT))
+            g.write(b"\0" * 1024)
+        status, res = _hydrate(daemon, s, out.getvalue())
+        assert status == code and word in res["error"], (count, res)
+    assert _workspace(daemon, s) == {}
+    assert daemon_rss_kib(daemon) - rss < 64 * 1024
+    assert_alive(daemon)
+
+
+def test_row_22_archive_name_collisions(daemon, sentinel):
+    base, secret, before = sentinel
+    s = _bridge_sandbox(daemon)
+    res = sbx(daemon, s, f"""
+import os
+os.mkdir('/workspace/dir')
+open('/workspace/file', 'w').write('file')
+os.symlink({secret!r}, '/workspace/link')
+""")
+    assert "error" not in res, res
+    _refused_whole(daemon, s, {
+        "twice": _tar(("a", F, b"1"), ("a", F, b"2")),
+        "dot-slash": _tar(("a", F, b"1"), ("./a", F, b"2")),
+        "double-slash": _tar(("d/a", F, b"1"), ("d//a", F, b"2")),
+        "dir-and-file": _tar(("a", D, None), ("a/", F, b"")),
+        "file-then-child": _tar(("a", F, b"1"), ("a/b", F, b"2")),
+        "link-then-child": _tar(("a", L, "dir"), ("a/b", F, b"2")),
+        "file-over-dir": _tar(("dir", F, b"1")),
+        "dir-over-file": _tar(("file", D, None)),
+        "dir-over-link": _tar(("link", D, None)),
+        "hardlink-before-target": _tar(("h", H, "a"), ("a", F, b"1")),
+        "root-as-file": _tar((".", F, b"1")),
+    })
+    # Names that only look alike are distinct; an entry named like the
+    # extractor's temp files is just a file; a file over a planted symlink
+    # replaces the link itself and never writes through it.
+    nfc, nfd = "\u00e9", "e\u0301"
+    tmpname = ".sandboxd-0123456789abcdef.tmp"
+    ok = _tar(("A", F, b"upper"), ("a", F, b"lower"), (nfc, F, b"nfc"), (nfd, F, b"nfd"),
+              (tmpname, F, b"t"), ("link", F, b"replaced"))
+    status, res = _hydrate(daemon, s, ok)
+    assert status == 200, res
+    ws = _workspace(daemon, s)
+    assert ws == {"A": "file", "a": "file", nfc: "file", nfd: "file", tmpname: "file", "link": "file",
+                  "dir": "directory", "file": "file"}, ws
+    res = sbx(daemon, s, "import os; [open('/workspace/' + n).read() for n in ('A', 'a', 'link')] + "
+                         "[os.path.islink('/workspace/link')]")
+    assert value(res) == ["upper", "lower", "replaced", False], res
+    assert snapshot_tree(base) == before
+    assert_alive(daemon)

@@ -3,26 +3,14 @@ Daemon of tests/api/conftest.py (loaded by path under its own module name,
 as tests/attacks does), an SSE reader and small request helpers."""
 import base64
 import http.client
-import importlib.util
 import json
 import os
 import sys
 
-_API_CONFTEST = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "api", "conftest.py")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from api_loader import load_api  # noqa: E402
 
-
-def _load_api():
-    name = "sandboxd_api_conftest"
-    mod = sys.modules.get(name)
-    if mod is None:
-        spec = importlib.util.spec_from_file_location(name, _API_CONFTEST)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return mod
-
-
-api = _load_api()
+api = load_api()
 Daemon = api.Daemon
 ROOT = api.ROOT
 FAST_LIMITS = api.FAST_LIMITS

@@ -93,3 +93,31 @@ def test_auth_from_the_sandbox_api_key_env():
 def test_without_a_key_only_loopback_hosts(bridge):
     status, body, _ = bridge.post("/v1/sandbox", headers={"Host": "evil.example:8787"})
     assert status == 403 and set(body) == {"error", "code"}
+
+
+def test_a_bridge_sandbox_has_a_containers_disk(bridge):
+    """bridge.workspace_bytes (256 MiB) and bridge.file_bytes, not the runtime
+    API's 16 MiB / 1 MiB: a 20 MiB file fits; a runtime API sandbox keeps its
+    own small quota."""
+    from bridge_common import exec_sse
+    sid = new_sandbox(bridge)
+    status, _, _, out, err, code = exec_sse(
+        bridge, sid, ["bash", "-c", "head -c 20971520 /dev/zero > big && stat -c %s big && df -k --output=size . | tail -1"])
+    assert status == 200 and code == 0, err
+    size, quota_kb = out.split()
+    assert int(size) == 20971520
+    assert int(quota_kb) > 200 * 1024
+    # The same id reached through the runtime API is the same sandbox, quota included.
+    status, body, _ = bridge.post(f"/languages/python/sandboxes/{sid}/execute",
+                                  {"code": "import os; os.path.getsize('/workspace/big')"})
+    assert status == 200 and body["results"][0]["text"] == "20971520", body
+
+
+def test_a_runtime_api_sandbox_keeps_its_quota_under_the_bridge(bridge):
+    from bridge_common import exec_sse
+    sid = "runtimeapi" + "a" * 16
+    status, body, _ = bridge.post(f"/languages/python/sandboxes/{sid}/execute", {"code": "1"})
+    assert status == 200, body
+    status, _, _, out, err, code = exec_sse(bridge, sid, ["bash", "-c", "df -k --output=size . | tail -1"])
+    assert code == 0, err
+    assert int(out) < 20 * 1024

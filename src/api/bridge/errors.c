@@ -5,18 +5,13 @@
 #include <string.h>
 
 #include "api/bridge/bridge.h"
+#include "api/common/message.h"
 #include "base/util.h"
 
 void bridge_error(struct http_response *res, int status, const char *code, const char *message)
 {
-        /* Messages quote client input (paths are decoded bytes): json_pack
-         * would refuse invalid UTF-8 and turn the error into a 500. */
         _cleanup_free_ char *clean = NULL;
-        size_t len = strlen(message);
-        if (!utf8_valid(message, len) && (clean = malloc(3 * len + 1))) {
-                utf8_sanitize(message, len, clean);
-                message = clean;
-        }
+        message = api_message_utf8(message, &clean);
         http_json(res, status, json_pack("{s:s, s:s}", "error", message, "code", code));
 }
 
@@ -25,14 +20,8 @@ void bridge_errorf(struct http_response *res, int status, const char *code, cons
         char msg[512];
         va_list ap;
         va_start(ap, fmt);
-        int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+        api_vformat(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        /* Truncation must not split a UTF-8 sequence: drop a partial one. */
-        if (n >= (int)sizeof(msg)) {
-                size_t l = sizeof(msg) - 1;
-                for (int k = 0; k < 3 && l > 0 && !utf8_valid(msg, l); k++)
-                        msg[--l] = '\0';
-        }
         bridge_error(res, status, code, msg);
 }
 

@@ -1,7 +1,9 @@
 /* POST /v1/sandbox/:id/exec: argv quoted into one bash command line (the
- * anchor's shellQuote), run in the sandbox's jail, its output streamed as
- * SSE: stdout/stderr events carrying base64 of the exact bytes, then one
- * terminal exit {exit_code} or error event. */
+ * anchor's shellQuote), run by bash in the sandbox's jail (in a session's
+ * state with Session-Id: sandbox/shell.c), its output streamed as SSE as it
+ * is produced: stdout/stderr events carrying base64 of the exact bytes, then
+ * exactly one terminal exit {exit_code} or error event. timeout_ms: SIGTERM,
+ * bridge.exec_grace_ms, SIGKILL, exit 124. A client that leaves kills it. */
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 #include "api/bridge/bridge.h"
 #include "base/b64.h"
 #include "base/buf.h"
+#include "base/time.h"
 #include "base/util.h"
 #include "engine/proc.h"
 #include "sandbox/sandbox.h"
@@ -42,8 +45,15 @@ int bridge_quote(const char *arg, struct buf *out)
         return r ? r : buf_append(out, "'", 1);
 }
 
+/* A silent command still writes now and then: a client that left is only
+ * noticed at a write (http/server.h), and it must not run on unseen. */
+#define HEARTBEAT_MS 1000
+
 struct exec_job {
-        struct proc *proc;
+        struct sandbox_mgr *mgr;
+        struct sbx_shell *sh;
+        uint64_t timeout_ms;         /* 0: none */
+        uint64_t grace_ms;
 };
 
 static int send_chunk(struct http_stream *s, const char *event, const unsigned char *data, size_t len)
@@ -62,96 +72,254 @@ static ssize_t pump(struct http_stream *s, struct proc *p, int which)
         return n;
 }
 
-static void exec_run(struct http_stream *s, void *ctx)
+static int send_error(struct http_stream *s, const char *msg)
 {
-        struct exec_job *job = ctx;
+        json_t *j = json_pack("{s:s, s:s}", "error", msg, "code", "exec_error");
+        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        return http_sse_event(s, "error", NULL, text ? text : "{\"error\":\"out of memory\",\"code\":\"exec_error\"}");
+}
+
+/* The timeout's steps: SIGTERM at the deadline, SIGKILL after the grace. */
+struct timer {
+        uint64_t term_at, kill_at;   /* monotonic ms; 0: none */
+        bool fired;
+};
+
+static int timer_poll_ms(const struct timer *t, uint64_t now)
+{
+        uint64_t at = !t->fired ? t->term_at : t->kill_at;
+        if (!at)
+                return HEARTBEAT_MS;
+        return at <= now ? 0 : at - now < HEARTBEAT_MS ? (int)(at - now) : HEARTBEAT_MS;
+}
+
+static void timer_check(struct timer *t, struct proc *p, uint64_t now)
+{
+        if (t->term_at && !t->fired && now >= t->term_at) {
+                t->fired = true;
+                proc_signal_group(p, SIGTERM); /* as the anchor: the process group */
+        }
+        if (t->fired && t->kill_at && now >= t->kill_at) {
+                proc_signal(p, SIGKILL);
+                t->kill_at = 0;
+        }
+}
+
+/* Streams stdout and stderr until both end. 0, or -EPIPE (client gone). */
+static int stream_output(struct http_stream *s, struct exec_job *job, struct timer *t)
+{
+        struct proc *p = sbx_shell_proc(job->sh);
         struct proc_fds fds;
-        proc_fds(job->proc, &fds);
-        bool out_open = fds.stdout_fd >= 0, err_open = fds.stderr_fd >= 0;
-        while (out_open || err_open) {
-                struct pollfd pf[2] = { { out_open ? fds.stdout_fd : -1, POLLIN, 0 },
-                                        { err_open ? fds.stderr_fd : -1, POLLIN, 0 } };
-                if (poll(pf, 2, -1) < 0)
+        proc_fds(p, &fds);
+        bool open[2] = { fds.stdout_fd >= 0, fds.stderr_fd >= 0 };
+        uint64_t last_write = now_ms();
+        while (open[0] || open[1]) {
+                uint64_t now = now_ms();
+                timer_check(t, p, now);
+                struct pollfd pf[3] = { { open[0] ? fds.stdout_fd : -1, POLLIN, 0 },
+                                        { open[1] ? fds.stderr_fd : -1, POLLIN, 0 },
+                                        { fds.side_fd, POLLIN, 0 } };
+                int n = poll(pf, 3, timer_poll_ms(t, now));
+                if (n < 0)
                         continue;
+                if (pf[2].revents && !sbx_shell_pump_state(job->sh))
+                        fds.side_fd = -1; /* ended: it would poll readable forever */
                 for (int i = 0; i < 2; i++) {
                         if (!pf[i].revents)
                                 continue;
-                        ssize_t n = pump(s, job->proc, i + 1);
-                        if (n == -EPIPE)
-                                return;
-                        if (n == 0 || (n < 0 && n != -EAGAIN && n != -EINTR))
-                                *(i ? &err_open : &out_open) = false;
+                        ssize_t r = pump(s, p, i + 1);
+                        if (r == -EPIPE)
+                                return -EPIPE;
+                        if (r > 0)
+                                last_write = now_ms();
+                        if (r == 0 || (r < 0 && r != -EAGAIN && r != -EINTR))
+                                open[i] = false;
+                }
+                if (now_ms() - last_write >= HEARTBEAT_MS) {
+                        if (http_sse_comment(s, "") < 0)
+                                return -EPIPE;
+                        last_write = now_ms();
                 }
         }
+        return 0;
+}
+
+/* Output usually ends with the jail, but a command may close its stdout
+ * and stderr and go on: the timer and the heartbeat still run. 0, or
+ * -EPIPE (client gone). */
+static int wait_exit(struct http_stream *s, struct exec_job *job, struct timer *t, struct proc_status *st)
+{
+        struct proc *p = sbx_shell_proc(job->sh);
+        int r;
+        while ((r = proc_wait(p, timer_poll_ms(t, now_ms()), st)) == -ETIMEDOUT || r == -EINTR) {
+                timer_check(t, p, now_ms());
+                if (http_sse_comment(s, "") < 0)
+                        return -EPIPE;
+        }
+        if (r < 0)
+                *st = (struct proc_status){ .exited = true, .code = 255 };
+        return 0;
+}
+
+static void exec_run(struct http_stream *s, void *ctx)
+{
+        struct exec_job *job = ctx;
+        struct err err = { 0 };
+        int r;
+        while ((r = sbx_shell_start(job->mgr, job->sh, HEARTBEAT_MS, &err)) == -ETIMEDOUT)
+                if (http_sse_comment(s, "") < 0)
+                        return; /* the session's previous command still runs */
+        if (r < 0) {
+                send_error(s, err.msg[0] ? err.msg : "Cannot start the command");
+                err_done(&err);
+                return;
+        }
+        struct timer t = { 0 };
+        if (job->timeout_ms) {
+                t.term_at = now_ms() + job->timeout_ms;
+                t.kill_at = t.term_at + job->grace_ms;
+        }
+        if (stream_output(s, job, &t) < 0)
+                return;
         struct proc_status st;
-        proc_wait(job->proc, -1, &st);
+        if (wait_exit(s, job, &t, &st) < 0)
+                return;
+        int code = st.signal ? 128 + st.signal : st.code;
+        if (t.fired) {
+                char line[96];
+                int n = snprintf(line, sizeof(line), "Command timed out after %llums\n",
+                                 (unsigned long long)job->timeout_ms);
+                if (send_chunk(s, "stderr", (const unsigned char *)line, (size_t)n) < 0)
+                        return;
+                code = 124;
+        }
         char data[64];
-        snprintf(data, sizeof(data), "{\"exit_code\":%d}", st.signal ? 128 + st.signal : st.code);
+        snprintf(data, sizeof(data), "{\"exit_code\":%d}", code);
         http_sse_event(s, "exit", NULL, data);
 }
 
 static void exec_disconnect(void *ctx)
 {
         struct exec_job *job = ctx;
-        proc_signal(job->proc, SIGKILL);
+        struct proc *p = sbx_shell_proc(job->sh);
+        if (p)
+                proc_signal(p, SIGKILL);
 }
 
 static void exec_free(void *ctx)
 {
         struct exec_job *job = ctx;
-        proc_bury(job->proc);
+        sbx_shell_end(job->mgr, job->sh);
         free(job);
 }
 
 static const struct http_stream_ops exec_ops = { exec_run, exec_disconnect, exec_free };
 
-static void h_exec(struct http_request *req, struct http_response *res)
+/* argv joined as quoted words into cmd (NUL-terminated). 0, or a message
+ * for the client's 400. */
+static const char *build_command(json_t *argv, struct buf *cmd)
 {
-        struct app *app = req->app;
-        json_error_t jerr;
-        json_t *root = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
-        json_t *argv = json_object_get(root, "argv");
-        if (!json_is_array(argv) || json_array_size(argv) == 0) {
-                json_decref(root);
-                bridge_error(res, 400, "invalid_request", "argv must be a non-empty array");
-                return;
-        }
-        struct buf cmd;
-        buf_init(&cmd, 1 << 20);
+        if (!json_is_array(argv) || json_array_size(argv) == 0)
+                return "argv must be a non-empty array";
         size_t i;
         json_t *a;
         json_array_foreach(argv, i, a)
         {
-                if (!json_is_string(a) || (i && buf_append(&cmd, " ", 1) < 0) ||
-                    bridge_quote(json_string_value(a), &cmd) < 0) {
-                        buf_free(&cmd);
-                        json_decref(root);
-                        bridge_error(res, 400, "invalid_request", "argv must be a non-empty array of strings");
-                        return;
-                }
+                if (!json_is_string(a))
+                        return "argv must be a non-empty array of strings";
+                if (strlen(json_string_value(a)) != json_string_length(a))
+                        return "argv strings cannot contain NUL bytes";
+                if ((i && buf_append(cmd, " ", 1) < 0) || bridge_quote(json_string_value(a), cmd) < 0)
+                        return "argv is too large";
         }
-        buf_append(&cmd, "", 1);
-        const char *args[] = { "/bin/bash", "-c", cmd.data, NULL };
-        struct sbx_command c = { .argv = args };
+        return buf_append(cmd, "\n", 2) < 0 ? "argv is too large" : NULL;
+}
+
+static uint64_t timeout_of(json_t *v)
+{
+        double ms = json_is_number(v) ? json_number_value(v) : 0;
+        /* Not a positive number: no timeout (the anchor ignores anything
+         * that is not a number). Days at most. */
+        return ms >= 1 ? (uint64_t)(ms < 30.0 * 86400000 ? ms : 30.0 * 86400000) : 0;
+}
+
+/* The parts of the request after argv: Session-Id, cwd. false: answered. */
+static bool exec_target(struct http_request *req, struct http_response *res, json_t *root, const char **ret_sid,
+                        char *cwd, size_t cwd_len)
+{
+        const char *sid = http_header(req, "Session-Id");
+        if (sid && !bridge_session_id_valid(sid)) {
+                bridge_error(res, 400, "invalid_request", "Invalid session ID format");
+                return false;
+        }
+        *ret_sid = sid && strcmp(sid, SBX_SESSION_DISABLED) != 0 ? sid : NULL;
+        json_t *c = json_object_get(root, "cwd");
+        cwd[0] = '\0';
+        if (json_is_string(c) && (strlen(json_string_value(c)) != json_string_length(c) ||
+                                  sbx_workspace_path(json_string_value(c), cwd, cwd_len) < 0)) {
+                bridge_error(res, 403, "invalid_request", "cwd must resolve to a location within /workspace");
+                return false;
+        }
+        return true;
+}
+
+static void exec_request(struct http_request *req, struct http_response *res, json_t *root)
+{
+        struct app *app = req->app;
+        struct buf cmd;
+        buf_init(&cmd, app->cfg->bridge_exec_command_bytes + 2); /* + "\n" and NUL */
+        const char *bad = build_command(json_object_get(root, "argv"), &cmd);
+        const char *sid = NULL;
+        char cwd[4096];
+        if (bad)
+                bridge_error(res, 400, "invalid_request", bad);
+        if (bad || !exec_target(req, res, root, &sid, cwd, sizeof(cwd))) {
+                buf_free(&cmd);
+                return;
+        }
         struct exec_job *job = calloc(1, sizeof(*job));
         struct err err = { 0 };
-        int r = job ? sbx_spawn(app->sandboxes, req->captures[0], &c, &job->proc, &err) : -ENOMEM;
+        int r = job ? sbx_shell_open(app->sandboxes, req->captures[0], sid, cmd.data, cwd[0] ? cwd : NULL, &job->sh,
+                                     &err)
+                    : err_set(&err, ERR_INTERNAL, ENOMEM, "out of memory");
         buf_free(&cmd);
-        json_decref(root);
         if (r < 0) {
                 free(job);
                 bridge_error_from(res, &err, "exec_error");
                 err_done(&err);
                 return;
         }
-        http_stream(res, 200, "text/event-stream", &exec_ops, job);
-        http_response_header(res, "Cache-Control", "no-cache");
+        job->mgr = app->sandboxes;
+        job->timeout_ms = timeout_of(json_object_get(root, "timeout_ms"));
+        job->grace_ms = app->cfg->bridge_exec_grace_ms;
+        if (http_stream(res, 200, "text/event-stream", &exec_ops, job) == 0)
+                http_response_header(res, "Cache-Control", "no-cache");
+}
+
+static void h_exec(struct http_request *req, struct http_response *res)
+{
+        if (!bridge_sandbox_ready(req, res, req->captures[0]))
+                return;
+        json_error_t jerr;
+        json_t *root = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+        if (!json_is_object(root))
+                bridge_error(res, 400, "invalid_request", "Invalid JSON body");
+        else
+                exec_request(req, res, root);
+        json_decref(root);
+}
+
+/* JSON escapes a byte in at most 6 ("\u0001"). */
+static size_t exec_body_cap(const void *app)
+{
+        return ((const struct app *)app)->cfg->bridge_exec_command_bytes * 6 + 64 * 1024;
 }
 
 const struct route *bridge_exec_routes(size_t *ret_n)
 {
         static const struct route routes[] = {
-                { "POST", "/v1/sandbox/:id/exec", h_exec, ROUTE_BLOCKING, 0 },
+                { "POST", "/v1/sandbox/:id/exec", h_exec, ROUTE_BLOCKING, exec_body_cap },
         };
         *ret_n = ARRAY_SIZE(routes);
         return routes;

@@ -91,6 +91,11 @@ int api_bridge_register(struct http_server *srv, struct app *app)
         const struct route *(*const tables[])(size_t *) = {
                 bridge_sandbox_routes,
                 bridge_exec_routes,
+                bridge_file_routes,
+                bridge_archive_routes,
+                bridge_openapi_routes,
+                bridge_tunnel_routes,
+                bridge_session_routes,
                 bridge_pool_routes,
         };
         struct http_group *g = http_server_group(srv, "/v1", &ops, app);

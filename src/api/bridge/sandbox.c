@@ -30,6 +30,22 @@ int bridge_id_new(char out[27])
         return 0;
 }
 
+bool bridge_sandbox_ready(struct http_request *req, struct http_response *res, const char *id)
+{
+        const struct app *app = req->app;
+        const struct sbx_create_options opts = {
+                .workspace_bytes = app->cfg->bridge_workspace_bytes,
+                .workspace_inodes = app->cfg->bridge_workspace_inodes,
+                .file_bytes = app->cfg->bridge_file_bytes,
+        };
+        struct err err = { 0 };
+        if (sbx_create(app->sandboxes, id, &opts, NULL, &err) == 0)
+                return true;
+        bridge_error_from(res, &err, "pool_error");
+        err_done(&err);
+        return false;
+}
+
 /* A warm sandbox when the pool has one (its first command then costs what
  * any later one does); else a new id, provisioned on first use. */
 static void h_create(struct http_request *req, struct http_response *res)
@@ -51,14 +67,8 @@ static void h_create(struct http_request *req, struct http_response *res)
                 bridge_error(res, 502, "pool_error", "Cannot make a sandbox id");
                 return;
         }
-        struct sbx_info info;
-        if (sbx_info(app->sandboxes, id, &info, &err) < 0) {
-                bridge_error_from(res, &err, "pool_error");
-                err_done(&err);
-                return;
-        }
-        sbx_info_done(&info);
-        http_json(res, 200, json_pack("{s:s}", "id", id));
+        if (bridge_sandbox_ready(req, res, id))
+                http_json(res, 200, json_pack("{s:s}", "id", id));
 }
 
 static void h_destroy(struct http_request *req, struct http_response *res)
@@ -77,13 +87,9 @@ static void h_destroy(struct http_request *req, struct http_response *res)
  * be served (it is provisioned on first use, as every route does). */
 static void h_running(struct http_request *req, struct http_response *res)
 {
-        struct app *app = req->app;
-        struct err err = { 0 };
-        struct sbx_info info;
-        bool ok = sbx_info(app->sandboxes, req->captures[0], &info, &err) == 0;
-        if (ok)
-                sbx_info_done(&info);
-        err_done(&err);
+        struct http_response scratch = { 0 };
+        bool ok = bridge_sandbox_ready(req, &scratch, req->captures[0]);
+        json_decref(scratch.json);
         http_json(res, 200, json_pack("{s:b}", "running", ok));
 }
 

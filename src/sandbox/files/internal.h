@@ -67,16 +67,25 @@ int stat_entry(int dir_fd, const char *name, struct stat *st);
 int fsync_dir(int dir_fd);
 
 /* Calls fn for every entry below root_fd/rel (rel itself excluded);
- * rel_of_entry is relative to rel. Symlinks are reported, never entered. */
+ * rel_of_entry is relative to rel. Symlinks are reported, never entered.
+ * fn returns 0, WALK_PRUNE (a directory is not entered) or a negative
+ * errno (the walk stops with it). Parents are reported before children. */
+#define WALK_PRUNE 1
 typedef int (*walk_fn)(void *userdata, const char *rel_of_entry, const struct stat *st);
 int walk_tree(int root_fd, const char *rel, bool recursive, bool include_hidden, walk_fn fn, void *userdata);
 
-/* rm -r of parent_fd/name with a bounded number of open fds (about 64,
- * whatever the depth), never following symlinks (each level is re-opened
- * confined). More than max_depth nested levels (name itself is level 1; 0:
- * no cap) → -EMLINK, with what was removed before meeting that level
- * removed. Returns 0 or -errno. */
-int files_rm_tree(int parent_fd, const char *name, size_t max_depth);
+/* mkdir -p of rel beneath the root: walks the existing prefix (each step
+ * confined), checks the entry limit for what is missing (-ENOSPC), then
+ * creates the rest with DIR_MODE. Returns 0 or -errno (err untouched). */
+int fop_mkdir_parents(const struct fop *f, const char *rel);
+
+/* Hidden temp names of atomic replaces: FILES_TEMP_PREFIX + 16 hex + ".tmp". */
+#define FILES_TEMP_PREFIX ".sandboxd-"
+void files_temp_name(char out[static 40]);
+/* Replaces dir_fd/name atomically with a temp file that fill(fd, ud)
+ * writes (its mode too: it is created 0600); durable: fsync the file and
+ * the directory. The temp file never outlives a failure. 0 or -errno. */
+int atomic_replace(int dir_fd, const char *name, int (*fill)(int fd, void *ud), void *ud, bool durable);
 
 /* Current usage, but only when a byte or entry limit needs it (else 0s). */
 int fop_usage(const struct fop *f, uint64_t *entries, uint64_t *bytes);

@@ -23,12 +23,10 @@ static int mkdir_at(int dir_fd, const char *name)
         return fchmod(fd, DIR_MODE) < 0 ? -errno : 0;
 }
 
-/* mkdir -p beneath the root: walk the existing prefix (each step confined),
- * check the entry limit for what is missing, then create the rest. */
-static int mkdir_parents(const struct fop *f)
+int fop_mkdir_parents(const struct fop *f, const char *rel)
 {
         char comps[PATH_MAX];
-        snprintf(comps, sizeof(comps), "%s", f->rel);
+        snprintf(comps, sizeof(comps), "%s", rel);
         char *names[PATH_MAX / 2];
         size_t n = 0;
         char *save = NULL;
@@ -100,7 +98,7 @@ int files_mkdir(const struct files_root *root, const char *path, unsigned flags,
         /* The root always exists: a no-op even without recursive. */
         if (!f.rel[0])
                 return 0;
-        r = flags & FILES_RECURSIVE ? mkdir_parents(&f) : mkdir_one(&f);
+        r = flags & FILES_RECURSIVE ? fop_mkdir_parents(&f, f.rel) : mkdir_one(&f);
         if (r == -ENOSPC)
                 return fop_fail(&f, ENOSPC, NULL, "Workspace exceeds %llu entries",
                                 (unsigned long long)root->limits.max_entries);

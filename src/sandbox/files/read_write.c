@@ -37,6 +37,44 @@ static int read_to_end(int fd, struct buf *b, uint64_t *ret_seen)
         }
 }
 
+/* Opens f's path as a regular file for reading (confined, never through a
+ * symlink) and fstats it into st. Directories are EISDIR, other
+ * non-regular files EACCES, both with err filled. */
+static int open_regular(struct fop *f, struct stat *st)
+{
+        /* O_NONBLOCK: a guest-planted FIFO must not hang the daemon; it is
+         * refused below like every non-regular file. */
+        _cleanup_close_ int fd = resolve_at(f->root->fd, f->rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0)
+                return fop_fail(f, -fd, NULL, NULL);
+        if (fstat(fd, st) < 0)
+                return fop_fail(f, errno, NULL, NULL);
+        if (S_ISDIR(st->st_mode))
+                return fop_fail(f, EISDIR, NULL, "Is a directory: %s", f->path);
+        if (!S_ISREG(st->st_mode))
+                return fop_fail(f, EACCES, NULL, "Permission denied: '%s' is not a regular file", f->path);
+        return TAKE_FD(fd);
+}
+
+int files_open_read(const struct files_root *root, const char *path, int *ret_fd, uint64_t *ret_size,
+                    struct err *err)
+{
+        _cleanup_(fop_end) struct fop f;
+        int r = fop_begin(&f, root, FILES_OP_READ, path, NULL, err);
+        if (r < 0)
+                return r;
+        struct stat st;
+        _cleanup_close_ int fd = open_regular(&f, &st);
+        if (fd < 0)
+                return fd;
+        /* The reader streams it: blocking reads from here on. */
+        if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+                return fop_fail(&f, errno, NULL, NULL);
+        *ret_size = (uint64_t)st.st_size;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
 int files_read(const struct files_root *root, const char *path, struct files_blob *ret, struct err *err)
 {
         *ret = (struct files_blob){ 0 };
@@ -45,18 +83,10 @@ int files_read(const struct files_root *root, const char *path, struct files_blo
         if (r < 0)
                 return r;
         uint64_t max = root->limits.max_file_bytes ? root->limits.max_file_bytes : READ_HARD_MAX;
-        /* O_NONBLOCK: a guest-planted FIFO must not hang the daemon; it is
-         * refused below like every non-regular file. */
-        _cleanup_close_ int fd = resolve_at(root->fd, f.rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
-        if (fd < 0)
-                return fop_fail(&f, -fd, NULL, NULL);
         struct stat st;
-        if (fstat(fd, &st) < 0)
-                return fop_fail(&f, errno, NULL, NULL);
-        if (S_ISDIR(st.st_mode))
-                return fop_fail(&f, EISDIR, NULL, "Is a directory: %s", f.path);
-        if (!S_ISREG(st.st_mode))
-                return fop_fail(&f, EACCES, NULL, "Permission denied: '%s' is not a regular file", f.path);
+        _cleanup_close_ int fd = open_regular(&f, &st);
+        if (fd < 0)
+                return fd;
         if ((uint64_t)st.st_size > max)
                 return fop_too_large(&f, max, (uint64_t)st.st_size);
 
@@ -77,40 +107,36 @@ int files_read(const struct files_root *root, const char *path, struct files_blo
         return 0;
 }
 
-static void random_name(char out[static 40])
+void files_temp_name(char out[static 40])
 {
         uint64_t v;
         if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
                 v = now_ns() ^ ((uint64_t)getpid() << 32);
-        snprintf(out, 40, ".sandboxd-%016llx.tmp", (unsigned long long)v);
+        snprintf(out, 40, FILES_TEMP_PREFIX "%016llx.tmp", (unsigned long long)v);
 }
 
 /* Replaces dir_fd/name atomically: a hidden temp file in the same
- * directory is written and fsynced, renamed over the target, then the
- * directory is fsynced, so an acknowledged write survives a crash and a
- * reader never sees a half-written file. O_EXCL|O_NOFOLLOW keeps a guest
- * from pre-planting the temp name as a symlink. renameat() replaces the
- * directory entry itself and never follows a symlink at the target. */
-static int write_atomic(int dir_fd, const char *name, const void *data, size_t len)
+ * directory is filled (and fsynced when durable), renamed over the target,
+ * then the directory is fsynced (durable), so an acknowledged write
+ * survives a crash and a reader never sees a half-written file.
+ * O_EXCL|O_NOFOLLOW keeps a guest from pre-planting the temp name as a
+ * symlink. renameat() replaces the directory entry itself and never follows
+ * a symlink at the target. On failure the temp file is gone. */
+int atomic_replace(int dir_fd, const char *name, int (*fill)(int fd, void *ud), void *ud, bool durable)
 {
         char tmp[40];
         _cleanup_close_ int fd = -1;
         for (int attempt = 0; attempt < 16; attempt++) {
-                random_name(tmp);
-                fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE);
+                files_temp_name(tmp);
+                fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
                 if (fd >= 0 || errno != EEXIST)
                         break;
         }
         if (fd < 0)
                 return -errno;
 
-        int r = 0;
-        /* Independent of the daemon's umask: the contract says -rw-r--r--. */
-        if (fchmod(fd, FILE_MODE) < 0)
-                r = -errno;
-        if (r == 0)
-                r = write_all(fd, data, len);
-        if (r == 0 && fsync(fd) < 0)
+        int r = fill(fd, ud);
+        if (r == 0 && durable && fsync(fd) < 0)
                 r = -errno;
         if (r == 0 && renameat(dir_fd, tmp, dir_fd, name) < 0)
                 r = -errno;
@@ -118,7 +144,21 @@ static int write_atomic(int dir_fd, const char *name, const void *data, size_t l
                 (void)unlinkat(dir_fd, tmp, 0);
                 return r;
         }
-        return fsync_dir(dir_fd);
+        return durable ? fsync_dir(dir_fd) : 0;
+}
+
+struct bytes {
+        const void *data;
+        size_t len;
+};
+
+static int fill_bytes(int fd, void *ud)
+{
+        const struct bytes *b = ud;
+        /* Independent of the daemon's umask: the contract says -rw-r--r--. */
+        if (fchmod(fd, FILE_MODE) < 0)
+                return -errno;
+        return write_all(fd, b->data, b->len);
 }
 
 /* The byte and entry quotas for replacing an entry of old_size (existing)
@@ -139,8 +179,32 @@ static int check_quota(struct fop *f, bool existing, uint64_t old_size, size_t l
         return 0;
 }
 
-int files_write(const struct files_root *root, const char *path, const void *data, size_t len,
-                struct err *err)
+/* The parent of f's path, created first (mkdir -p) when missing and
+ * recursive. A new file is checked against the byte quota before any
+ * directory is made, so a refused write leaves nothing behind. */
+static int put_parent(struct fop *f, bool recursive, size_t len, const char **ret_name)
+{
+        int pfd = open_parent(f->root->fd, f->rel, ret_name);
+        const char *slash = strrchr(f->rel, '/');
+        if (pfd == -ENOENT && recursive && slash) {
+                int r = check_quota(f, false, 0, len);
+                if (r < 0)
+                        return r;
+                char parent[PATH_MAX];
+                snprintf(parent, sizeof(parent), "%.*s", (int)(slash - f->rel), f->rel);
+                r = fop_mkdir_parents(f, parent);
+                if (r == -ENOSPC)
+                        return fop_fail(f, ENOSPC, NULL, "Workspace exceeds %llu entries",
+                                        (unsigned long long)f->root->limits.max_entries);
+                if (r < 0)
+                        return fop_fail(f, -r, NULL, NULL);
+                pfd = open_parent(f->root->fd, f->rel, ret_name);
+        }
+        return pfd < 0 ? fop_fail(f, -pfd, NULL, NULL) : pfd;
+}
+
+int files_put(const struct files_root *root, const char *path, const void *data, size_t len, unsigned flags,
+              struct err *err)
 {
         _cleanup_(fop_end) struct fop f;
         int r = fop_begin(&f, root, FILES_OP_WRITE, path, NULL, err);
@@ -154,9 +218,9 @@ int files_write(const struct files_root *root, const char *path, const void *dat
                 return fop_too_large(&f, max, len);
 
         const char *name;
-        _cleanup_close_ int pfd = open_parent(root->fd, f.rel, &name);
+        _cleanup_close_ int pfd = put_parent(&f, flags & FILES_RECURSIVE, len, &name);
         if (pfd < 0)
-                return fop_fail(&f, -pfd, NULL, NULL);
+                return pfd;
 
         struct stat st;
         bool existing = false;
@@ -178,8 +242,14 @@ int files_write(const struct files_root *root, const char *path, const void *dat
         r = check_quota(&f, existing, old_size, len);
         if (r < 0)
                 return r;
-        r = write_atomic(pfd, name, data, len);
+        r = atomic_replace(pfd, name, fill_bytes, &(struct bytes){ data, len }, true);
         if (r < 0)
                 return fop_fail(&f, -r, NULL, NULL);
         return 0;
+}
+
+int files_write(const struct files_root *root, const char *path, const void *data, size_t len,
+                struct err *err)
+{
+        return files_put(root, path, data, len, 0, err);
 }

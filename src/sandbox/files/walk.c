@@ -85,6 +85,8 @@ static int walk_entries(struct walk *w, size_t len, DIR *d, struct names *subdir
                         return r;
                 r = w->fn(w->userdata, w->path + rel_off, &st);
                 w->path[len] = '\0';
+                if (r == WALK_PRUNE)
+                        continue;
                 if (r == 0 && w->recursive && S_ISDIR(st.st_mode))
                         r = names_add(subdirs, name);
                 if (r < 0)

@@ -56,6 +56,13 @@ static const char *const migrations[] = {
          * when next loaded). */
         "ALTER TABLE sandboxes ADD COLUMN host_id INTEGER NOT NULL DEFAULT 0;"
         "CREATE INDEX sandboxes_host_id ON sandboxes(host_id);",
+
+        /* 4: limits of one's own (issue 11): a bridge sandbox's workspace
+         * holds what a container's disk would, far beyond the runtime API's
+         * 16 MiB. Existing sandboxes get 0 (the service's defaults). */
+        "ALTER TABLE sandboxes ADD COLUMN workspace_bytes INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE sandboxes ADD COLUMN workspace_inodes INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE sandboxes ADD COLUMN file_bytes INTEGER NOT NULL DEFAULT 0;",
 };
 
 int sq_schema_latest(void)

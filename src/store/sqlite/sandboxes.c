@@ -10,8 +10,8 @@ int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret)
         int r;
 
         r = sq_query_row(sq_db(s),
-                         "SELECT id, org_id, created_at, last_used, expires_at, env_json, host_id "
-                         "FROM sandboxes WHERE id = ?",
+                         "SELECT id, org_id, created_at, last_used, expires_at, env_json, host_id, "
+                         "workspace_bytes, workspace_inodes, file_bytes FROM sandboxes WHERE id = ?",
                          &st, "t", id);
         if (r < 0)
                 return r;
@@ -23,6 +23,9 @@ int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret)
         row.last_used = sq_column_u64(st, 3);
         row.expires_at = sq_column_u64(st, 4);
         row.host_id = (uint32_t)sq_column_u64(st, 6);
+        row.workspace_bytes = sq_column_u64(st, 7);
+        row.workspace_inodes = sq_column_u64(st, 8);
+        row.file_bytes = sq_column_u64(st, 9);
         *ret = row;
         row.env_json = NULL;
         return 0;
@@ -34,14 +37,17 @@ int sq_sandbox_put(struct store *s, const struct sandbox_row *row)
          * first, and with foreign keys on that cascades and wipes the
          * sandbox's contexts and cells. */
         return sq_run(sq_db(s),
-                      "INSERT INTO sandboxes(id, org_id, created_at, last_used, expires_at, env_json, host_id) "
-                      "VALUES(?, ?, ?, ?, ?, ?, ?) "
+                      "INSERT INTO sandboxes(id, org_id, created_at, last_used, expires_at, env_json, host_id, "
+                      "workspace_bytes, workspace_inodes, file_bytes) "
+                      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                       "ON CONFLICT(id) DO UPDATE SET org_id = excluded.org_id, "
                       "created_at = excluded.created_at, last_used = excluded.last_used, "
                       "expires_at = excluded.expires_at, env_json = excluded.env_json, "
-                      "host_id = excluded.host_id",
-                      "ttuuutu", row->id, row->org_id, row->created_at, row->last_used, row->expires_at,
-                      sq_env_or_default(row->env_json), (uint64_t)row->host_id);
+                      "host_id = excluded.host_id, workspace_bytes = excluded.workspace_bytes, "
+                      "workspace_inodes = excluded.workspace_inodes, file_bytes = excluded.file_bytes",
+                      "ttuuutuuuu", row->id, row->org_id, row->created_at, row->last_used, row->expires_at,
+                      sq_env_or_default(row->env_json), (uint64_t)row->host_id, row->workspace_bytes,
+                      row->workspace_inodes, row->file_bytes);
 }
 
 int sq_sandbox_touch(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at)
@@ -84,6 +90,19 @@ int sq_sandbox_list_org(struct store *s, const char *org_id, struct store_rows *
 int sq_sandbox_count(struct store *s, uint64_t *ret)
 {
         return sq_query_u64(sq_db(s), "SELECT COUNT(*) FROM sandboxes", NULL, ret);
+}
+
+int sq_sandbox_disk_reserved(struct store *s, uint64_t default_bytes, uint64_t *ret)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = sq_query_row(sq_db(s),
+                             "SELECT COALESCE(SUM(CASE WHEN workspace_bytes = 0 THEN ? ELSE workspace_bytes END), 0) "
+                             "FROM sandboxes",
+                             &st, "u", default_bytes);
+        if (r < 0)
+                return r == -ENOENT ? -EIO : r;
+        *ret = sq_column_u64(st, 0);
+        return 0;
 }
 
 /* The first id of the range when free, else the lowest used id in range

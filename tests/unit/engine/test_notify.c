@@ -69,7 +69,7 @@ TEST(refusal_errno_matches_policy)
 /* As the jail's workload sends it: one byte 'N' with SCM_RIGHTS. */
 static int send_fd(int sock, int fd)
 {
-        return forkserver_send_byte(sock, NOTIFY_TAG, SCM_RIGHTS, &fd, sizeof(fd)) == 1 ? 0 : -1;
+        return io_send_byte(sock, NOTIFY_TAG, SCM_RIGHTS, &fd, sizeof(fd)) == 0 ? 0 : -1;
 }
 
 /* In the child: 3 refused calls with their errnos, 1 quiet one, 1 allowed. */

@@ -361,3 +361,37 @@ TEST(proc_spawn_failures_name_the_step)
         ASSERT_TRUE(p == NULL);
         err_done(&why);
 }
+
+/* proc_spec.side_channel: fd 3 of the workload is a socket to side_fd,
+ * both ways, carrying only the workload's bytes (the seccomp listener that
+ * comes first over it is taken by proc_spawn); without it fd 3 is closed. */
+TEST(proc_side_channel)
+{
+        const char *argv[] = { "/bin/bash", "-c", "read -r x <&3; printf 'got %s\\0end' \"$x\" >&3; echo out", NULL };
+        struct proc_spec spec = { .argv = argv, .envp = ENV, .io = PROC_IO_PIPES, .side_channel = true };
+        struct proc *p = NULL;
+        struct err why = { 0 };
+        int r = proc_spawn(engine(), &spec, &p, &why);
+        if (r < 0)
+                TAP_FAIL("proc_spawn: %d (%s)", r, why.msg);
+        struct proc_fds fds;
+        proc_fds(p, &fds);
+        ASSERT_GE(fds.side_fd, 0);
+        ASSERT_EQ(write(fds.side_fd, "ping\n", 5), 5);
+        struct proc_status st;
+        ASSERT_OK(proc_wait(p, 10000, &st));
+        ASSERT_EQ(st.code, 0);
+        char buf[64] = "";
+        ssize_t n = read(fds.side_fd, buf, sizeof(buf) - 1);
+        ASSERT_EQ(n, 12);
+        ASSERT_TRUE(memcmp(buf, "got ping\0end", 12) == 0);
+        char out[16] = "";
+        ASSERT_EQ(proc_read(p, 1, out, sizeof(out)), 4);
+        ASSERT_TRUE(memcmp(out, "out\n", 4) == 0);
+        proc_free(p);
+
+        struct exec_outcome o;
+        run_bash("if : >&3; then echo open; else echo closed; fi", PROC_IO_PIPES, NULL, &o);
+        ASSERT_STREQ(text(&o.out), "closed\n");
+        exec_outcome_done(&o);
+}

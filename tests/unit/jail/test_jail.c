@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -313,31 +315,77 @@ TEST(jail_filesystem_view)
         ASSERT_FIELD(&res, "old", "0");       /* the host tree is detached */
 }
 
+/* Opens AF_INET (tries 1.1.1.1:80), AF_INET6 and AF_UNIX sockets and
+ * counts interfaces: "afN=open [connected]" or "afN=<errno>", "ifaces=N".
+ * AF_INET=2, AF_INET6=10, AF_UNIX=1, SOCK_STREAM=1; no modules needed. */
+static const char NET_PROBE[] =
+        "for my $f (2, 10, 1) {"
+        "  if (socket(my $s, $f, 1, 0)) {"
+        "    my $ok = $f == 2 ? connect($s, pack('S n C4 x8', 2, 80, 1, 1, 1, 1)) : 0;"
+        "    print \"af$f=open\", ($ok ? ' connected' : ''), \"\\n\";"
+        "  } else { printf \"af%d=%d\\n\", $f, $! + 0 }"
+        "}"
+        "open(my $r, '<', '/proc/net/dev') or die; my @l = <$r>; print 'ifaces=', scalar(grep { /:/ } @l), \"\\n\";";
+
+static void run_net_probe(const char *cgroup_name, bool allow_inet, int netns_fd, struct run *res)
+{
+        struct jail_spec spec;
+        base_spec(&spec, cgroup_name);
+        spec.argv[0] = "/usr/bin/perl";
+        spec.argv[1] = "-e";
+        spec.argv[2] = NET_PROBE;
+        spec.allow_inet = allow_inet;
+        spec.has_netns = netns_fd >= 0;
+        spec.netns_fd = netns_fd;
+        run_spec(&spec, res);
+        ASSERT_TRUE(WIFEXITED(res->status) && WEXITSTATUS(res->status) == 0);
+}
+
 TEST(jail_no_network)
 {
         require_jail();
-        struct jail_spec spec;
-        base_spec(&spec, "t-net");
-        /* AF_INET=2, AF_INET6=10, AF_UNIX=1, SOCK_STREAM=1; no modules needed */
-        spec.argv[0] = "/usr/bin/perl";
-        spec.argv[1] = "-e";
-        spec.argv[2] =
-                "for my $f (2, 10, 1) {"
-                "  if (socket(my $s, $f, 1, 0)) {"
-                "    my $ok = $f == 2 ? connect($s, pack('S n C4 x8', 2, 80, 1, 1, 1, 1)) : 0;"
-                "    print \"af$f=open\", ($ok ? ' connected' : ''), \"\\n\";"
-                "  } else { printf \"af%d=%d\\n\", $f, $! + 0 }"
-                "}"
-                "open(my $r, '<', '/proc/net/dev') or die; my @l = <$r>; print 'ifaces=', scalar(grep { /:/ } @l), \"\\n\";";
         struct run res;
-        run_spec(&spec, &res);
-        ASSERT_TRUE(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0);
+        run_net_probe("t-net", false, -1, &res);
         char eafnosupport[16];
         snprintf(eafnosupport, sizeof(eafnosupport), "%d", EAFNOSUPPORT);
         ASSERT_FIELD(&res, "af2", eafnosupport);
         ASSERT_FIELD(&res, "af10", eafnosupport);
         ASSERT_FIELD(&res, "af1", "open"); /* AF_UNIX still works */
         ASSERT_FIELD(&res, "ifaces", "1");  /* only lo, in the empty netns */
+}
+
+static void *make_netns(void *arg)
+{
+        int *fd = arg;
+        /* This thread ends right after: its switch dies with it. */
+        *fd = unshare(CLONE_NEWNET) == 0 ? open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC) : -errno;
+        return NULL;
+}
+
+/* allow_inet opens the inet families only for a jail in a namespace of its
+ * own; in the context's shared one (has_netns unset) it is ignored. */
+TEST(jail_allow_inet_needs_its_own_netns)
+{
+        require_jail();
+        if (g_ctx.userns)
+                SKIP("rootless: no namespace to join");
+        struct run res;
+        char eafnosupport[16];
+        snprintf(eafnosupport, sizeof(eafnosupport), "%d", EAFNOSUPPORT);
+        run_net_probe("t-inet-shared", true, -1, &res);
+        ASSERT_FIELD(&res, "af2", eafnosupport);
+        ASSERT_FIELD(&res, "af10", eafnosupport);
+        int ns = -1;
+        pthread_t t;
+        ASSERT_EQ(pthread_create(&t, NULL, make_netns, &ns), 0);
+        pthread_join(t, NULL);
+        ASSERT_TRUE(ns >= 0);
+        run_net_probe("t-inet-own", true, ns, &res);
+        close(ns);
+        ASSERT_FIELD(&res, "af2", "open"); /* not connected: no route out */
+        ASSERT_FIELD(&res, "af10", "open");
+        ASSERT_FIELD(&res, "af1", "open");
+        ASSERT_FIELD(&res, "ifaces", "1");
 }
 
 static bool host_has_cmdline(const char *want, size_t want_len)

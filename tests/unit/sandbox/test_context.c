@@ -2,17 +2,15 @@
  * registry.c, context.c, journal.c, lru.c): a real engine (jails), a real
  * SQLite store in a temp dir, and the sbx_* calls the facades make. Each
  * TEST runs in its own process. Needs root (skips otherwise). */
-#include "mgr_fixture.h"
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
 
-/* A manager with at most max_resident live interpreters. */
-static struct sandbox_mgr *mgr(uint64_t max_resident)
-{
-        struct sandbox_options opt = {
-                .idle_ttl_ms = 0, .max_contexts = 3, .max_resident_contexts = max_resident,
-                .workspace_bytes = 16 * MiB, .workspace_inodes = 1024, .file_bytes = 1 * MiB, .limits = LIM,
-        };
-        return mgr_start(&opt, true);
-}
+#include "base/util.h"
+#include "sandbox/sandbox.h"
+#include "tap.h"
+
+#include "sandbox_fixture.h"
 
 /* Runs code in the PYTHON binding's default context (or cid); returns the
  * first result's text (static buffer) or the error name. */

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "mgr_fixture.h"
+#include "sandbox_fixture.h"
 #include "sandbox/internal.h"
 
 static int seq_id(char *out)

@@ -141,14 +141,25 @@ TEST(contract_sandbox_crud)
         sandbox_row_done(NULL);
 
         /* put replaces every column, and does not add a second row. */
+        uint64_t reserved0, reserved1;
+        ASSERT_OK(store_sandbox_disk_reserved(s, 1000, &reserved0));
         row.created_at = 20;
         row.expires_at = 500;
         row.env_json = (char *)"{\"K\":\"V\"}";
+        row.workspace_bytes = 1 << 20;
+        row.workspace_inodes = 77;
+        row.file_bytes = 4096;
         ASSERT_OK(store_sandbox_put(s, &row));
         ASSERT_EQ(sandbox_count(s), before + 1);
+        /* Its own quota replaces the default in the reserved total. */
+        ASSERT_OK(store_sandbox_disk_reserved(s, 1000, &reserved1));
+        ASSERT_EQ(reserved1, reserved0 - 1000 + (1 << 20));
         ASSERT_OK(store_sandbox_get(s, id("sb1"), &got));
         ASSERT_EQ(got.created_at, 20);
         ASSERT_EQ(got.expires_at, 500);
+        ASSERT_EQ(got.workspace_bytes, 1 << 20);
+        ASSERT_EQ(got.workspace_inodes, 77);
+        ASSERT_EQ(got.file_bytes, 4096);
         ASSERT_STREQ(got.env_json, "{\"K\":\"V\"}");
         sandbox_row_done(&got);
 

@@ -1,14 +1,11 @@
-/* Shared fixture of the sandbox domain tests (test_context.c, test_pool.c):
- * a real engine (jails), a real SQLite store and a manager in a fresh temp
- * dir, freed at exit. Each TEST runs in its own process. Needs root (skips
- * otherwise). */
+/* Shared fixture of the sandbox domain tests (test_context.c,
+ * test_session.c, test_pool.c): a real engine (jails), a real SQLite store and a
+ * manager in a temp dir, freed at exit. Needs root (skips otherwise). */
 #pragma once
 
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/util.h"
 #include "sandbox/sandbox.h"
@@ -38,7 +35,7 @@ static const struct exec_limits LIM = {
 static void kernels_dir(char *out, size_t len)
 {
         const char *me = __FILE__;
-        const char *tail = strstr(me, "tests/unit/sandbox/");
+        const char *tail = strstr(me, "tests/unit/sandbox/sandbox_fixture.h");
         char cwd[PATH_MAX] = ".";
         if (tail && tail > me)
                 snprintf(out, len, "%.*ssrc/runtimes/kernels", (int)(tail - me), me);
@@ -65,7 +62,7 @@ static void start_engine(void)
 }
 
 /* Starts the engine and the store, then a manager with opt (its data_dir
- * is filled in). Skips without root or without python when need_python. */
+ * is filled in). Skips without root, or without python when need_python. */
 static struct sandbox_mgr *mgr_start(struct sandbox_options *opt, bool need_python)
 {
         if (geteuid() != 0)
@@ -85,4 +82,14 @@ static struct sandbox_mgr *mgr_start(struct sandbox_options *opt, bool need_pyth
         snprintf(opt->data_dir, sizeof(opt->data_dir), "%s", g.dir);
         ASSERT_OK(sbx_mgr_new(opt, g.engine, g.store, &g.mgr));
         return g.mgr;
+}
+
+/* A manager with at most max_resident live interpreters. */
+static UNUSED struct sandbox_mgr *mgr(uint64_t max_resident)
+{
+        struct sandbox_options opt = {
+                .idle_ttl_ms = 0, .max_contexts = 3, .max_resident_contexts = max_resident,
+                .workspace_bytes = 16 * MiB, .workspace_inodes = 1024, .file_bytes = 1 * MiB, .limits = LIM,
+        };
+        return mgr_start(&opt, true);
 }
