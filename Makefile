@@ -9,7 +9,7 @@
 SANITIZER ?=
 BUILD     ?= build$(if $(SANITIZER),-$(SANITIZER))
 CC        ?= cc
-PKGS      := libmicrohttpd jansson libseccomp sqlite3 libarchive
+PKGS      := libmicrohttpd jansson libseccomp sqlite3 libarchive libargon2
 
 WARN   := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
           -Wmissing-prototypes -Wno-missing-field-initializers -Wvla
@@ -109,7 +109,7 @@ $(NODE_STAMP): tests/node/package-lock.json $(DEPS_STAMP)
 node-deps: $(NODE_STAMP)
 
 api: $(BUILD)/sandboxd $(SHIM) $(INIT) $(NODE_STAMP)
-	SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/tools tests/api tests/bridge tests/kernels tests/attacks $(PYTEST_ARGS)
+	SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/tools tests/api tests/bridge tests/controller tests/kernels tests/attacks $(PYTEST_ARGS)
 
 # Fuzzers carry their own ASan+UBSan build, so the short fuzz runs happen
 # once, in the plain `make test`, not again under SANITIZER=.

@@ -5,8 +5,9 @@
 #   base ← jail ← shim
 #   base, jail (paths inside the jail) ← runtimes
 #   base ← store
+#   base, store ← tenant
 #   base, jail, runtimes, shim(wire format only) ← engine
-#   base, jail, runtimes, engine, store ← sandbox
+#   base, jail, runtimes, engine, store, tenant ← sandbox
 #   base ← http
 #   everything but main ← api ;  everything ← main.c
 #
@@ -24,10 +25,11 @@ declare -A allowed=(
   [shim]="base jail"
   [runtimes]="base jail"
   [store]="base"
+  [tenant]="base store"
   [engine]="base jail runtimes shim"
-  [sandbox]="base jail runtimes engine store"
+  [sandbox]="base jail runtimes engine store tenant"
   [http]="base"
-  [api]="base config jail runtimes shim engine store sandbox http"
+  [api]="base config jail runtimes shim engine store tenant sandbox http"
 )
 
 bad=0

@@ -10,6 +10,7 @@ PACKAGES=(
   bubblewrap hyperfine sqlite3 clang libclang-rt-14-dev
   uidmap
   libarchive-dev s3fs fuse3 python3-websocket chromium
+  libargon2-dev
 )
 
 missing=()

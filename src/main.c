@@ -11,6 +11,7 @@
 #include "api/app.h"
 #include "api/workers/result_json.h"
 #include "api/bridge/bridge.h"
+#include "api/controller/controller.h"
 #include "api/workers/routes.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -29,6 +30,7 @@ static void usage(FILE *f)
                 "  --config FILE        key = value configuration file (see docs/limits.md)\n"
                 "  --set KEY=VALUE      override one configuration key (repeatable)\n"
                 "  --insecure           allow a non-loopback address without an API key\n"
+                "  --rotate-session-key make a new controller session signing key (ends every session)\n"
                 "  --log-level LEVEL    debug | info | warn | error\n"
                 "  --print-config       print the configuration table (markdown) and exit\n"
                 "  --help               this text\n"
@@ -38,7 +40,7 @@ static void usage(FILE *f)
 struct cli {
         const char *config_file;
         const char *listen, *data_dir, *log_level;
-        bool insecure, print_config;
+        bool insecure, print_config, rotate_session_key;
         const char *sets[64];
         size_t nsets;
 };
@@ -50,6 +52,7 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
                 { "config", required_argument, NULL, 'c' },  { "set", required_argument, NULL, 's' },
                 { "insecure", no_argument, NULL, 'i' },      { "log-level", required_argument, NULL, 'L' },
                 { "print-config", no_argument, NULL, 'P' },  { "help", no_argument, NULL, 'h' },
+                { "rotate-session-key", no_argument, NULL, 'R' },
                 { "version", no_argument, NULL, 'V' },       { NULL, 0, NULL, 0 },
         };
         int c;
@@ -61,6 +64,7 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
                 case 'L': cli->log_level = optarg; break;
                 case 'i': cli->insecure = true; break;
                 case 'P': cli->print_config = true; break;
+                case 'R': cli->rotate_session_key = true; break;
                 case 's':
                         if (cli->nsets >= ARRAY_SIZE(cli->sets))
                                 return -E2BIG;
@@ -320,6 +324,8 @@ static int start_server(struct app *app, sigset_t *sigs)
         if (r >= 0)
                 r = api_bridge_register(app->srv, app);
         if (r >= 0)
+                r = api_controller_register(app->srv, app);
+        if (r >= 0)
                 r = http_server_start(app->srv);
         if (r < 0) {
                 http_server_stop(app->srv);
@@ -334,6 +340,27 @@ static int start_server(struct app *app, sigset_t *sigs)
         log_info("msg=\"signal received; shutting down\" signal=%d", sig);
         drain_and_stop(app);
         return 0;
+}
+
+static int tenant_start(const struct config *cfg, bool rotate, struct store *store, struct tenant **ret)
+{
+        struct tenant_options o = {
+                .session_ttl_s = cfg->ctl_session_ttl_s,
+                .login_account_failures = (unsigned)cfg->ctl_login_account_failures,
+                .login_addr_failures = (unsigned)cfg->ctl_login_addr_failures,
+                .login_window_s = cfg->ctl_login_window_s,
+                .rotate_session_key = rotate,
+        };
+        struct err err = { 0 };
+        snprintf(o.data_dir, sizeof(o.data_dir), "%s", cfg->data_dir);
+        int r = tenant_new(&o, store, ret, &err);
+        if (r < 0) {
+                log_error("msg=\"cannot start the tenant layer\" err=\"%s\"", err.msg);
+                err_done(&err);
+        } else if (rotate) {
+                log_info("msg=\"new session signing key: every controller session has ended\"");
+        }
+        return r;
 }
 
 /* One log line for a start-up step that failed with err (then done). */
@@ -416,7 +443,10 @@ int main(int argc, char **argv)
                 engine_free(app.engine);
                 return 1;
         }
-        r = start_server(&app, &sigs);
+        r = tenant_start(&cfg, cli.rotate_session_key, app.store, &app.tenant);
+        if (r >= 0)
+                r = start_server(&app, &sigs);
+        tenant_free(app.tenant);
         sbx_mgr_free(app.sandboxes);
         store_close(app.store);
         engine_free(app.engine);

@@ -5,6 +5,7 @@
 #include "engine/exec.h"
 #include "sandbox/sandbox.h"
 #include "store/store.h"
+#include "tenant/tenant.h"
 #include "http/server.h"
 
 struct app {
@@ -12,6 +13,7 @@ struct app {
         struct engine *engine;
         struct store *store;
         struct sandbox_mgr *sandboxes;
+        struct tenant *tenant;      /* the controller API's orgs, users, keys, sessions */
         struct http_server *srv;
         uint64_t started_ms;
 };

@@ -112,6 +112,12 @@ static const struct cfg_opt opts[] = {
         U64("bridge.warm_pool_refresh_ms", warm_pool_refresh_ms, 10000, 100, 3600000, "the warm pool re-checks its size this often (it also refills at once after each take); env WARM_POOL_REFRESH_INTERVAL"),
         U64("bridge.warm_pool_max_instances", warm_pool_max_instances, 0, 0, 1000000, "warm + assigned sandboxes the pool fills up to (0: sandbox.max_sandboxes and the disk cap only); env WARM_POOL_MAX_INSTANCES"),
         U64("bridge.warm_pool_scale_batch", warm_pool_scale_batch, 5, 1, 20, "warm sandboxes prepared before the caps are checked again; env WARM_POOL_SCALE_BATCH_SIZE (clamped to 1-20)"),
+        /* Issue 12: the controller API's sessions and login rate limit. */
+        U64("controller.session_ttl_s", ctl_session_ttl_s, 86400, 1, 30 * 86400, "lifetime of a controller login session (JWT exp and the stateset_session cookie)"),
+        BOOL("controller.cookie_secure", ctl_cookie_secure, 0, "mark the session and CSRF cookies Secure (set behind HTTPS)"),
+        U64("controller.login_account_failures", ctl_login_account_failures, 5, 1, 1000, "failed logins per account per window before 429"),
+        U64("controller.login_addr_failures", ctl_login_addr_failures, 20, 1, 100000, "failed logins per client address per window before 429"),
+        U64("controller.login_window_s", ctl_login_window_s, 900, 1, 86400, "the failed-login window (fixed, starts at the first failure)"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)

@@ -63,6 +63,9 @@ struct config {
         uint64_t workspace_inodes;
         uint64_t files_max_depth;
         uint64_t bridge_workspace_bytes, bridge_workspace_inodes, bridge_file_bytes;
+        uint64_t ctl_session_ttl_s;
+        bool ctl_cookie_secure;
+        uint64_t ctl_login_account_failures, ctl_login_addr_failures, ctl_login_window_s;
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;

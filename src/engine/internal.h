@@ -48,6 +48,11 @@ struct kproc {
  * its workspace mount for one spawn (*ret = -1: bind by path). */
 void where_apply(const struct kproc_where *where, struct jail_spec *spec);
 int workspace_tree(struct engine *e, const struct kproc_workspace *ws, int *ret, struct err *err);
+/* Detached copies of where's binds into spec->binds (none when rootless:
+ * the sandbox layer refuses mounts there). 0 or -errno with err set;
+ * spec_binds_close frees them in every case. */
+int where_binds(const struct kproc_where *where, struct jail_spec *spec, struct err *err);
+void spec_binds_close(struct jail_spec *spec);
 
 #define POOL_MAX 64
 

@@ -117,6 +117,27 @@ int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
         return kproc_spawn_in(e, rt, mode, &where, replay_overlay, lim, ret, err);
 }
 
+int where_binds(const struct kproc_where *where, struct jail_spec *spec, struct err *err)
+{
+        for (size_t i = 0; i < where->nbinds && spec->nbinds < JAIL_MAX_BINDS; i++) {
+                const struct kproc_bind *b = &where->binds[i];
+                int fd = jail_bind_tree(b->fd, b->readonly);
+                if (fd == -EINVAL)
+                        continue; /* unmounted since the sandbox lock was held */
+                if (fd < 0)
+                        return jail_step_err(err, "mounts", fd);
+                spec->binds[spec->nbinds++] = (struct jail_bind){ .tree_fd = fd, .path = b->path };
+        }
+        return 0;
+}
+
+void spec_binds_close(struct jail_spec *spec)
+{
+        for (size_t i = 0; i < spec->nbinds; i++)
+                close(spec->binds[i].tree_fd);
+        spec->nbinds = 0;
+}
+
 void where_apply(const struct kproc_where *where, struct jail_spec *spec)
 {
         spec->workspace_dir = where->ws ? where->ws->dir : NULL;
@@ -134,13 +155,13 @@ int kproc_spawn_in(struct engine *e, const struct runtime *rt, const char *mode,
         char scratch[512];
         const struct kproc_workspace *ws = where->ws;
         const char *workspace_dir = ws ? ws->dir : NULL;
-        struct jail_spec spec = { .replay_fd = -1 };
+        _cleanup_(spec_binds_close) struct jail_spec spec = { .replay_fd = -1 };
         where_apply(where, &spec);
 
         if ((r = build_spec(e, rt, mode, lim, &spec, scratch, sizeof(scratch))) < 0)
                 return err_set(err, ERR_INVALID, -r, "kernel start failed at argv: %s", strerror(-r));
         _cleanup_close_ int tree = -1;
-        if ((r = workspace_tree(e, ws, &tree, err)) < 0)
+        if ((r = workspace_tree(e, ws, &tree, err)) < 0 || (!e->jail.userns && (r = where_binds(where, &spec, err)) < 0))
                 return r;
         spec.workspace_tree_fd = tree;
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
@@ -196,6 +217,11 @@ void kproc_kill(struct kproc *kp)
 bool kproc_alive(const struct kproc *kp)
 {
         return kp && kp->p.alive;
+}
+
+int kproc_pidfd(const struct kproc *kp)
+{
+        return kp && kp->p.alive ? kp->p.jp.pidfd : -1;
 }
 
 void kproc_free(struct kproc *kp)

@@ -40,6 +40,15 @@ struct kproc_group *kproc_group_ref(struct kproc_group *g);
 void kproc_group_unref(struct kproc_group *g);
 struct cgroup *kproc_group_cgroup(const struct kproc_group *g);
 
+/* A sandbox's bucket mount for its jails: an O_PATH fd of the mounted
+ * root (opened while the sandbox was locked) and where it goes in the jail
+ * (jail_bind.path). */
+struct kproc_bind {
+        int fd;
+        const char *path;
+        bool readonly;
+};
+
 /* Where and as whom a kernel runs. */
 struct kproc_where {
         const struct kproc_workspace *ws; /* NULL: a private tmpfs /workspace */
@@ -50,6 +59,9 @@ struct kproc_where {
         /* inet sockets (jail_spec.allow_inet) in the sandbox's namespace:
          * its commands only (sbx_spawn). Ignored without netns_fd. */
         bool allow_inet;
+        const struct kproc_bind *binds;   /* up to JAIL_MAX_BINDS; a bind whose mount is gone
+                                           * (unmounted meanwhile) is left out */
+        size_t nbinds;
 };
 /* kproc_spawn for a sandbox's context. */
 int kproc_spawn_in(struct engine *e, const struct runtime *rt, const char *mode, const struct kproc_where *where,
@@ -62,6 +74,9 @@ int kproc_end_replay(struct kproc *kp);
 int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
               struct exec_outcome *ret);
 bool kproc_alive(const struct kproc *kp);
+/* A pidfd of the kernel's jail (its init), the caller's to dup; -1 once
+ * it is gone. */
+int kproc_pidfd(const struct kproc *kp);
 /* SIGKILLs the jail without reaping (safe from another thread while a
  * kproc_run is in progress: that run then reports the kernel died). */
 void kproc_kill(struct kproc *kp);

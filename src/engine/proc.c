@@ -195,8 +195,8 @@ static int spawn_with_terminal(struct engine *e, struct jail_spec *spec, struct 
 int proc_spawn(struct engine *e, const struct proc_spec *ps, struct proc **ret, struct err *err)
 {
         const struct exec_limits *lim = ps->limits ? ps->limits : engine_limits(e);
-        struct jail_spec spec = { .workspace_dir = ps->workspace_dir, .cwd = ps->cwd, .replay_fd = -1,
-                                  .ctl_fd = -1 };
+        _cleanup_(spec_binds_close) struct jail_spec spec = { .workspace_dir = ps->workspace_dir, .cwd = ps->cwd,
+                                                              .replay_fd = -1, .ctl_fd = -1 };
         size_t n = 0;
         for (; ps->argv[n]; n++) {
                 if (n >= JAIL_MAX_ARGS)
@@ -220,6 +220,8 @@ int proc_spawn(struct engine *e, const struct proc_spec *ps, struct proc **ret, 
         if (ps->where) {
                 where_apply(ps->where, &spec);
                 int r = workspace_tree(e, ps->where->ws, &tree, err);
+                if (r == 0 && !e->jail.userns)
+                        r = where_binds(ps->where, &spec, err);
                 if (r < 0)
                         return r;
                 spec.workspace_tree_fd = tree;

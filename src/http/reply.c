@@ -155,6 +155,19 @@ const char *http_query(struct http_request *req, const char *name)
         return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+void http_client_addr(struct http_request *req, char *buf, size_t len)
+{
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        buf[0] = '\0';
+        if (!ci || !ci->client_addr)
+                return;
+        const struct sockaddr *sa = ci->client_addr;
+        if (sa->sa_family == AF_INET)
+                inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)len);
+        else if (sa->sa_family == AF_INET6)
+                inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len);
+}
+
 void reply_add_headers(const struct http_response *res, struct MHD_Response *r)
 {
         if (res->content_type[0])
@@ -234,6 +247,9 @@ enum MHD_Result reply_send(struct conn_state *st)
         }
         if (!r)
                 return MHD_NO;
+        struct http_group *g = st->group;
+        if (g && g->ops && g->ops->finish)
+                g->ops->finish(g->cls, &st->req, res);
         reply_add_headers(res, r);
         enum MHD_Result ret = MHD_queue_response(st->req.conn, (unsigned)res->status, r);
         MHD_destroy_response(r);
@@ -305,15 +321,4 @@ char *http_query_string(struct http_request *req)
                 return NULL;
         }
         return b.data ? b.data : strdup("");
-}
-
-void http_client_address(struct http_request *req, char *buf, size_t len)
-{
-        buf[0] = '\0';
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-        if (sa && sa->sa_family == AF_INET)
-                inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)len);
-        else if (sa && sa->sa_family == AF_INET6)
-                inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len);
 }

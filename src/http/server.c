@@ -238,6 +238,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
                 st->res.stream = NULL;
         }
         reply_reset(&st->res);
+        if (st->req.auth_free)
+                st->req.auth_free(st->req.auth);
         buf_free(&st->body);
         free(st->path);
         free(st);

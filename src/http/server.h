@@ -38,6 +38,11 @@ struct http_request {
         size_t body_len;
         void *app;                  /* the application context given to http_server_new */
         uint64_t id;
+        /* Who the group's auth hook found the caller to be (the facade's
+         * own type), or NULL; auth_free (if set) frees it when the request
+         * is over. */
+        void *auth;
+        void (*auth_free)(void *auth);
 };
 
 enum http_reply_kind {
@@ -101,6 +106,10 @@ struct http_group_ops {
         bool (*auth)(void *cls, struct http_request *req, struct http_response *res);
         /* Shapes an error the HTTP layer itself answers. */
         void (*envelope)(void *cls, struct http_response *res, int status, const char *message);
+        /* May be NULL. Runs once per request of the group, just before its
+         * reply's headers are sent, whatever answered it (handler, auth hook
+         * or the HTTP layer): headers every reply carries (a request id). */
+        void (*finish)(void *cls, struct http_request *req, struct http_response *res);
 };
 
 struct http_options {
@@ -151,6 +160,8 @@ const char *http_header(struct http_request *req, const char *name);
 const char *http_query(struct http_request *req, const char *name);
 /* Whether header name's comma/space separated list holds token (any case). */
 bool http_header_has_token(struct http_request *req, const char *name, const char *token);
+/* The client's address as text ("127.0.0.1", "::1"); "" when unknown. */
+void http_client_addr(struct http_request *req, char *buf, size_t len);
 /* Compact JSON with every double in its shortest round-trip form
  * (3.522328, not 3.5223279999999999). Free with free(). */
 char *http_json_dump(const json_t *j);
@@ -229,8 +240,6 @@ void http_headers_each(struct http_request *req, bool (*fn)(void *cls, const cha
 /* The query string as received (arguments re-encoded, in order; "" when
  * none), without the "?". Free with free(); NULL on ENOMEM. */
 char *http_query_string(struct http_request *req);
-/* The client's address ("192.0.2.1", "::1"); "" when unknown. */
-void http_client_address(struct http_request *req, char *buf, size_t len);
 
 /* ---- helpers ---- */
 /* Splits "host:port" / "[v6]:port". Returns 0 or -EINVAL. */

@@ -24,7 +24,7 @@
 static const char *const step_names[_STEP_MAX] = {
         "sync", "netns", "hostname", "private-mounts", "root-tmpfs", "bind-usr", "etc",
         "tmp", "workspace", "kernels", "dev", "proc", "pivot_root", "ro-root", "fork",
-        "fds", "rlimit", "drop-privileges", "landlock", "seccomp", "chdir", "exec", "tty",
+        "fds", "rlimit", "drop-privileges", "landlock", "seccomp", "chdir", "exec", "tty", "mounts",
 };
 
 /* Template jails map their root to the template id (the owner of their

@@ -26,6 +26,7 @@
 #define JAIL_WORKSPACE "/workspace"
 #define JAIL_MAX_ARGS 16
 #define JAIL_MAX_ENV 64
+#define JAIL_MAX_BINDS 8
 
 struct seccomp_prog;
 
@@ -90,6 +91,16 @@ struct jail_limits {
         uint64_t workspace_inodes;
 };
 
+/* An extra mount attached after /workspace: a sandbox's bucket mount. */
+struct jail_bind {
+        int tree_fd;        /* detached mount (jail_bind_tree); the caller closes it */
+        /* Absolute and normalised, inside the jail: below /workspace (the
+         * directories are made in the workspace as the jail user's) or a
+         * directory made on the jail's root tmpfs (the caller keeps it off
+         * the system directories). No symlink is followed on the way. */
+        const char *path;
+};
+
 struct jail_spec {
         const char *argv[JAIL_MAX_ARGS + 1];  /* NULL-terminated, paths as seen inside */
         const char *envp[JAIL_MAX_ENV + 1];   /* complete environment, NULL-terminated */
@@ -149,6 +160,10 @@ struct jail_spec {
          * seccomp_inet program. Honoured only with has_netns: a jail in
          * the shared namespace never gets it. */
         bool allow_inet;
+        /* Extra mounts, attached in order after /workspace (on the real
+         * workspace when replaying, so they survive the swap). */
+        struct jail_bind binds[JAIL_MAX_BINDS];
+        size_t nbinds;
 };
 
 /* Without an id range (jail_ctx_set_ids not called): the templates' root. */
@@ -160,6 +175,23 @@ struct jail_spec {
  * (-EINVAL) once that mount was detached, e.g. by a concurrent DELETE, and
  * without CAP_SYS_ADMIN (-EPERM). Returns the fd or -errno. */
 int jail_workspace_tree(int dir_fd);
+/* A detached copy of the mount dir_fd is on, for jail_spec.binds: nosuid,
+ * nodev, and read-only when readonly. -EINVAL once that mount was detached
+ * (unmounted meanwhile). Returns the fd or -errno. */
+int jail_bind_tree(int dir_fd, bool readonly);
+/* Opens the directory rel (relative, '/'-separated, no "." or "..") below
+ * base_fd, making the missing ones (mode 0755 less the umask, chowned to
+ * owner unless it is (uid_t)-1), one component at a time and never through
+ * a symlink. No allocation: also run by the jail's cloned child for
+ * jail_spec.binds. Returns an O_PATH fd or -1 with errno set. */
+int jail_open_mount_point(int base_fd, const char *rel, uid_t owner);
+/* Attaches tree_fd (jail_bind_tree; consumed by the move, still the
+ * caller's to close) at path (as jail_bind.path) in the running jail whose
+ * init pidfd names, from a short-lived child that joins its mount
+ * namespace: a mount made after the jail started. Below /workspace the
+ * missing directories are made (owner as jail_open_mount_point); on the
+ * read-only root only existing ones are used. Returns 0 or -errno. */
+int jail_attach_bind(int pidfd, int tree_fd, const char *path, uid_t owner);
 
 struct jail_proc {
         struct jail_ctx *ctx;

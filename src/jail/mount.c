@@ -1,14 +1,18 @@
 /* The jail's file system, built by the cloned child before pivot_root: a
  * tmpfs root with /usr bound read-only, a synthesised /etc, a private /dev,
  * /tmp and /workspace, a copy of the kernels, a masked procfs, and the
- * replay overlay. No allocation, no stdio: this runs in the cloned child. */
+ * replay overlay, and the extra mounts of jail_spec.binds (also attached
+ * later in a running jail: jail_attach_bind). No allocation, no stdio:
+ * this runs in the cloned child. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/mount.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/util.h"
@@ -148,6 +152,113 @@ static void attach_workspace(const struct child_args *a, const char *dst)
                 CHECK(a, STEP_WORKSPACE, mount(s->workspace_dir, dst, NULL, MS_BIND, NULL));
         }
         CHECK(a, STEP_WORKSPACE, mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL));
+}
+
+int jail_bind_tree(int dir_fd, bool readonly)
+{
+        int fd = open_tree(dir_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        if (fd < 0)
+                return -errno;
+        struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                               (readonly ? MOUNT_ATTR_RDONLY : 0) };
+        if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+/* Never through a symlink: a guest of another jail of the sandbox may swap
+ * a directory of the shared workspace for a link meanwhile, and the mount
+ * must still land inside the workspace. */
+int jail_open_mount_point(int base_fd, const char *rel, uid_t owner)
+{
+        char comp[256];
+        int dfd = fcntl(base_fd, F_DUPFD_CLOEXEC, 0);
+        while (dfd >= 0 && *rel) {
+                size_t n = strcspn(rel, "/");
+                memcpy(comp, rel, n < sizeof(comp) ? n : 0);
+                comp[n < sizeof(comp) ? n : 0] = '\0';
+                rel += n + (rel[n] == '/');
+                if (n == 0 || n >= sizeof(comp) || strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0) {
+                        close(dfd);
+                        errno = EINVAL;
+                        return -1;
+                }
+                if (mkdirat(dfd, comp, 0755) == 0 && owner != (uid_t)-1)
+                        fchownat(dfd, comp, owner, owner, AT_SYMLINK_NOFOLLOW);
+                int next = openat(dfd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                int e = errno;
+                close(dfd);
+                errno = e;
+                dfd = next;
+        }
+        return dfd;
+}
+
+/* In the joined namespace of a running jail: the same walk as at its
+ * start, from the jail's own root. */
+static int attach_in_ns(int tree_fd, const char *path, uid_t owner)
+{
+        static const char wsp[] = JAIL_WORKSPACE "/";
+        bool in_ws = strncmp(path, wsp, sizeof(wsp) - 1) == 0;
+        int base = open(in_ws ? JAIL_WORKSPACE : "/", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (base < 0)
+                return -errno;
+        int dfd = in_ws ? jail_open_mount_point(base, path + sizeof(wsp) - 1, owner)
+                        : jail_open_mount_point(base, path + 1, (uid_t)-1);
+        int r = dfd < 0 ? -errno : 0;
+        close(base);
+        if (r == 0 && move_mount(tree_fd, "", dfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                r = -errno;
+        if (dfd >= 0)
+                close(dfd);
+        return r;
+}
+
+int jail_attach_bind(int pidfd, int tree_fd, const char *path, uid_t owner)
+{
+        /* A child: setns(CLONE_NEWNS) needs a single-threaded caller. It
+         * makes system calls only (no allocation after fork). */
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                int r = setns(pidfd, CLONE_NEWNS) < 0 ? -errno : attach_in_ns(tree_fd, path, owner);
+                _exit(r < 0 ? -r & 0xff : 0);
+        }
+        int st = 0;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return WIFEXITED(st) ? -WEXITSTATUS(st) : -EIO;
+}
+
+/* Attaches spec->binds: below /workspace on ws (the workspace as attached
+ * in this jail), anywhere else on the root tmpfs (made writable until the
+ * pivot), each onto the directory fd jail_open_mount_point walked to. */
+static void setup_binds(const struct child_args *a, const char *ws)
+{
+        static const char wsp[] = JAIL_WORKSPACE "/";
+        const struct jail_spec *s = a->spec;
+        int root_fd = open(a->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int ws_fd = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        CHECK(a, STEP_BINDS, root_fd);
+        CHECK(a, STEP_BINDS, ws_fd);
+        for (size_t i = 0; i < s->nbinds && i < JAIL_MAX_BINDS; i++) {
+                const char *path = s->binds[i].path;
+                bool in_ws = strncmp(path, wsp, sizeof(wsp) - 1) == 0;
+                int dfd = in_ws ? jail_open_mount_point(ws_fd, path + sizeof(wsp) - 1, a->host_id)
+                                : jail_open_mount_point(root_fd, path + 1, (uid_t)-1);
+                CHECK(a, STEP_BINDS, dfd);
+                CHECK(a, STEP_BINDS, move_mount(s->binds[i].tree_fd, "", dfd, "",
+                                                MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+                close(s->binds[i].tree_fd);
+                close(dfd);
+        }
+        close(root_fd);
+        close(ws_fd);
 }
 
 static void setup_replay_overlay(const struct child_args *a, const char *ws)
@@ -339,6 +450,13 @@ void jail_setup_root(const struct child_args *a)
                 attach_workspace(a, p);
         } else {
                 CHECK(a, STEP_WORKSPACE, mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, a->ws_opts));
+        }
+        if (s->nbinds) {
+                /* Replaying: on the real workspace, which the swap moves to
+                 * /workspace with its submounts. */
+                char sbx[PATHLEN], real[PATHLEN];
+                path_join(real, path_join(sbx, a->root, REPLAY_DIR + 1), "ws");
+                setup_binds(a, s->workspace_dir && s->replay_fd >= 0 ? real : p);
         }
 
         CHECK(a, STEP_KERNELS, mkdir(path_join(p, a->root, "opt"), 0755));

@@ -105,8 +105,11 @@ static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct s
         struct kproc_workspace ws = { .dir = s->ws.mount, .fd = fd };
         /* Commands may use TCP/UDP on the sandbox's own loopback (servers
          * for its tunnels); only when it has a namespace of its own. */
+        _cleanup_(mount_view_done) struct mount_view view;
+        mount_view_take(s, &view);
         struct kproc_where where = { .ws = &ws, .netns_fd = s->netns_fd, .host_id = s->row.host_id,
-                                     .group = s->cgroup, .allow_inet = s->netns_fd >= 0 };
+                                     .group = s->cgroup, .allow_inet = s->netns_fd >= 0,
+                                     .binds = view.binds, .nbinds = view.n };
         struct exec_limits lim = command_limits(m, s);
         struct proc_spec spec = {
                 .argv = cmd->argv,
@@ -122,6 +125,11 @@ static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct s
         };
         struct err why = { 0 };
         r = proc_spawn(m->engine, &spec, ret, &why);
+        if (r == 0) {
+                struct proc_fds fds;
+                proc_fds(*ret, &fds);
+                sandbox_jail_started(s, fds.exit_fd);
+        }
         if (r < 0) {
                 err_set(err, why.reason == ERR_INVALID ? ERR_INVALID : ERR_UNAVAILABLE, -r, "Cannot start the command (%s)",
                         why.msg);

@@ -235,7 +235,8 @@ static int spawn_interpreter(struct sandbox_mgr *m, struct context *c, bool over
         struct err why = { 0 };
         struct kproc_workspace ws = { .dir = c->sbx->ws.mount, .fd = c->ws_fd };
         struct kproc_where where = { .ws = &ws, .netns_fd = c->sbx->netns_fd, .host_id = c->sbx->row.host_id,
-                                     .group = c->sbx->cgroup };
+                                     .group = c->sbx->cgroup, .binds = c->mounts ? c->mounts->binds : NULL,
+                                     .nbinds = c->mounts ? c->mounts->n : 0 };
         int r = kproc_spawn_in(m->engine, c->rt, "repl", &where, overlay, lim, &c->kp, &why);
         if (r < 0) {
                 /* Always "unavailable" (an upstream failure to the client),
@@ -245,6 +246,10 @@ static int spawn_interpreter(struct sandbox_mgr *m, struct context *c, bool over
                 err->op = OP_EXECUTE;
                 return r;
         }
+        /* run_lock, then the sandbox's lock (never the other way). */
+        pthread_mutex_lock(&c->sbx->lock);
+        sandbox_jail_started(c->sbx, kproc_pidfd(c->kp));
+        pthread_mutex_unlock(&c->sbx->lock);
         lru_add(m, c);
         return 0;
 }
@@ -418,16 +423,18 @@ void sbx_exec_result_done(struct sbx_exec_result *r)
 
 /* Runs under the context's own lock, not the sandbox's: other contexts of
  * the sandbox (and its files) stay usable during a long cell. */
-static int execute_locked(struct sandbox_mgr *m, struct context *c, int ws_fd, const char *code, json_t *env,
-                          struct sbx_exec_result *ret, struct err *err)
+static int execute_locked(struct sandbox_mgr *m, struct context *c, int ws_fd, const struct mount_view *mounts,
+                          const char *code, json_t *env, struct sbx_exec_result *ret, struct err *err)
 {
         if (!c->rt)
                 return err_set(err, ERR_INVALID, 0, "Context language '%s' is not available", c->row.language);
         pthread_mutex_lock(&c->run_lock);
         c->ws_fd = ws_fd;
+        c->mounts = mounts;
         int r = c->deleted ? context_not_found(err, c->row.id, OP_EXECUTE, "Context was deleted")
                            : run_cell(m, c, code, env, ret, err);
         c->ws_fd = -1;
+        c->mounts = NULL;
         pthread_mutex_unlock(&c->run_lock);
         return r;
 }
@@ -453,9 +460,12 @@ int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt,
         /* Opened under the lock: a kernel started for this call mounts what
          * this fd is on, even if a DELETE unmounts the path meanwhile. */
         _cleanup_close_ int ws_fd = r == 0 ? open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+        _cleanup_(mount_view_done) struct mount_view mounts = { .n = 0 };
+        if (r == 0)
+                mount_view_take(s, &mounts);
         pthread_mutex_unlock(&s->lock);
         if (r == 0) {
-                r = execute_locked(m, c, ws_fd, code, env, ret, err);
+                r = execute_locked(m, c, ws_fd, &mounts, code, env, ret, err);
                 pthread_mutex_lock(&s->lock);
                 bool free_it = --c->refs == 0 && c->deleted && !find_context(s, c->row.id);
                 pthread_mutex_unlock(&s->lock);

@@ -10,6 +10,8 @@
 #include <pthread.h>
 
 #include "base/thread.h"
+#include "engine/kproc.h"
+#include "jail/jail.h"
 
 #include "sandbox/sandbox.h"
 #include "sandbox/workspace.h"
@@ -47,6 +49,7 @@ struct context {
         int refs;                    /* executions holding it (sandbox lock) */
         pthread_mutex_t run_lock;    /* serialises executions */
         int ws_fd;                   /* run_lock: the workspace fd of the execution in progress */
+        const struct mount_view *mounts; /* run_lock: its sandbox's mounts, taken with ws_fd */
         struct context *next;        /* sandbox's list, by created_at */
         struct context *lru_prev, *lru_next; /* resident LRU (manager lock) */
 };
@@ -65,6 +68,11 @@ struct sandbox {
         struct session *sessions;    /* the bridge's shell sessions (s->lock) */
         bool deleted;
         bool warm;                   /* in SBX_POOL_ORG: only the pool may get it (manager lock) */
+        struct bucket_mount *mounts; /* its bucket mounts (s->lock) */
+        pthread_mutex_t mount_lock;  /* serialises mounts and unmounts; taken before s->lock */
+        unsigned mount_seq;          /* names their private directories */
+        int *jails;                  /* pidfds of its jails that may still run (s->lock), */
+        size_t njails, jails_cap;    /* for mounts made after they started */
         struct sandbox *hnext;
 };
 
@@ -210,3 +218,52 @@ void journal_append(struct sandbox_mgr *m, struct context *c, const char *code, 
                     const char *cwd_before, bool ts, double *ret_ms);
 /* Resynchronises c's counters with the journal rows (the truth). */
 void journal_sync(struct sandbox_mgr *m, struct context *c);
+
+/* s3fs.c: one bucket served by s3fs (FUSE) on the host. */
+struct s3fs_request {
+        const char *endpoint, *bucket;
+        const char *prefix;          /* NULL or "/…" */
+        const char *key_id, *secret;
+        const char *provider_opt;    /* "" or the endpoint's provider flag */
+        const char *const *opts;     /* the client's options, already allowed */
+        size_t nopts;
+        bool readonly;
+        unsigned uid, gid;           /* owner of every file (the sandbox's host id) */
+};
+struct s3fs_proc {
+        char dir[4096];              /* its private dir: mnt/, log (and passwd while starting) */
+        char mnt[4200];
+        pid_t pid;                   /* s3fs -f, the daemon's child; -1: none */
+        int root_fd;                 /* O_PATH of the mounted root, for the jails */
+};
+/* Mounts rq on dir/mnt (dir exists, 0700) and checks the bucket answers.
+ * On failure nothing is left (no mount, no process, no credentials file).
+ * 0 or -errno with err filled (ERR_UNAVAILABLE: s3fs's own words). */
+int s3fs_mount(const struct s3fs_request *rq, const char *dir, struct s3fs_proc *ret, struct err *err);
+/* Detaches the mount, ends s3fs (copies in running jails go dead with it),
+ * removes dir. Safe on a failed or zeroed p. */
+void s3fs_unmount(struct s3fs_proc *p);
+/* Detaches every mount below base and removes base: what a killed daemon
+ * left, at start-up, and a backstop at shutdown. */
+void s3fs_sweep(const char *base);
+
+/* mount.c: a sandbox's bucket mounts as its jails get them. */
+struct mount_view {
+        struct kproc_bind binds[JAIL_MAX_BINDS];
+        char paths[JAIL_MAX_BINDS][SBX_MOUNT_PATH_MAX];
+        size_t n;
+};
+/* Copies s's mounts (fds duplicated) for a spawn after s->lock is
+ * released; caller holds s->lock. */
+void mount_view_take(const struct sandbox *s, struct mount_view *v);
+void mount_view_done(struct mount_view *v);
+/* Unmounts all of s's mounts; caller holds s->lock, or s is unreachable. */
+void mounts_drop_all(struct sandbox *s);
+/* Remembers a jail of s that just started (pidfd of its init, duplicated
+ * here; -1 is ignored): a later mount is attached in it too. Caller holds
+ * s->lock. */
+void sandbox_jail_started(struct sandbox *s, int pidfd);
+/* Closes what sandbox_jail_started kept (s unreachable). */
+void sandbox_jails_forget(struct sandbox *s);
+/* Start-up and shutdown: no bucket mount of this data dir survives. */
+void mounts_sweep(const char *data_dir);

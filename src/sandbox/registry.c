@@ -72,6 +72,8 @@ static void sandbox_free(struct sandbox_mgr *m, struct sandbox *s)
                 s->contexts = c->next;
                 context_free(m, c);
         }
+        mounts_drop_all(s);
+        sandbox_jails_forget(s);
         workspace_close(&s->ws);
         if (s->netns_fd >= 0)
                 close(s->netns_fd);
@@ -79,6 +81,7 @@ static void sandbox_free(struct sandbox_mgr *m, struct sandbox *s)
         json_decref(s->env);
         sandbox_row_done(&s->row);
         pthread_mutex_destroy(&s->lock);
+        pthread_mutex_destroy(&s->mount_lock);
         free(s);
 }
 
@@ -187,6 +190,7 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, const struct sbx_
         if (!s)
                 return -ENOMEM;
         pthread_mutex_init(&s->lock, NULL);
+        pthread_mutex_init(&s->mount_lock, NULL);
         s->netns_fd = -1;
         workspace_init(&s->ws, m->opt.data_dir, id);
         int r = store_sandbox_get(m->store, id, &s->row);
@@ -403,6 +407,7 @@ int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
                         kproc_kill(c->kp);
         }
         sessions_kill(s);
+        mounts_drop_all(s);
         int r = store_sandbox_delete(m->store, s->row.id);
         int k = workspace_destroy(&s->ws);
         pthread_mutex_unlock(&s->lock);
@@ -693,6 +698,8 @@ int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct
         m->store = store;
         pthread_mutex_init(&m->lock, NULL);
         pthread_mutex_init(&m->tunnel_lock, NULL);
+        /* Bucket mounts are runtime state: a killed daemon's are gone. */
+        mounts_sweep(opt->data_dir);
         int r = bg_thread_init(&m->reaper, NULL);
         if (r == 0)
                 r = store_org_ensure(store, SBX_DEFAULT_ORG, "Default organisation");
@@ -724,6 +731,7 @@ void sbx_mgr_free(struct sandbox_mgr *m)
         workspace_unmount_all(m->opt.data_dir);
         tunnels_drop(m, NULL);
         pthread_mutex_destroy(&m->tunnel_lock);
+        mounts_sweep(m->opt.data_dir);
         pthread_mutex_destroy(&m->lock);
         free(m);
 }

@@ -12,6 +12,7 @@
 
 #include "base/err.h"
 #include "engine/exec.h"
+#include "jail/jail.h"
 #include "runtimes/runtime.h"
 #include "sandbox/files.h"
 #include "store/store.h"
@@ -259,6 +260,38 @@ void sbx_tunnel_close(struct sandbox_mgr *m, const char *id, unsigned port);
  * listens there. 0 or a negative errno with err filled. */
 int sbx_tunnel_connect(struct sandbox_mgr *m, const char *token, struct sbx_tunnel *ret, int *ret_fd,
                        struct err *err);
+/* Bucket mounts (the bridge's /mount, /unmount): an S3-compatible bucket
+ * mounted by the daemon on the host with s3fs (FUSE; root only) and
+ * attached at path in every jail of the sandbox started afterwards
+ * (commands and code-context interpreters), and in the running ones when
+ * path is below /workspace. Runtime state: a daemon restart or the
+ * sandbox's deletion unmounts it. See docs/bridge/mount.md. */
+#define SBX_MOUNT_PATH_MAX 1024
+#define SBX_MOUNT_MAX JAIL_MAX_BINDS
+struct sbx_mount_spec {
+        const char *path;            /* absolute; normalised here */
+        const char *endpoint;        /* http:// or https:// URL */
+        const char *bucket;
+        const char *prefix;          /* NULL or "/…": a key prefix of the bucket */
+        bool readonly;
+        /* Both NULL: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, then
+         * R2_ACCESS_KEY_ID/R2_SECRET_ACCESS_KEY, each from the daemon's
+         * environment first and the sandbox's env second. */
+        const char *access_key_id, *secret_access_key;
+        const char *const *options;  /* extra s3fs options (an allowlist is checked) */
+        size_t noptions;
+};
+/* Validates everything (ERR_INVALID), then mounts; mounts of one sandbox
+ * are serialised. Another mount at, above or below path: ERR_EXISTS; s3fs
+ * or the bucket failing: ERR_UNAVAILABLE with s3fs's reason. 0 or -errno
+ * with err filled. */
+int sbx_mount(struct sandbox_mgr *m, const char *id, const struct sbx_mount_spec *spec, struct err *err);
+/* path is normalised ("/" is ERR_INVALID); no mount there: ERR_NOT_FOUND
+ * "No active mount found at path: …". */
+int sbx_unmount(struct sandbox_mgr *m, const char *id, const char *path, struct err *err);
+/* Resolves ".", ".." and repeated slashes of an absolute path into out.
+ * -EINVAL: not absolute, a component of 256 bytes or more, or too long. */
+int sbx_mount_path_normalize(const char *in, char *out, size_t len);
 
 /* Number of resident (live) context interpreters. */
 size_t sbx_resident_count(struct sandbox_mgr *m);

@@ -65,6 +65,25 @@ struct store_ops {
         int (*org_ensure)(struct store *s, const char *id, const char *name);
         int (*org_get)(struct store *s, const char *id, struct org_row *ret);
 
+        int (*account_create)(struct store *s, const struct org_row *org, const struct user_row *user);
+        int (*user_get)(struct store *s, const char *id, struct user_row *ret);
+        int (*user_get_by_email)(struct store *s, const char *email, struct user_row *ret);
+        int (*apikey_create)(struct store *s, const struct apikey_row *row);
+        int (*apikey_get_by_hash)(struct store *s, const char *hash, struct apikey_row *ret);
+        int (*apikey_get)(struct store *s, const char *org_id, const char *id, struct apikey_row *ret);
+        /* Pushes struct apikey_row items of one page; ret_total: the org's count. */
+        int (*apikey_list)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                           struct store_rows *out, uint64_t *ret_total);
+        int (*apikey_delete)(struct store *s, const char *org_id, const char *id);
+        int (*apikey_rehash)(struct store *s, const char *org_id, const char *id, const char *hash,
+                             const char *prefix);
+        int (*session_create)(struct store *s, const struct session_row *row);
+        int (*session_get)(struct store *s, const char *id, struct session_row *ret);
+        int (*session_revoke)(struct store *s, const char *id);
+        int (*idem_get)(struct store *s, const char *org_id, const char *key, const char *route,
+                        uint64_t not_before, struct idem_row *ret);
+        int (*idem_put)(struct store *s, const struct idem_row *row, uint64_t not_before);
+
         int (*sandbox_get)(struct store *s, const char *id, struct sandbox_row *ret);
         int (*sandbox_put)(struct store *s, const struct sandbox_row *row);
         int (*sandbox_touch)(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at);

@@ -266,6 +266,178 @@ int store_org_get(struct store *s, const char *id, struct org_row *ret)
         STORE_CALL(s, ret, id, s->ops->org_get(s, id, ret));
 }
 
+/* ---- tenants ---------------------------------------------------------- */
+
+#define CHECK_FIELD(row, f) check_str((row)->f, sizeof((row)->f))
+
+static int check_user(const struct user_row *u)
+{
+        int r;
+
+        if ((r = check_id(u->id)) < 0 || (r = check_id(u->org_id)) < 0 || (r = CHECK_FIELD(u, email)) < 0 ||
+            (r = CHECK_FIELD(u, first_name)) < 0 || (r = CHECK_FIELD(u, last_name)) < 0 ||
+            (r = CHECK_FIELD(u, role)) < 0 || (r = CHECK_FIELD(u, password_hash)) < 0)
+                return r;
+        return u->email[0] ? 0 : -EINVAL;
+}
+
+int store_account_create(struct store *s, const struct org_row *org, const struct user_row *user)
+{
+        int r;
+
+        if (!s || !org || !user)
+                return -EINVAL;
+        if ((r = check_id(org->id)) < 0 || (r = CHECK_FIELD(org, name)) < 0 || (r = CHECK_FIELD(org, slug)) < 0 ||
+            (r = CHECK_FIELD(org, plan)) < 0 || (r = check_user(user)) < 0)
+                return r;
+        if (strcmp(org->id, user->org_id) != 0)
+                return -EINVAL;
+        STORE_GUARD(s);
+        return s->ops->account_create(s, org, user);
+}
+
+int store_user_get(struct store *s, const char *id, struct user_row *ret)
+{
+        STORE_CALL(s, ret, id, s->ops->user_get(s, id, ret));
+}
+
+int store_user_get_by_email(struct store *s, const char *email, struct user_row *ret)
+{
+        if (!s || !ret || !email || !email[0])
+                return -EINVAL;
+        if (strlen(email) >= sizeof(ret->email))
+                return -ENOENT;   /* cannot have been stored */
+        STORE_GUARD(s);
+        return s->ops->user_get_by_email(s, email, ret);
+}
+
+int store_apikey_create(struct store *s, const struct apikey_row *row)
+{
+        int r;
+
+        if (!s || !row)
+                return -EINVAL;
+        if ((r = check_id(row->id)) < 0 || (r = check_id(row->org_id)) < 0 || (r = CHECK_FIELD(row, user_id)) < 0 ||
+            (r = CHECK_FIELD(row, name)) < 0 || (r = CHECK_FIELD(row, prefix)) < 0 || (r = CHECK_FIELD(row, hash)) < 0)
+                return r;
+        if (!row->hash[0])
+                return -EINVAL;
+        STORE_GUARD(s);
+        return s->ops->apikey_create(s, row);
+}
+
+int store_apikey_get_by_hash(struct store *s, const char *hash, struct apikey_row *ret)
+{
+        STORE_CALL(s, ret, hash, s->ops->apikey_get_by_hash(s, hash, ret));
+}
+
+int store_apikey_get(struct store *s, const char *org_id, const char *id, struct apikey_row *ret)
+{
+        int r = check_id(org_id);
+        if (r < 0)
+                return r;
+        STORE_CALL(s, ret, id, s->ops->apikey_get(s, org_id, id, ret));
+}
+
+int store_apikey_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                      void (*fn)(const struct apikey_row *row, void *userdata), void *userdata,
+                      uint64_t *ret_total)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct apikey_row) };
+        uint64_t total = 0;
+        int r;
+
+        if (!s || !fn || !ret_total || limit > INT64_MAX || offset > INT64_MAX)
+                return -EINVAL;
+        if ((r = check_id(org_id)) < 0)
+                return r;
+        {
+                STORE_GUARD(s);
+                r = s->ops->apikey_list(s, org_id, limit, offset, &l, &total);
+        }
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        *ret_total = total;
+        return 0;
+}
+
+int store_apikey_delete(struct store *s, const char *org_id, const char *id)
+{
+        int r = check_id(org_id);
+        if (r < 0)
+                return r;
+        STORE_CALL(s, true, id, s->ops->apikey_delete(s, org_id, id));
+}
+
+int store_apikey_rehash(struct store *s, const char *org_id, const char *id, const char *hash, const char *prefix)
+{
+        int r;
+
+        if (!hash || !prefix || !hash[0] || strlen(hash) >= sizeof(((struct apikey_row *)NULL)->hash) ||
+            strlen(prefix) >= sizeof(((struct apikey_row *)NULL)->prefix))
+                return -EINVAL;
+        if ((r = check_id(org_id)) < 0)
+                return r;
+        STORE_CALL(s, true, id, s->ops->apikey_rehash(s, org_id, id, hash, prefix));
+}
+
+int store_session_create(struct store *s, const struct session_row *row)
+{
+        int r;
+
+        if (!s || !row)
+                return -EINVAL;
+        if ((r = check_id(row->id)) < 0 || (r = check_id(row->user_id)) < 0 || (r = check_id(row->org_id)) < 0)
+                return r;
+        STORE_GUARD(s);
+        return s->ops->session_create(s, row);
+}
+
+int store_session_get(struct store *s, const char *id, struct session_row *ret)
+{
+        STORE_CALL(s, ret, id, s->ops->session_get(s, id, ret));
+}
+
+int store_session_revoke(struct store *s, const char *id)
+{
+        STORE_CALL(s, true, id, s->ops->session_revoke(s, id));
+}
+
+void idem_row_done(struct idem_row *r)
+{
+        if (!r)
+                return;
+        free(r->response);
+        r->response = NULL;
+}
+
+int store_idem_get(struct store *s, const char *org_id, const char *key, const char *route, uint64_t not_before,
+                   struct idem_row *ret)
+{
+        int r;
+
+        if (!key || !route || !key[0] || strlen(key) >= sizeof(ret->key) || strlen(route) >= sizeof(ret->route))
+                return -EINVAL;
+        if ((r = check_id(org_id)) < 0)
+                return r;
+        STORE_CALL(s, ret, org_id, s->ops->idem_get(s, org_id, key, route, not_before, ret));
+}
+
+int store_idem_put(struct store *s, const struct idem_row *row, uint64_t not_before)
+{
+        int r;
+
+        if (!s || !row || !row->response || !row->key[0])
+                return -EINVAL;
+        if ((r = check_id(row->org_id)) < 0 || (r = CHECK_FIELD(row, key)) < 0 || (r = CHECK_FIELD(row, route)) < 0 ||
+            (r = CHECK_FIELD(row, body_hash)) < 0)
+                return r;
+        STORE_GUARD(s);
+        return s->ops->idem_put(s, row, not_before);
+}
+
 /* ---- sandboxes -------------------------------------------------------- */
 
 int store_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret)

@@ -39,10 +39,84 @@ struct org_row {
         char id[STORE_ID_MAX];
         char name[256];
         uint64_t created_at;  /* epoch ms */
+        char slug[STORE_ID_MAX]; /* unique when set; "" for orgs made by store_org_ensure */
+        char plan[32];        /* "hobby" unless set */
 };
 /* Inserts the org if missing (name kept if present). */
 int store_org_ensure(struct store *s, const char *id, const char *name);
 int store_org_get(struct store *s, const char *id, struct org_row *ret);
+
+/* ---- tenants (issue 12): users, API keys, login sessions ---- */
+
+struct user_row {
+        char id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        char email[256];          /* unique across the store, as given (the caller folds case) */
+        char first_name[128], last_name[128];
+        char role[32];            /* "owner", … */
+        char password_hash[256];  /* an encoded hash, opaque to the store */
+        uint64_t created_at;
+};
+/* A new org and its first user, atomically: -EEXIST when the org id, the
+ * slug or the email is taken (nothing is written then). */
+int store_account_create(struct store *s, const struct org_row *org, const struct user_row *user);
+int store_user_get(struct store *s, const char *id, struct user_row *ret);
+/* -ENOENT when no user has that email. */
+int store_user_get_by_email(struct store *s, const char *email, struct user_row *ret);
+
+struct apikey_row {
+        char id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        char user_id[STORE_ID_MAX];   /* who made it; "" when none */
+        char name[128];
+        char prefix[32];              /* the first characters, for display */
+        char hash[65];                /* hex SHA-256 of the key: the key itself is never stored */
+        uint64_t created_at;
+};
+/* -EEXIST when the id or the hash exists. */
+int store_apikey_create(struct store *s, const struct apikey_row *row);
+/* -ENOENT when no key has that hash. */
+int store_apikey_get_by_hash(struct store *s, const char *hash, struct apikey_row *ret);
+/* The org's keys ordered by created_at then id, from offset, at most limit;
+ * *ret_total gets how many the org has. fn gets a borrowed row. */
+int store_apikey_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                      void (*fn)(const struct apikey_row *row, void *userdata), void *userdata,
+                      uint64_t *ret_total);
+int store_apikey_get(struct store *s, const char *org_id, const char *id, struct apikey_row *ret);
+/* Both scoped by org: another org's key is -ENOENT, as a missing one. */
+int store_apikey_delete(struct store *s, const char *org_id, const char *id);
+int store_apikey_rehash(struct store *s, const char *org_id, const char *id, const char *hash, const char *prefix);
+
+struct session_row {
+        char id[STORE_ID_MAX];
+        char user_id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        uint64_t created_at, expires_at;   /* epoch ms */
+        bool revoked;
+};
+int store_session_create(struct store *s, const struct session_row *row);
+int store_session_get(struct store *s, const char *id, struct session_row *ret);
+/* Marks it revoked (0 when it already was); -ENOENT when absent. */
+int store_session_revoke(struct store *s, const char *id);
+
+/* A stored reply of an Idempotency-Key request. */
+struct idem_row {
+        char org_id[STORE_ID_MAX];
+        char key[256];
+        char route[512];
+        char body_hash[65];
+        int status;
+        char *response;        /* owned (malloc) */
+        uint64_t created_at;   /* epoch ms */
+};
+void idem_row_done(struct idem_row *r);   /* frees response */
+/* -ENOENT when none, or when it was made before not_before (then it is
+ * deleted). */
+int store_idem_get(struct store *s, const char *org_id, const char *key, const char *route, uint64_t not_before,
+                   struct idem_row *ret);
+/* -EEXIST when (org, key, route) is stored already. Also drops every row
+ * made before not_before. */
+int store_idem_put(struct store *s, const struct idem_row *row, uint64_t not_before);
 
 struct sandbox_row {
         char id[STORE_ID_MAX];

@@ -92,6 +92,8 @@ class Daemon:
             parsed = json.loads(payload) if payload else None
         except ValueError:
             parsed = payload
+        # Every header as sent (a dict keeps one Set-Cookie of several).
+        self.last_headers = [(k.lower(), v) for k, v in resp.getheaders()]
         return resp.status, parsed, {k.lower(): v for k, v in resp.getheaders()}
 
     def post(self, path, body=None, **kw):

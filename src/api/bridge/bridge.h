@@ -59,6 +59,7 @@ const struct route *bridge_sandbox_routes(size_t *ret_n);
 const struct route *bridge_exec_routes(size_t *ret_n);
 const struct route *bridge_file_routes(size_t *ret_n);
 const struct route *bridge_archive_routes(size_t *ret_n);
+const struct route *bridge_mount_routes(size_t *ret_n);
 const struct route *bridge_openapi_routes(size_t *ret_n);
 const struct route *bridge_tunnel_routes(size_t *ret_n);
 const struct route *bridge_pool_routes(size_t *ret_n);
@@ -79,4 +80,7 @@ void bridge_proxy(struct http_request *req, struct http_response *res, int fd, u
 /* A Session-Id as the anchor takes it (/exec, /file, /pty):
  * ^[a-zA-Z0-9._-]{1,128}$ and no "..". Else 400 "Invalid session ID format". */
 bool bridge_session_id_valid(const char *sid);
+/* The Session-Id header (NULL: none) into *ret; false with res filled (400
+ * "Invalid session ID format") when it is malformed. */
+bool bridge_session_header(struct http_request *req, struct http_response *res, const char **ret);
 const struct route *bridge_session_routes(size_t *ret_n);

@@ -248,11 +248,9 @@ static uint64_t timeout_of(json_t *v)
 static bool exec_target(struct http_request *req, struct http_response *res, json_t *root, const char **ret_sid,
                         char *cwd, size_t cwd_len)
 {
-        const char *sid = http_header(req, "Session-Id");
-        if (sid && !bridge_session_id_valid(sid)) {
-                bridge_error(res, 400, "invalid_request", "Invalid session ID format");
+        const char *sid;
+        if (!bridge_session_header(req, res, &sid))
                 return false;
-        }
         *ret_sid = sid && strcmp(sid, SBX_SESSION_DISABLED) != 0 ? sid : NULL;
         json_t *c = json_object_get(root, "cwd");
         cwd[0] = '\0';

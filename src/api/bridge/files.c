@@ -17,22 +17,12 @@
 #include "base/util.h"
 #include "sandbox/sandbox.h"
 
-/* Session-Id: ^[a-zA-Z0-9._-]{1,128}$ without "..". Files are not
- * per-session (every session shares the one /workspace), so a valid id is
- * only accepted. TODO(lead): replace with the shared bridge_session_id_valid
- * once the sessions part lands. */
+/* Files are not per-session (every session shares the one /workspace): a
+ * valid Session-Id is only accepted. */
 static bool session_ok(struct http_request *req, struct http_response *res)
 {
-        const char *sid = http_header(req, "Session-Id");
-        if (!sid)
-                return true;
-        size_t n = strlen(sid);
-        if (n >= 1 && n <= 128 &&
-            strspn(sid, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n &&
-            !strstr(sid, ".."))
-                return true;
-        bridge_error(res, 400, "invalid_request", "Invalid session ID format");
-        return false;
+        const char *sid;
+        return bridge_session_header(req, res, &sid);
 }
 
 /* The resolved path ("/workspace/…") of the request into out, or false

@@ -91,7 +91,7 @@ static int build_head(struct http_request *req, unsigned port, const char *path,
                 r = buf_printf(b, " HTTP/1.%d\r\n", upgrade ? 1 : 0);
         const char *host = http_header(req, "Host");
         char client[64];
-        http_client_address(req, client, sizeof(client));
+        http_client_addr(req, client, sizeof(client));
         if (r == 0 && host)
                 r = buf_printf(b, "Host: %s\r\nX-Forwarded-Host: %s\r\n", host, host);
         else if (r == 0)

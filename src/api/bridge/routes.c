@@ -6,6 +6,7 @@
 #include "api/app.h"
 #include "api/bridge/bridge.h"
 #include "api/common/auth.h"
+#include "api/common/group.h"
 #include "api/common/host_check.h"
 #include "base/util.h"
 
@@ -88,24 +89,16 @@ static void bridge_envelope(void *cls, struct http_response *res, int status, co
 int api_bridge_register(struct http_server *srv, struct app *app)
 {
         static const struct http_group_ops ops = { .auth = bridge_auth, .envelope = bridge_envelope };
-        const struct route *(*const tables[])(size_t *) = {
+        static const api_route_table tables[] = {
                 bridge_sandbox_routes,
                 bridge_exec_routes,
                 bridge_file_routes,
                 bridge_archive_routes,
+                bridge_mount_routes,
                 bridge_openapi_routes,
                 bridge_tunnel_routes,
                 bridge_session_routes,
                 bridge_pool_routes,
         };
-        struct http_group *g = http_server_group(srv, "/v1", &ops, app);
-        if (!g)
-                return -ENOMEM;
-        for (size_t i = 0; i < ARRAY_SIZE(tables); i++) {
-                size_t n;
-                const struct route *r = tables[i](&n);
-                if (http_group_routes(g, r, n) < 0)
-                        return -ENOMEM;
-        }
-        return 0;
+        return api_group_register(srv, "/v1", &ops, app, tables, ARRAY_SIZE(tables));
 }

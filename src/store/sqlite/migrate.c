@@ -63,6 +63,51 @@ static const char *const migrations[] = {
         "ALTER TABLE sandboxes ADD COLUMN workspace_bytes INTEGER NOT NULL DEFAULT 0;"
         "ALTER TABLE sandboxes ADD COLUMN workspace_inodes INTEGER NOT NULL DEFAULT 0;"
         "ALTER TABLE sandboxes ADD COLUMN file_bytes INTEGER NOT NULL DEFAULT 0;",
+
+        /* 5: tenants (issue 12): an org's slug and plan, its users, API
+         * keys (only their SHA-256) and login sessions (revocable). Existing
+         * orgs ("default") get no slug and the hobby plan. A NULL slug is
+         * not a duplicate (UNIQUE allows many NULLs). */
+        "ALTER TABLE orgs ADD COLUMN slug TEXT;"
+        "ALTER TABLE orgs ADD COLUMN plan TEXT NOT NULL DEFAULT 'hobby';"
+        "CREATE UNIQUE INDEX orgs_slug ON orgs(slug);"
+        "CREATE TABLE users("
+        "  id TEXT PRIMARY KEY,"
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  email TEXT NOT NULL UNIQUE,"
+        "  first_name TEXT NOT NULL DEFAULT '',"
+        "  last_name TEXT NOT NULL DEFAULT '',"
+        "  role TEXT NOT NULL DEFAULT 'member',"
+        "  password_hash TEXT NOT NULL,"
+        "  created_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE TABLE api_keys("
+        "  id TEXT PRIMARY KEY,"
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  user_id TEXT NOT NULL DEFAULT '',"
+        "  name TEXT NOT NULL DEFAULT '',"
+        "  prefix TEXT NOT NULL DEFAULT '',"
+        "  hash TEXT NOT NULL UNIQUE,"
+        "  created_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX api_keys_org_created ON api_keys(org_id, created_at, id);"
+        "CREATE TABLE sessions("
+        "  id TEXT PRIMARY KEY,"
+        "  user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  created_at INTEGER NOT NULL DEFAULT 0,"
+        "  expires_at INTEGER NOT NULL DEFAULT 0,"
+        "  revoked INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX sessions_user ON sessions(user_id);"
+        /* Idempotency-Key replies: one per (org, key, route) for 24 h. */
+        "CREATE TABLE idempotency("
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  key TEXT NOT NULL,"
+        "  route TEXT NOT NULL,"
+        "  body_hash TEXT NOT NULL,"
+        "  status INTEGER NOT NULL,"
+        "  response TEXT NOT NULL,"
+        "  created_at INTEGER NOT NULL,"
+        "  PRIMARY KEY(org_id, key, route));"
+        "CREATE INDEX idempotency_created ON idempotency(created_at);",
 };
 
 int sq_schema_latest(void)

@@ -8,7 +8,8 @@
  *
  * Files: db.c connection, pragmas, open/close, the ops table; stmt.c
  * statement, transaction and error helpers; migrate.c schema migrations;
- * orgs.c, sandboxes.c, contexts.c, cells.c one table each. */
+ * orgs.c, sandboxes.c, contexts.c, cells.c one table each; tenants.c users,
+ * api_keys and sessions. */
 #pragma once
 
 #include <sqlite3.h>
@@ -99,6 +100,23 @@ int sq_schema_latest(void);
 
 int sq_org_ensure(struct store *s, const char *id, const char *name);
 int sq_org_get(struct store *s, const char *id, struct org_row *ret);
+
+int sq_account_create(struct store *s, const struct org_row *org, const struct user_row *user);
+int sq_user_get(struct store *s, const char *id, struct user_row *ret);
+int sq_user_get_by_email(struct store *s, const char *email, struct user_row *ret);
+int sq_apikey_create(struct store *s, const struct apikey_row *row);
+int sq_apikey_get_by_hash(struct store *s, const char *hash, struct apikey_row *ret);
+int sq_apikey_get(struct store *s, const char *org_id, const char *id, struct apikey_row *ret);
+int sq_apikey_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
+                   uint64_t *ret_total);
+int sq_apikey_delete(struct store *s, const char *org_id, const char *id);
+int sq_apikey_rehash(struct store *s, const char *org_id, const char *id, const char *hash, const char *prefix);
+int sq_session_create(struct store *s, const struct session_row *row);
+int sq_session_get(struct store *s, const char *id, struct session_row *ret);
+int sq_session_revoke(struct store *s, const char *id);
+int sq_idem_get(struct store *s, const char *org_id, const char *key, const char *route, uint64_t not_before,
+                struct idem_row *ret);
+int sq_idem_put(struct store *s, const struct idem_row *row, uint64_t not_before);
 
 int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret);
 int sq_sandbox_put(struct store *s, const struct sandbox_row *row);

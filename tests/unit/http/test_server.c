@@ -71,13 +71,32 @@ static void h_nothing(struct http_request *req, struct http_response *res)
 
 /* ---- two facades: A (auth by header, envelope {"a": ...}) and B ---- */
 
+static int auth_freed;   /* auth slots freed (atomically: polling threads) */
+
+static void auth_free(void *p)
+{
+        free(p);
+        __atomic_add_fetch(&auth_freed, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The hook leaves who it found in the request's auth slot. */
 static bool a_auth(void *cls, struct http_request *req, struct http_response *res)
 {
         const char *v = http_header(req, "X-A-Key");
-        if (v && strcmp(v, cls) == 0)
+        if (v && strcmp(v, cls) == 0) {
+                req->auth = strdup("caller-a");
+                req->auth_free = auth_free;
                 return true;
+        }
         http_json(res, 401, json_pack("{s:s, s:i}", "a_denied", "no key", "status", 401));
         return false;
+}
+
+/* Every reply of group A, whoever answered it, gets X-Finished. */
+static void a_finish(void *cls, struct http_request *req, struct http_response *res)
+{
+        (void)cls;
+        ASSERT_OK(http_response_header(res, "X-Finished", req->auth ? (const char *)req->auth : "anonymous"));
 }
 
 static void a_envelope(void *cls, struct http_response *res, int status, const char *message)
@@ -124,7 +143,7 @@ static struct test_app app = { .big_cap = 4096 };
 
 static struct http_server *start(void)
 {
-        static const struct http_group_ops a_ops = { .auth = a_auth, .envelope = a_envelope };
+        static const struct http_group_ops a_ops = { .auth = a_auth, .envelope = a_envelope, .finish = a_finish };
         static const struct http_group_ops b_ops = { .envelope = b_envelope };
         log_set_level(LOG_WARN);
         struct http_options opt = test_options();
@@ -311,4 +330,32 @@ TEST(content_type_body_caps_and_no_response)
         resp_free(&r);
         expect(p, "GET", "/a/nothing", NULL, 500, "a_error", "Handler produced no response");
         http_server_stop(s);
+}
+
+static void expect_finished(unsigned port, const char *path, const char *hdrs, int status, const char *want)
+{
+        struct resp r;
+        char v[64];
+        get_expect(port, path, hdrs, status, NULL, &r);
+        const char *got = resp_header(&r, "X-Finished", v, sizeof(v));
+        if (want)
+                ASSERT_STREQ(got, want);
+        else
+                ASSERT_TRUE(got == NULL);
+        resp_free(&r);
+}
+
+TEST(finish_hook_runs_on_every_reply_of_its_group_and_auth_slots_are_freed)
+{
+        struct http_server *s = start();
+        unsigned p = http_server_port(s);
+        int before = __atomic_load_n(&auth_freed, __ATOMIC_SEQ_CST);
+        expect_finished(p, "/a/query", KEY, 200, "caller-a");       /* a handler's reply */
+        expect_finished(p, "/a/query", NULL, 401, "anonymous");     /* the auth hook's */
+        expect_finished(p, "/a/nope", NULL, 404, "anonymous");      /* the router's */
+        expect_finished(p, "/a/open", NULL, 200, "anonymous");      /* a public route */
+        expect_finished(p, "/b/ok", NULL, 200, NULL);               /* another group: not */
+        http_server_stop(s);
+        /* One slot was filled (the authorised request), and freed once. */
+        ASSERT_EQ(__atomic_load_n(&auth_freed, __ATOMIC_SEQ_CST) - before, 1);
 }

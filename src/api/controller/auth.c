@@ -1,0 +1,128 @@
+/* The controller's auth hook: who calls, from an Authorization header
+ *   ApiKey sk_…            an org's API key (+ optional X-Org-Id)
+ *   Bearer <jwt>           a login session
+ *   Bearer sk_…            an API key too (clients pick the scheme by
+ *                          whether the token has a '.'; accept both)
+ * or, with no Authorization header, the stateset_session cookie; a cookie
+ * only authorises a write (anything but GET/HEAD/OPTIONS) along with an
+ * X-CSRF-Token header equal to the session's CSRF token, because a browser
+ * attaches the cookie to requests other sites make. A header is never sent
+ * by a browser on its own, so header-authenticated calls need no token.
+ *
+ * X-Org-Id names the org the client believes the credential is for; when
+ * given it must be that org, else 401 (a credential that does not open the
+ * org asked for is a failed authentication, and answering 401 rather than
+ * 404 tells nothing about the other org). */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/app.h"
+#include "api/controller/controller.h"
+#include "tenant/jwt.h"
+
+const struct ctl_caller *ctl_caller(const struct http_request *req)
+{
+        return req->auth;
+}
+
+bool ctl_require_session(struct http_request *req, struct http_response *res)
+{
+        const struct ctl_caller *c = ctl_caller(req);
+        if (c && c->via != CTL_VIA_API_KEY)
+                return true;
+        ctl_error(res, 401, "AUTH_REQUIRED", "A session (cookie or Bearer token) is required");
+        return false;
+}
+
+static bool safe_method(const char *m)
+{
+        return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 || strcmp(m, "OPTIONS") == 0;
+}
+
+/* "<scheme> <token>" with the scheme in any case (RFC 9110 §11.1). */
+static const char *scheme_token(const char *authz, const char *scheme)
+{
+        size_t n = strlen(scheme);
+        if (strncasecmp(authz, scheme, n) != 0 || authz[n] != ' ')
+                return NULL;
+        authz += n;
+        while (*authz == ' ')
+                authz++;
+        return authz;
+}
+
+/* 0, or the failure as the tenant layer gave it. */
+static int from_header(struct tenant *t, const char *authz, struct ctl_caller *c)
+{
+        const char *tok = scheme_token(authz, "ApiKey");
+        if (tok) {
+                c->via = CTL_VIA_API_KEY;
+                return tenant_key_authenticate(t, tok, &c->who);
+        }
+        tok = scheme_token(authz, "Bearer");
+        if (!tok)
+                return -EPERM;
+        if (!strchr(tok, '.')) {
+                c->via = CTL_VIA_API_KEY;
+                return tenant_key_authenticate(t, tok, &c->who);
+        }
+        c->via = CTL_VIA_BEARER;
+        return tenant_session_authenticate(t, tok, &c->who);
+}
+
+static bool refuse(struct http_response *res, int r)
+{
+        if (r == -EKEYEXPIRED)
+                ctl_error(res, 401, "SESSION_EXPIRED", "Session expired; log in again");
+        else if (r == -EPERM || r == -EINVAL)
+                ctl_error(res, 401, "INVALID_CREDENTIALS", "Invalid or revoked credentials");
+        else
+                ctl_error(res, 500, "INTERNAL_ERROR", "Cannot check credentials");
+        return false;
+}
+
+bool ctl_auth_hook(void *cls, struct http_request *req, struct http_response *res)
+{
+        struct app *app = cls;
+        struct ctl_caller c = {};
+        const char *authz = http_header(req, "Authorization");
+        int r;
+        if (authz) {
+                r = from_header(app->tenant, authz, &c);
+        } else {
+                char token[JWT_MAX_LEN + 1];
+                r = ctl_cookie_get(http_header(req, "Cookie"), CTL_SESSION_COOKIE, token, sizeof(token));
+                if (r == -ENOENT) {
+                        ctl_error(res, 401, "AUTH_REQUIRED", "Authentication required");
+                        return false;
+                }
+                c.via = CTL_VIA_COOKIE;
+                if (r == 0)
+                        r = tenant_session_authenticate(app->tenant, token, &c.who);
+                else
+                        r = -EINVAL;
+        }
+        if (r < 0)
+                return refuse(res, r);
+        const char *org = http_header(req, "X-Org-Id");
+        if (org && strcmp(org, c.who.org_id) != 0) {
+                ctl_error(res, 401, "INVALID_CREDENTIALS", "X-Org-Id is not the credential's organization");
+                return false;
+        }
+        if (c.via == CTL_VIA_COOKIE && !safe_method(req->method) &&
+            !tenant_csrf_ok(app->tenant, c.who.session_id, http_header(req, "X-CSRF-Token"))) {
+                ctl_error(res, 403, "CSRF_TOKEN_INVALID",
+                          "X-CSRF-Token is missing or wrong (take it from a GET's x-csrf-token header)");
+                return false;
+        }
+        struct ctl_caller *box = malloc(sizeof(*box));
+        if (!box) {
+                ctl_error(res, 500, "INTERNAL_ERROR", "Out of memory");
+                return false;
+        }
+        *box = c;
+        req->auth = box;
+        req->auth_free = free;
+        return true;
+}

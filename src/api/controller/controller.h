@@ -1,0 +1,132 @@
+/* The StateSet controller facade (seed 003; issue 12) under /api/v1:
+ * identity (register, login, sessions), API keys, and — built on this
+ * header — sandboxes, execute, files, REPL sessions, secrets. Shared
+ * between the files of api/controller/ only.
+ *
+ * Every route of the group except ROUTE_PUBLIC ones runs after the auth
+ * hook (auth.c) found who calls: read it with ctl_caller(req) and scope
+ * every row by its org_id (another org's object is a 404, never a 403).
+ * Errors go out as {"error": {"code", "message"}} (errors.c); lists as
+ * {data, total, limit, offset, has_more} (pages.c). Every reply carries
+ * X-Request-Id (the client's, else a fresh one). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "http/server.h"
+#include "tenant/tenant.h"
+
+struct app;
+
+#define CTL_PREFIX "/api/v1"
+#define CTL_SESSION_COOKIE "stateset_session"
+#define CTL_CSRF_COOKIE "__stateset_csrf"
+
+/* Adds the /api/v1 group. app (with app->tenant) must outlive the server. */
+int api_controller_register(struct http_server *srv, struct app *app);
+
+/* ---- who calls (auth.c) ---- */
+enum ctl_via {
+        CTL_VIA_API_KEY,   /* Authorization: ApiKey sk_… (or Bearer sk_…) */
+        CTL_VIA_BEARER,    /* Authorization: Bearer <session JWT> */
+        CTL_VIA_COOKIE,    /* the stateset_session cookie (writes need X-CSRF-Token) */
+};
+struct ctl_caller {
+        struct tenant_principal who;   /* org_id always; user_id for sessions */
+        enum ctl_via via;
+};
+/* The caller of a non-public route (never NULL there); NULL on a public
+ * route. Valid until the request is over. */
+const struct ctl_caller *ctl_caller(const struct http_request *req);
+/* The group's auth hook (struct http_group_ops.auth); cls is the app. */
+bool ctl_auth_hook(void *cls, struct http_request *req, struct http_response *res);
+/* A session is required (not an API key): false with a 401 in res. */
+bool ctl_require_session(struct http_request *req, struct http_response *res);
+
+/* ---- errors (errors.c) ---- */
+/* {"error": {"code": code, "message": message}}; message need not be
+ * valid UTF-8. Codes: VALIDATION_ERROR 400, AUTH_REQUIRED /
+ * INVALID_CREDENTIALS / SESSION_EXPIRED 401, CSRF_TOKEN_INVALID /
+ * FORBIDDEN 403, NOT_FOUND 404, METHOD_NOT_ALLOWED 405, CONFLICT /
+ * EMAIL_ALREADY_EXISTS / IDEMPOTENCY_KEY_REUSE_MISMATCH 409,
+ * PAYLOAD_TOO_LARGE 413, UNSUPPORTED_MEDIA_TYPE 415, RATE_LIMITED /
+ * QUOTA_EXCEEDED 429, INTERNAL_ERROR 500, SERVICE_UNAVAILABLE 503. */
+void ctl_error(struct http_response *res, int status, const char *code, const char *message);
+void ctl_errorf(struct http_response *res, int status, const char *code, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+/* A domain error: ERR_INVALID/LIMIT 400, NOT_FOUND 404, EXISTS 409,
+ * PERMISSION 403, TOO_LARGE 413, BUSY 429 + Retry-After when it has a
+ * "retry_after" detail (else 503), QUOTA 429, UNAVAILABLE 503, else 500. */
+void ctl_error_from(struct http_response *res, const struct err *e);
+/* Answers e and frees it (err_done): with status/code when its reason is
+ * `reason` (a route's own meaning: ERR_PERMISSION at login is a 401),
+ * else as ctl_error_from. reason ERR_OK: always ctl_error_from. */
+void ctl_error_done(struct http_response *res, struct err *e, enum err_reason reason, int status, const char *code);
+/* The envelope of the errors the HTTP layer answers itself. */
+void ctl_envelope(void *cls, struct http_response *res, int status, const char *message);
+
+/* ---- request bodies ---- */
+/* The body as a JSON object (*ret owned), or false with a 400 in res. */
+bool ctl_body_object(struct http_request *req, struct http_response *res, json_t **ret);
+/* A string member, NULL when absent; false with a 400 when not a string. */
+bool ctl_opt_string(json_t *obj, const char *name, const char **ret, struct http_response *res);
+struct ctl_string_field {
+        const char *name;
+        const char **value;
+};
+/* The body as a JSON object and its string members fields[i].name into
+ * *fields[i].value (NULL when absent or null); false with a 400 in res
+ * (and *ret_body NULL). The strings live as long as *ret_body. */
+bool ctl_body_strings(struct http_request *req, struct http_response *res, json_t **ret_body,
+                      const struct ctl_string_field *fields, size_t n);
+static inline void ctl_json_decrefp(json_t **j)
+{
+        json_decref(*j);
+}
+#define _cleanup_json_ __attribute__((cleanup(ctl_json_decrefp)))
+
+/* ---- pagination (pages.c) ---- */
+#define CTL_PAGE_DEFAULT 100
+#define CTL_PAGE_MAX 1000
+struct ctl_page {
+        uint64_t limit, offset;
+};
+/* ?limit (1…, above CTL_PAGE_MAX is clamped to it; default 100) and
+ * ?offset (0…); anything else (negative, not a number) false + 400. */
+bool ctl_page_parse(struct http_request *req, struct http_response *res, struct ctl_page *ret);
+/* {data, total, limit, offset, has_more}; takes data. */
+json_t *ctl_page_body(json_t *data, uint64_t total, const struct ctl_page *p);
+
+/* ---- cookies (cookie.c) ---- */
+/* The value of cookie name in a Cookie header (RFC 6265 §4.2: pairs split
+ * by ';', optional blanks, a value in DQUOTEs unquoted; first one wins).
+ * 0, -ENOENT (absent or header NULL), -ENOBUFS (value longer than cap-1),
+ * -EINVAL (a pair of that name that is not a cookie-value). */
+int ctl_cookie_get(const char *header, const char *name, char *out, size_t cap);
+/* Set-Cookie for the session (HttpOnly; SameSite=Lax; Path=/; Max-Age;
+ * Secure when controller.cookie_secure), and the CSRF cookie (readable by
+ * scripts). max_age 0 clears. 0 or -errno. */
+int ctl_set_session_cookie(struct http_response *res, const struct app *app, const char *token, uint64_t max_age);
+int ctl_set_csrf_cookie(struct http_response *res, const struct app *app, const char *token, uint64_t max_age);
+
+/* ---- Idempotency-Key (idempotency.c) ---- */
+/* Runs fn under the seed's Idempotency-Key rules (POST, authenticated
+ * routes; 24 h per org + key + route; Idempotency-Status: stored|replayed;
+ * 409 IDEMPOTENCY_KEY_REUSE_MISMATCH on another body). */
+void ctl_idempotent(struct http_request *req, struct http_response *res, http_handler fn);
+/* Defines handler `name` as fn wrapped by ctl_idempotent, for a route
+ * table: CTL_IDEMPOTENT(h_create_idem, h_create). */
+#define CTL_IDEMPOTENT(name, fn)                                                      \
+        static void name(struct http_request *req, struct http_response *res)     \
+        {                                                                             \
+                ctl_idempotent(req, res, fn);                                         \
+        }
+
+/* ---- route tables, one per file ---- */
+const struct route *ctl_identity_routes(size_t *ret_n);
+const struct route *ctl_key_routes(size_t *ret_n);
+const struct route *ctl_health_routes(size_t *ret_n);

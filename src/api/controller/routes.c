@@ -1,0 +1,112 @@
+/* The controller facade's route group: /api/v1 with its auth hook, the
+ * {"error": {code, message}} envelope, and the headers every reply of the
+ * group carries (X-Request-Id; on a safe request authenticated by the
+ * session cookie, the CSRF token as x-csrf-token and __stateset_csrf).
+ * Also the cheap health routes. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "api/app.h"
+#include "api/common/group.h"
+#include "api/controller/controller.h"
+#include "base/util.h"
+
+/* A client's id is echoed when it is a plain token (at most 128 of
+ * [A-Za-z0-9._:-]): anything else could smuggle text into logs and
+ * headers, and is replaced by a fresh "req_<32 hex>". */
+static bool request_id_ok(const char *id)
+{
+        size_t n = id ? strlen(id) : 0;
+        return n >= 1 && n <= 128 &&
+               strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-") == n;
+}
+
+static void request_id(struct http_request *req, char out[STORE_ID_MAX])
+{
+        const char *given = http_header(req, "X-Request-Id");
+        if (request_id_ok(given)) {
+                snprintf(out, STORE_ID_MAX, "%s", given);
+                return;
+        }
+        if (tenant_id_new("req", out) < 0)
+                snprintf(out, STORE_ID_MAX, "req_%llu", (unsigned long long)req->id);
+}
+
+static void ctl_finish(void *cls, struct http_request *req, struct http_response *res)
+{
+        struct app *app = cls;
+        char id[STORE_ID_MAX];
+        request_id(req, id);
+        (void)http_response_header(res, "X-Request-Id", id);
+        const struct ctl_caller *c = ctl_caller(req);
+        bool safe = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0 ||
+                    strcmp(req->method, "OPTIONS") == 0;
+        if (!c || c->via != CTL_VIA_COOKIE || !safe || !c->who.session_id[0])
+                return;
+        char csrf[TENANT_CSRF_LEN + 1];
+        tenant_csrf_token(app->tenant, c->who.session_id, csrf);
+        uint64_t now = wall_ms(), left = c->who.expires_at > now ? (c->who.expires_at - now) / 1000 : 0;
+        (void)http_response_header(res, "x-csrf-token", csrf);
+        (void)ctl_set_csrf_cookie(res, app, csrf, left ? left : 1);
+}
+
+static void h_health(struct http_request *req, struct http_response *res)
+{
+        (void)req;
+        http_json(res, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+/* 503 while draining (the daemon answers nothing before it is ready). */
+static void h_ready(struct http_request *req, struct http_response *res)
+{
+        struct app *app = req->app;
+        if (http_server_draining(app->srv)) {
+                ctl_error(res, 503, "SERVICE_UNAVAILABLE", "Server is shutting down");
+                res->retry_after = 1;
+                return;
+        }
+        http_json(res, 200, json_pack("{s:s}", "status", "ready"));
+}
+
+static void h_health_detailed(struct http_request *req, struct http_response *res)
+{
+        struct app *app = req->app;
+        char msg[128];
+        int ok = store_integrity_check(app->store, msg, sizeof(msg)) == 0;
+        uint64_t sandboxes = 0;
+        (void)store_sandbox_count(app->store, &sandboxes);
+        http_json(res, ok ? 200 : 503,
+                  json_pack("{s:s, s:I, s:{s:s, s:s}, s:{s:I}, s:I, s:b}", "status", ok ? "ok" : "degraded",
+                            "uptime_ms", (json_int_t)(wall_ms() - app->started_ms), "store", "backend",
+                            store_backend_name(app->store), "status", ok ? "ok" : msg, "sandboxes", "count",
+                            (json_int_t)sandboxes, "busy_executions", (json_int_t)http_server_busy(app->srv), "draining",
+                            http_server_draining(app->srv)));
+}
+
+static const struct route health_routes[] = {
+        { "GET", CTL_PREFIX "/health", h_health, ROUTE_PUBLIC, 0 },
+        { "GET", CTL_PREFIX "/ready", h_ready, ROUTE_PUBLIC, 0 },
+        { "GET", CTL_PREFIX "/health/detailed", h_health_detailed, ROUTE_PUBLIC | ROUTE_BLOCKING, 0 },
+};
+
+const struct route *ctl_health_routes(size_t *ret_n)
+{
+        *ret_n = ARRAY_SIZE(health_routes);
+        return health_routes;
+}
+
+int api_controller_register(struct http_server *srv, struct app *app)
+{
+        static const struct http_group_ops ops = {
+                .auth = ctl_auth_hook,
+                .envelope = ctl_envelope,
+                .finish = ctl_finish,
+        };
+        static const api_route_table tables[] = {
+                ctl_health_routes,
+                ctl_identity_routes,
+                ctl_key_routes,
+        };
+        return api_group_register(srv, CTL_PREFIX, &ops, app, tables, ARRAY_SIZE(tables));
+}

@@ -1,0 +1,41 @@
+/* Shared by the files of src/tenant/ only. */
+#pragma once
+
+#include <errno.h>
+#include <pthread.h>
+
+#include "tenant/tenant.h"
+
+#define TENANT_SESSION_KEY_BYTES 32
+
+struct login_limiter;
+
+struct tenant {
+        struct store *store;
+        struct tenant_options opt;
+        uint8_t key[TENANT_SESSION_KEY_BYTES];
+        struct login_limiter *limiter;
+        char dummy_hash[128];   /* checked for unknown emails, so they cost as much */
+};
+
+/* ---- password.c ---- */
+/* Argon2id of password into out (an encoded "$argon2id$v=19$…" string). */
+int password_hash(const char *password, char *out, size_t outlen);
+/* true when password matches the encoded hash. */
+bool password_verify(const char *encoded, const char *password);
+
+/* ---- ratelimit.c: fixed-window counters of failures by name ---- */
+struct login_limiter *limiter_new(void);
+void limiter_free(struct login_limiter *l);
+/* 0 when name may try again, else the seconds until it may. */
+uint64_t limiter_blocked(struct login_limiter *l, const char *name, unsigned max, uint64_t window_ms, uint64_t now);
+void limiter_fail(struct login_limiter *l, const char *name, uint64_t window_ms, uint64_t now);
+void limiter_reset(struct login_limiter *l, const char *name);
+
+/* ---- session.c ---- */
+int session_key_load(struct tenant *t, struct err *err);
+int session_issue(struct tenant *t, const struct user_row *user, struct tenant_session *ret);
+
+/* ---- keys.c ---- */
+/* sha256 hex of s into out[65]. */
+void sha256_hex(const char *s, char out[65]);
