@@ -263,6 +263,10 @@ void mounts_drop_all(struct sandbox *s);
  * here; -1 is ignored): a later mount is attached in it too. Caller holds
  * s->lock. */
 void sandbox_jail_started(struct sandbox *s, int pidfd);
+/* Kills every jail of s still running (its commands, sessions, terminals;
+ * interpreters too): a deleted sandbox leaves nothing running on a copy of
+ * its workspace. Caller holds s->lock. */
+void sandbox_jails_kill(struct sandbox *s);
 /* Closes what sandbox_jail_started kept (s unreachable). */
 void sandbox_jails_forget(struct sandbox *s);
 /* Start-up and shutdown: no bucket mount of this data dir survives. */

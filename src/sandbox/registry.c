@@ -407,6 +407,7 @@ int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
                         kproc_kill(c->kp);
         }
         sessions_kill(s);
+        sandbox_jails_kill(s);
         mounts_drop_all(s);
         int r = store_sandbox_delete(m->store, s->row.id);
         int k = workspace_destroy(&s->ws);
