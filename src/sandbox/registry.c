@@ -104,21 +104,33 @@ static void load_context_row(const struct context_row *row, void *userdata)
         lc->tail = &c->next;
 }
 
-static uint64_t expiry_for(const struct sandbox_options *opt, uint64_t now)
+uint64_t sandbox_expiry_for(const struct sandbox_options *opt, uint64_t now)
 {
         return opt->idle_ttl_ms ? now + opt->idle_ttl_ms : 0;
 }
 
-/* The service-wide caps, checked before anything of a new sandbox exists.
- * Disk is counted as reserved: each sandbox may fill its whole image
- * (its own quota, or limits.workspace_bytes), so the images never need more
- * than the sum of the quotas. */
-static int check_caps(struct sandbox_mgr *m, uint64_t quota, struct err *err)
+int sandbox_tenant_usage(struct sandbox_mgr *m, uint64_t *ret_n, uint64_t *ret_reserved)
 {
         uint64_t n = 0, reserved = 0;
         int r = store_sandbox_count(m->store, &n);
         if (r == 0)
                 r = store_sandbox_disk_reserved(m->store, m->opt.workspace_bytes, &reserved);
+        if (r < 0)
+                return r;
+        *ret_n = n > m->pool_rows ? n - m->pool_rows : 0;
+        *ret_reserved = reserved > m->pool_reserved ? reserved - m->pool_reserved : 0;
+        return 0;
+}
+
+/* The service-wide caps, checked before anything of a new sandbox exists.
+ * Disk is counted as reserved: each sandbox may fill its whole image
+ * (its own quota, or limits.workspace_bytes), so the images never need more
+ * than the sum of the quotas. Only tenants' sandboxes count: the warm pool
+ * yields its place instead (pool_yield). */
+int sandbox_check_caps(struct sandbox_mgr *m, uint64_t quota, struct err *err)
+{
+        uint64_t n = 0, reserved = 0;
+        int r = sandbox_tenant_usage(m, &n, &reserved);
         if (r < 0)
                 return err_set(err, ERR_INTERNAL, -r, "Cannot count sandboxes: %s", strerror(-r));
         if (n >= m->opt.max_sandboxes) {
@@ -135,32 +147,43 @@ static int check_caps(struct sandbox_mgr *m, uint64_t quota, struct err *err)
         return r;
 }
 
+/* A new row: a tenant's (caps checked, idle expiry armed) or, with warm, the
+ * pool's (no tenant cap: the pool keeps itself within them; never
+ * expires). Caller holds m->lock. */
 static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const char *id,
-                              const struct sbx_create_options *opts, struct err *err)
+                              const struct sbx_create_options *opts, bool warm, struct err *err)
 {
         if (opts) {
                 s->row.workspace_bytes = opts->workspace_bytes;
                 s->row.workspace_inodes = opts->workspace_inodes;
                 s->row.file_bytes = opts->file_bytes;
         }
-        int r = check_caps(m, sandbox_workspace_bytes(m, s), err);
+        int r = warm ? 0 : sandbox_check_caps(m, sandbox_workspace_bytes(m, s), err);
         if (r < 0)
                 return r;
+        if (!warm && m->pool_rows)
+                pool_yield(m);
         uint64_t now = wall_ms();
         snprintf(s->row.id, sizeof(s->row.id), "%s", id);
-        snprintf(s->row.org_id, sizeof(s->row.org_id), "%s", SBX_DEFAULT_ORG);
+        snprintf(s->row.org_id, sizeof(s->row.org_id), "%s", warm ? SBX_POOL_ORG : SBX_DEFAULT_ORG);
         s->row.created_at = s->row.last_used = now;
-        s->row.expires_at = expiry_for(&m->opt, now);
+        s->row.expires_at = warm ? 0 : sandbox_expiry_for(&m->opt, now);
         s->row.env_json = strdup("{}");
         if (!s->row.env_json)
                 return err_set(err, ERR_INTERNAL, ENOMEM, "Out of memory");
         /* A sandbox id reused after destroy/expiry starts empty. */
         workspace_destroy(&s->ws);
         r = store_sandbox_put(m->store, &s->row);
-        return r < 0 ? err_set(err, ERR_INTERNAL, -r, "Cannot store sandbox: %s", strerror(-r)) : 0;
+        if (r < 0)
+                return err_set(err, ERR_INTERNAL, -r, "Cannot store sandbox: %s", strerror(-r));
+        if (warm) {
+                m->pool_rows++;
+                m->pool_reserved += sandbox_workspace_bytes(m, s);
+        }
+        return 0;
 }
 
-static int sandbox_load(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts,
+static int sandbox_load(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts, bool warm,
                         bool *ret_created, struct sandbox **ret, struct err *err)
 {
         struct sandbox *s = calloc(1, sizeof(*s));
@@ -172,7 +195,7 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, const struct sbx_
         workspace_init(&s->ws, m->opt.data_dir, id);
         int r = store_sandbox_get(m->store, id, &s->row);
         if (r == -ENOENT) {
-                r = sandbox_create_row(m, s, id, opts, err);
+                r = sandbox_create_row(m, s, id, opts, warm, err);
                 if (r == 0 && ret_created)
                         *ret_created = true;
         }
@@ -186,6 +209,7 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, const struct sbx_
                 sandbox_free(m, s);
                 return r;
         }
+        s->warm = strcmp(s->row.org_id, SBX_POOL_ORG) == 0;
         s->env = env_parse(s->row.env_json);
         struct load_ctx lc = { m, s, &s->contexts, 0 };
         r = store_context_each(m->store, id, load_context_row, &lc);
@@ -223,6 +247,24 @@ struct sandbox *sandbox_get(struct sandbox_mgr *m, const char *id, struct err *e
 struct sandbox *sandbox_get_opts(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts,
                                  bool *ret_created, struct err *err)
 {
+        return sandbox_lookup(m, id, 0, opts, ret_created, err);
+}
+
+/* Whether a caller with flags may have s (caller holds m->lock). */
+static int lookup_allowed(const struct sandbox *s, unsigned flags, struct err *err)
+{
+        bool want_warm = flags & SANDBOX_GET_WARM;
+        if (s->warm == want_warm)
+                return 0;
+        /* A warm sandbox does not exist for tenants; a tenant's is never
+         * taken back by the pool. */
+        return want_warm ? err_set(err, ERR_EXISTS, EEXIST, "Sandbox %s belongs to a tenant", s->row.id)
+                         : err_set(err, ERR_NOT_FOUND, ENOENT, "Sandbox not found: %s", s->row.id);
+}
+
+struct sandbox *sandbox_lookup(struct sandbox_mgr *m, const char *id, unsigned flags,
+                               const struct sbx_create_options *opts, bool *ret_created, struct err *err)
+{
         if (ret_created)
                 *ret_created = false;
         if (!sbx_id_valid(id)) {
@@ -238,7 +280,7 @@ struct sandbox *sandbox_get_opts(struct sandbox_mgr *m, const char *id, const st
         if (!s) {
                 /* Loading under the manager lock keeps two first requests for
                  * one id from creating it twice; it is a few store reads. */
-                int r = sandbox_load(m, id, opts, ret_created, &s, err);
+                int r = sandbox_load(m, id, opts, flags & SANDBOX_GET_WARM, ret_created, &s, err);
                 if (r < 0) {
                         pthread_mutex_unlock(&m->lock);
                         err_detail(err, "id", id, (size_t)-1);
@@ -246,6 +288,11 @@ struct sandbox *sandbox_get_opts(struct sandbox_mgr *m, const char *id, const st
                 }
                 s->hnext = m->buckets[h];
                 m->buckets[h] = s;
+        }
+        if (lookup_allowed(s, flags, err) < 0) {
+                pthread_mutex_unlock(&m->lock);
+                err_detail(err, "id", id, (size_t)-1);
+                return NULL;
         }
         s->refs++;
         pthread_mutex_unlock(&m->lock);
@@ -269,7 +316,7 @@ static void sandbox_touch(struct sandbox_mgr *m, struct sandbox *s)
 {
         uint64_t now = wall_ms();
         s->row.last_used = now;
-        uint64_t want = expiry_for(&m->opt, now);
+        uint64_t want = sandbox_expiry_for(&m->opt, now);
         if (want == 0 || s->row.expires_at == 0 || want - s->row.expires_at > m->opt.idle_ttl_ms / 10) {
                 s->row.expires_at = want;
                 store_sandbox_touch(m->store, s->row.id, now, want);
@@ -363,9 +410,11 @@ static void sandbox_unhash(struct sandbox_mgr *m, struct sandbox *s)
 
 /* Destroys a sandbox: every interpreter killed, workspace and rows gone.
  * Executions still running in it fail as their interpreter dies. */
-static int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
+int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
 {
         pthread_mutex_lock(&m->lock);
+        if (s->warm && !s->deleted)
+                pool_forget(m, s); /* once, however many times it is wiped */
         sandbox_unhash(m, s);
         pthread_mutex_unlock(&m->lock);
         tunnels_drop(m, s->row.id);
@@ -385,19 +434,21 @@ static int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
         return r < 0 ? r : k;
 }
 
-/* Whether id names a sandbox that exists (loaded or stored), without
- * creating it: destroying an unknown id must not count against the caps. */
+/* Whether id names a tenant's sandbox that exists (loaded or stored),
+ * without creating it: destroying an unknown id must not count against the
+ * caps, and a warm one does not exist for tenants. */
 static bool sandbox_exists(struct sandbox_mgr *m, const char *id)
 {
         pthread_mutex_lock(&m->lock);
         struct sandbox *s = m->buckets[hash_id(id)];
         while (s && strcmp(s->row.id, id) != 0)
                 s = s->hnext;
+        bool warm = s && s->warm;
         pthread_mutex_unlock(&m->lock);
         if (s)
-                return true;
+                return !warm;
         _cleanup_(sandbox_row_done) struct sandbox_row row = { 0 };
-        return store_sandbox_get(m->store, id, &row) != -ENOENT;
+        return store_sandbox_get(m->store, id, &row) != -ENOENT && strcmp(row.org_id, SBX_POOL_ORG) != 0;
 }
 
 int sbx_create(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts, bool *ret_created,
@@ -574,23 +625,24 @@ size_t sbx_resident_count(struct sandbox_mgr *m)
 
 /* ---- idle expiry ---- */
 
-struct expired_ids {
-        char (*ids)[STORE_ID_MAX];
-        size_t n, cap;
-};
-
-static void collect_expired(const char *id, void *userdata)
+void id_list_add(const char *id, void *list)
 {
-        struct expired_ids *e = userdata;
-        if (e->n == e->cap) {
-                size_t cap = e->cap ? e->cap * 2 : 16;
-                void *n = realloc(e->ids, cap * sizeof(*e->ids));
+        struct id_list *l = list;
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 16;
+                void *n = realloc(l->ids, cap * sizeof(*l->ids));
                 if (!n)
                         return;
-                e->ids = n;
-                e->cap = cap;
+                l->ids = n;
+                l->cap = cap;
         }
-        snprintf(e->ids[e->n++], STORE_ID_MAX, "%s", id);
+        snprintf(l->ids[l->n++], STORE_ID_MAX, "%s", id);
+}
+
+void id_list_done(struct id_list *l)
+{
+        free(l->ids);
+        *l = (struct id_list){ 0 };
 }
 
 static void reap_one(struct sandbox_mgr *m, const char *id)
@@ -614,11 +666,11 @@ static void reap_one(struct sandbox_mgr *m, const char *id)
 
 void sbx_reap_expired(struct sandbox_mgr *m)
 {
-        struct expired_ids e = { 0 };
-        store_sandbox_each_expired(m->store, wall_ms(), collect_expired, &e);
+        struct id_list e = { 0 };
+        store_sandbox_each_expired(m->store, wall_ms(), id_list_add, &e);
         for (size_t i = 0; i < e.n; i++)
                 reap_one(m, e.ids[i]);
-        free(e.ids);
+        id_list_done(&e);
 }
 
 static void reaper_loop(void *arg)
@@ -675,6 +727,8 @@ int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct
                 r = store_org_ensure(store, SBX_DEFAULT_ORG, "Default organisation");
         if (r == 0 && opt->idle_ttl_ms)
                 r = bg_thread_start(&m->reaper, "sbx-reaper", 1, reaper_loop, m);
+        if (r == 0)
+                r = pool_start(m);
         if (r < 0) {
                 sbx_mgr_free(m);
                 return r;
@@ -688,6 +742,7 @@ void sbx_mgr_free(struct sandbox_mgr *m)
         if (!m)
                 return;
         bg_thread_done(&m->reaper);
+        pool_stop(m);
         terminals_free(m->terminals);
         for (size_t i = 0; i < SBX_HASH_BUCKETS; i++) {
                 while (m->buckets[i]) {

@@ -146,6 +146,10 @@ int store_sandbox_delete(struct store *s, const char *id);
 int store_sandbox_each_expired(struct store *s, uint64_t now,
                                void (*fn)(const char *id, void *userdata), void *userdata);
 int store_sandbox_count(struct store *s, uint64_t *ret);
+/* Calls fn for each sandbox of org org_id (ids only, ordered by id); rows
+ * read first, fn run afterwards, as above. */
+int store_sandbox_each_in_org(struct store *s, const char *org_id,
+                              void (*fn)(const char *id, void *userdata), void *userdata);
 /* The workspace bytes every sandbox may fill (its own quota, or
  * default_bytes where it has none): the disk reserved for them all. */
 int store_sandbox_disk_reserved(struct store *s, uint64_t default_bytes, uint64_t *ret);

@@ -81,6 +81,12 @@ int sq_sandbox_list_expired(struct store *s, uint64_t now, struct store_rows *ou
                        out, decode_id, "u", now);
 }
 
+int sq_sandbox_list_org(struct store *s, const char *org_id, struct store_rows *out)
+{
+        return sq_list(sq_db(s), "SELECT id FROM sandboxes WHERE org_id = ? ORDER BY id", out, decode_id, "t",
+                       org_id);
+}
+
 int sq_sandbox_count(struct store *s, uint64_t *ret)
 {
         return sq_query_u64(sq_db(s), "SELECT COUNT(*) FROM sandboxes", NULL, ret);
