@@ -351,6 +351,10 @@ struct proc *sbx_shell_proc(struct sbx_shell *sh);
  * runs, so a large state never blocks the shell. false once it is at its
  * end (stop polling it). */
 bool sbx_shell_pump_state(struct sbx_shell *sh);
+/* A session takes the state its exited shell saved now (before the caller
+ * reports the exit, so whatever the client does next — a terminal, a
+ * command — starts from it); idempotent, sbx_shell_end does it too. */
+void sbx_shell_save_state(struct sbx_shell *sh);
 /* Ends the command: a session takes the state its shell saved (only a
  * complete one from a shell that has exited), the process is killed if
  * still running and buried, the session is free for its next command.

@@ -194,6 +194,7 @@ static void exec_run(struct http_stream *s, void *ctx)
                         return;
                 code = 124;
         }
+        sbx_shell_save_state(job->sh);
         char data[64];
         snprintf(data, sizeof(data), "{\"exit_code\":%d}", code);
         http_sse_event(s, "exit", NULL, data);
