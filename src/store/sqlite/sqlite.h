@@ -125,6 +125,8 @@ int sq_sandbox_set_env(struct store *s, const char *id, const char *env_json);
 int sq_sandbox_delete(struct store *s, const char *id);
 int sq_sandbox_list_expired(struct store *s, uint64_t now, struct store_rows *out);
 int sq_sandbox_count(struct store *s, uint64_t *ret);
+int sq_sandbox_list_org(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
+                        uint64_t *ret_total);
 int sq_sandbox_disk_reserved(struct store *s, uint64_t default_bytes, uint64_t *ret);
 int sq_sandbox_free_host_id(struct store *s, uint32_t first, uint32_t n, uint32_t *ret);
 
