@@ -85,12 +85,15 @@ def sse_events(d, creds, sid, body):
     assert resp.status == 200 and resp.getheader("Content-Type").startswith("text/event-stream")
     try:
         while True:
-            line = resp.fp.readline()
+            line = resp.readline()
             if not line:
                 return
             line = line.decode().rstrip("\n")
             if line.startswith("data:"):
-                yield json.loads(line[5:].strip())
+                event = json.loads(line[5:].strip())
+                yield event
+                if event["type"] in ("done", "error"):
+                    return
     finally:
         conn.close()
 
