@@ -132,3 +132,4 @@ const struct route *ctl_key_routes(size_t *ret_n);
 const struct route *ctl_health_routes(size_t *ret_n);
 const struct route *ctl_sandbox_routes(size_t *ret_n);
 const struct route *ctl_execute_routes(size_t *ret_n);
+const struct route *ctl_file_routes(size_t *ret_n);
