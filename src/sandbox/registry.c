@@ -171,7 +171,9 @@ static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const ch
         return r < 0 ? err_set(err, ERR_INTERNAL, -r, "Cannot store sandbox: %s", strerror(-r)) : 0;
 }
 
-static int sandbox_load(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts,
+/* Loads id from the store, or creates it when it has no row and create
+ * is true (else ERR_NOT_FOUND). */
+static int sandbox_load(struct sandbox_mgr *m, const char *id, bool create, const struct sbx_create_options *opts,
                         bool *ret_created, struct sandbox **ret, struct err *err)
 {
         struct sandbox *s = calloc(1, sizeof(*s));
@@ -182,7 +184,9 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, const struct sbx_
         s->netns_fd = -1;
         workspace_init(&s->ws, m->opt.data_dir, id);
         int r = store_sandbox_get(m->store, id, &s->row);
-        if (r == -ENOENT) {
+        if (r == -ENOENT && !create)
+                sandbox_not_found(id, err);
+        else if (r == -ENOENT) {
                 r = sandbox_create_row(m, s, id, opts, err);
                 if (r == 0 && ret_created)
                         *ret_created = true;
@@ -251,7 +255,7 @@ struct sandbox *sandbox_get_opts(struct sandbox_mgr *m, const char *id, const st
         if (!s) {
                 /* Loading under the manager lock keeps two first requests for
                  * one id from creating it twice; it is a few store reads. */
-                int r = sandbox_load(m, id, opts, ret_created, &s, err);
+                int r = sandbox_load(m, id, true, opts, ret_created, &s, err);
                 if (r < 0) {
                         pthread_mutex_unlock(&m->lock);
                         err_detail(err, "id", id, (size_t)-1);
@@ -295,18 +299,17 @@ struct sandbox *sandbox_get_existing(struct sandbox_mgr *m, const char *org_id, 
         struct sandbox *s = m->buckets[h];
         while (s && strcmp(s->row.id, id) != 0)
                 s = s->hnext;
-        if (!s && sandbox_load(m, id, NULL, NULL, &s, err) == 0) {
+        bool failed = false; /* err says why (a store failure is no 404) */
+        if (!s && !(failed = sandbox_load(m, id, false, NULL, NULL, &s, err) < 0)) {
                 s->hnext = m->buckets[h];
                 m->buckets[h] = s;
         }
-        /* Loading found no row (destroyed meanwhile): it made one for the
-         * default org; that is no sandbox of this caller either. */
         if (s && org_id && (strcmp(s->row.org_id, org_id) != 0 || sandbox_past_deadline(s)))
                 s = NULL;
         if (s)
                 s->refs++;
         pthread_mutex_unlock(&m->lock);
-        if (!s)
+        if (!s && !failed)
                 sandbox_not_found(id, err);
         return s;
 }
