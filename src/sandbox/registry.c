@@ -215,6 +215,15 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, bool create, cons
 
 static bool sandbox_exists(struct sandbox_mgr *m, const char *id);
 
+/* The loaded sandbox id, or NULL; caller holds m->lock. */
+static struct sandbox *hash_find(struct sandbox_mgr *m, const char *id)
+{
+        struct sandbox *s = m->buckets[hash_id(id)];
+        while (s && strcmp(s->row.id, id) != 0)
+                s = s->hnext;
+        return s;
+}
+
 /* ---- references ---- */
 
 uint64_t sandbox_workspace_bytes(const struct sandbox_mgr *m, const struct sandbox *s)
@@ -249,9 +258,7 @@ struct sandbox *sandbox_get_opts(struct sandbox_mgr *m, const char *id, const st
         }
         unsigned h = hash_id(id);
         pthread_mutex_lock(&m->lock);
-        struct sandbox *s = m->buckets[h];
-        while (s && strcmp(s->row.id, id) != 0)
-                s = s->hnext;
+        struct sandbox *s = hash_find(m, id);
         if (!s) {
                 /* Loading under the manager lock keeps two first requests for
                  * one id from creating it twice; it is a few store reads. */
@@ -296,9 +303,7 @@ struct sandbox *sandbox_get_existing(struct sandbox_mgr *m, const char *org_id, 
         }
         unsigned h = hash_id(id);
         pthread_mutex_lock(&m->lock);
-        struct sandbox *s = m->buckets[h];
-        while (s && strcmp(s->row.id, id) != 0)
-                s = s->hnext;
+        struct sandbox *s = hash_find(m, id);
         bool failed = false; /* err says why (a store failure is no 404) */
         if (!s && !(failed = sandbox_load(m, id, false, NULL, NULL, &s, err) < 0)) {
                 s->hnext = m->buckets[h];
@@ -451,11 +456,9 @@ int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
 static bool sandbox_exists(struct sandbox_mgr *m, const char *id)
 {
         pthread_mutex_lock(&m->lock);
-        struct sandbox *s = m->buckets[hash_id(id)];
-        while (s && strcmp(s->row.id, id) != 0)
-                s = s->hnext;
+        bool loaded = hash_find(m, id) != NULL;
         pthread_mutex_unlock(&m->lock);
-        if (s)
+        if (loaded)
                 return true;
         _cleanup_(sandbox_row_done) struct sandbox_row row = { 0 };
         return store_sandbox_get(m->store, id, &row) != -ENOENT;
