@@ -139,3 +139,11 @@ def test_cpu_quota_holds(ctl):
     assert res["exit_code"] == 0, res
     share = float(res["stdout"])
     assert 0.02 < share < 0.5, share
+
+
+def test_no_command_outlives_its_sandbox(ctl):
+    creds, sid = sandbox_for(ctl, timeout_seconds=2)
+    t0 = time.time()
+    res = run_ok(ctl, creds, sid, "sleep 30", timeout=60000)
+    assert res["exit_code"] == 124 and res["timed_out"] is True
+    assert time.time() - t0 < 15
