@@ -35,7 +35,7 @@ struct store_rows {
 /* Appends a zeroed item and returns it, or NULL on -ENOMEM. */
 void *store_rows_push(struct store_rows *l);
 
-/* Item of a sandbox_list_expired or sandbox_list_org result. */
+/* Item of a sandbox_list_expired or sandbox_ids_in_org result. */
 struct store_id {
         char id[STORE_ID_MAX];
 };
@@ -93,7 +93,10 @@ struct store_ops {
         int (*sandbox_list_expired)(struct store *s, uint64_t now, struct store_rows *out);
         int (*sandbox_count)(struct store *s, uint64_t *ret);
         /* Pushes struct store_id items of one org, ordered by id. */
-        int (*sandbox_list_org)(struct store *s, const char *org_id, struct store_rows *out);
+        int (*sandbox_ids_in_org)(struct store *s, const char *org_id, struct store_rows *out);
+        /* Pushes struct sandbox_row items of one page; ret_total: the org's count. */
+        int (*sandbox_list_org)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                                struct store_rows *out, uint64_t *ret_total);
         int (*sandbox_disk_reserved)(struct store *s, uint64_t default_bytes, uint64_t *ret);
         int (*sandbox_free_host_id)(struct store *s, uint32_t first, uint32_t n, uint32_t *ret);
 

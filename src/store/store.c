@@ -339,28 +339,33 @@ int store_apikey_get(struct store *s, const char *org_id, const char *id, struct
         STORE_CALL(s, ret, id, s->ops->apikey_get(s, org_id, id, ret));
 }
 
+typedef int (*org_page_op)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                           struct store_rows *out, uint64_t *ret_total);
+
+/* One page of an org's rows into l (under the lock), its total count. */
+static int org_page(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, org_page_op op,
+                    struct store_rows *l, uint64_t *ret_total)
+{
+        if (!s || !ret_total || limit > INT64_MAX || offset > INT64_MAX)
+                return -EINVAL;
+        int r = check_id(org_id);
+        if (r < 0)
+                return r;
+        STORE_GUARD(s);
+        return op(s, org_id, limit, offset, l, ret_total);
+}
+
 int store_apikey_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
                       void (*fn)(const struct apikey_row *row, void *userdata), void *userdata,
                       uint64_t *ret_total)
 {
         _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct apikey_row) };
-        uint64_t total = 0;
-        int r;
-
-        if (!s || !fn || !ret_total || limit > INT64_MAX || offset > INT64_MAX)
+        if (!fn)
                 return -EINVAL;
-        if ((r = check_id(org_id)) < 0)
-                return r;
-        {
-                STORE_GUARD(s);
-                r = s->ops->apikey_list(s, org_id, limit, offset, &l, &total);
-        }
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < l.n; i++)
+        int r = org_page(s, org_id, limit, offset, s ? s->ops->apikey_list : NULL, &l, ret_total);
+        for (size_t i = 0; r == 0 && i < l.n; i++)
                 fn(rows_at(&l, i), userdata);
-        *ret_total = total;
-        return 0;
+        return r;
 }
 
 int store_apikey_delete(struct store *s, const char *org_id, const char *id)
@@ -510,9 +515,28 @@ int store_sandbox_each_in_org(struct store *s, const char *org_id,
                 return r;
         {
                 STORE_GUARD(s);
-                r = s->ops->sandbox_list_org(s, org_id, &l);
+                r = s->ops->sandbox_ids_in_org(s, org_id, &l);
         }
         return each_id(&l, r, fn, userdata);
+}
+
+static void sandbox_item_done(void *item)
+{
+        sandbox_row_done(item);
+}
+
+int store_sandbox_each_org(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                           void (*fn)(const struct sandbox_row *row, void *userdata), void *userdata,
+                           uint64_t *ret_total)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct sandbox_row),
+                                                           .done = sandbox_item_done };
+        if (!fn)
+                return -EINVAL;
+        int r = org_page(s, org_id, limit, offset, s ? s->ops->sandbox_list_org : NULL, &l, ret_total);
+        for (size_t i = 0; r == 0 && i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        return r;
 }
 
 int store_sandbox_count(struct store *s, uint64_t *ret)
