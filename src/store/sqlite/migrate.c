@@ -108,6 +108,19 @@ static const char *const migrations[] = {
         "  created_at INTEGER NOT NULL,"
         "  PRIMARY KEY(org_id, key, route));"
         "CREATE INDEX idempotency_created ON idempotency(created_at);",
+
+        /* 7 (issue 12, secrets; appended after ctl-sandboxes' 6 on merge):
+         * an org's secrets, sealed by the tenant layer (AES-256-GCM; the
+         * store never sees a value), with the fingerprint of the key that
+         * sealed each one. */
+        "CREATE TABLE secrets("
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  name TEXT NOT NULL,"
+        "  sealed TEXT NOT NULL,"
+        "  key_id TEXT NOT NULL DEFAULT '',"
+        "  created_at INTEGER NOT NULL DEFAULT 0,"
+        "  updated_at INTEGER NOT NULL DEFAULT 0,"
+        "  PRIMARY KEY(org_id, name));",
 };
 
 int sq_schema_latest(void)
