@@ -14,6 +14,7 @@
 #include "api/controller/controller.h"
 #include "api/workers/routes.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "base/util.h"
 #include "base/version.h"
 #include "runtimes/runtime.h"
@@ -111,6 +112,33 @@ static void default_kernels_dir(char *out, size_t len)
         snprintf(out, len, "%s/../src/runtimes/kernels", exe);
 }
 
+/* Settings under the names other deployments give them (the seeds' own
+ * environment variables), applied after the config file and before --set.
+ * A later row wins: SANDBOXD_API_KEY over SANDBOX_API_KEY (the bridge's
+ * name for the same key). */
+static const struct {
+        const char *env, *key;
+} env_settings[] = {
+        { "SANDBOX_API_KEY", "api_key" },
+        { "SANDBOXD_API_KEY", "api_key" },
+        { "INTERNAL_API_TOKEN", "controller.internal_token" },
+        { "REPL_ENABLED", "controller.repl_enabled" },
+        { "IDEMPOTENCY_ENABLED", "controller.idempotency_enabled" },
+};
+
+static int config_from_env(struct config *cfg)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(env_settings); i++) {
+                const char *v = getenv(env_settings[i].env);
+                int r = v && *v ? config_set(cfg, env_settings[i].key, v) : 0;
+                if (r < 0) {
+                        fprintf(stderr, "sandboxd: %s: %s\n", env_settings[i].env, strerror(-r));
+                        return r;
+                }
+        }
+        return 0;
+}
+
 static int build_config(const struct cli *cli, struct config *cfg)
 {
         int line = 0, r;
@@ -119,12 +147,8 @@ static int build_config(const struct cli *cli, struct config *cfg)
                 fprintf(stderr, "sandboxd: %s:%d: %s\n", cli->config_file, line, strerror(-r));
                 return r;
         }
-        /* SANDBOX_API_KEY is the bridge's own name for the same key. */
-        const char *env_key = getenv("SANDBOXD_API_KEY");
-        if (!env_key || !*env_key)
-                env_key = getenv("SANDBOX_API_KEY");
-        if (env_key && *env_key && config_set(cfg, "api_key", env_key) < 0)
-                return -EINVAL;
+        if ((r = config_from_env(cfg)) < 0)
+                return r;
         for (size_t i = 0; i < cli->nsets; i++)
                 if ((r = apply_set(cfg, cli->sets[i])) < 0) {
                         fprintf(stderr, "sandboxd: --set %s: %s\n", cli->sets[i],
@@ -311,13 +335,33 @@ static int tenant_start(const struct config *cfg, bool rotate, struct store *sto
         };
         struct err err = { 0 };
         snprintf(o.data_dir, sizeof(o.data_dir), "%s", cfg->data_dir);
+        /* Not a config key: a key in a config file would sit beside the
+         * database it protects. */
+        const char *skey = getenv("SANDBOXD_SECRETS_KEY");
+        if (skey && snprintf(o.secrets_key, sizeof(o.secrets_key), "%s", skey) >= (int)sizeof(o.secrets_key))
+                o.secrets_key[0] = '?'; /* too long: refused by tenant_new as malformed */
         int r = tenant_new(&o, store, ret, &err);
+        explicit_bzero(o.secrets_key, sizeof(o.secrets_key));
         if (r < 0) {
                 log_error("msg=\"cannot start the tenant layer\" err=\"%s\"", err.msg);
                 err_done(&err);
         } else if (rotate) {
                 log_info("msg=\"new session signing key: every controller session has ended\"");
         }
+        return r;
+}
+
+static void add_secret(const char *name, const char *value, void *userdata)
+{
+        json_object_set_new(userdata, name, json_string(value));
+}
+
+/* The sandbox layer's org env hook: an org's secrets, opened. */
+static int org_secrets_env(void *userdata, const char *org_id, json_t *env, struct err *err)
+{
+        int r = tenant_secret_values(userdata, org_id, add_secret, env, err);
+        if (r < 0)
+                metrics_error(METRICS_ERROR_SECRETS);
         return r;
 }
 
@@ -402,6 +446,8 @@ int main(int argc, char **argv)
                 return 1;
         }
         r = tenant_start(&cfg, cli.rotate_session_key, app.store, &app.tenant);
+        if (r >= 0)
+                sbx_mgr_set_org_env(app.sandboxes, org_secrets_env, app.tenant);
         if (r >= 0)
                 r = start_server(&app, &sigs);
         tenant_free(app.tenant);

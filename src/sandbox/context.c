@@ -381,7 +381,13 @@ static int run_cell(struct sandbox_mgr *m, struct context *c, const char *code, 
         bool ts = strcmp(c->rt->id, "javascript") == 0;
         char cwd_before[4096];
         snprintf(cwd_before, sizeof(cwd_before), "%s", c->row.cwd);
-        json_t *req = cell_request(c, code, env, ts, &ret->limits);
+        /* The cell runs with its org's env under its own; only its own is
+         * journaled (the org's is given again on replay). */
+        json_t *run_env = NULL;
+        if ((r = sandbox_env_over_org(m, c->sbx, env, &run_env, err)) < 0)
+                return r;
+        json_t *req = cell_request(c, code, run_env, ts, &ret->limits);
+        json_decref(run_env);
         r = req ? kproc_run(c->kp, req, &ret->limits, &ret->outcome) : -ENOMEM;
         json_decref(req);
         if (r < 0) {

@@ -86,6 +86,8 @@ struct sandbox_mgr {
         struct bg_thread reaper;     /* idle expiry, every TTL/10 */
         pthread_mutex_t tunnel_lock; /* tunnels */
         struct tunnel *tunnels;      /* tunnel.c */
+        sbx_org_env_fn org_env;      /* orgenv.c; NULL: no org gives env */
+        void *org_env_userdata;
 };
 
 /* registry.c */
@@ -112,6 +114,12 @@ void sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s);
 /* Mounts the workspace if needed (caller holds s->lock). */
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err);
 json_t *env_parse(const char *text);
+
+/* orgenv.c: the env s's org gives its jails, a new object into *ret ({}
+ * for SBX_DEFAULT_ORG or without a hook). 0 or -errno with err filled. */
+int sandbox_org_env(struct sandbox_mgr *m, const struct sandbox *s, json_t **ret, struct err *err);
+/* The same with env (strings and nulls) applied over it. */
+int sandbox_env_over_org(struct sandbox_mgr *m, const struct sandbox *s, json_t *env, json_t **ret, struct err *err);
 
 /* tunnel.c: drops the tunnels of sandbox id (NULL: all of them). */
 void tunnels_drop(struct sandbox_mgr *m, const char *id);

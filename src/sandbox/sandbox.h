@@ -48,6 +48,19 @@ int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct
 /* Stops the reaper, kills every resident interpreter, unmounts workspaces. */
 void sbx_mgr_free(struct sandbox_mgr *m);
 
+/* The environment an org gives every jail of its sandboxes (the
+ * controller's secrets): fn sets {name: value} strings in env (an empty
+ * JSON object), or fails with err filled, and then nothing starts (a
+ * command without the secrets its code expects would fail later and more
+ * confusingly). Never called for SBX_DEFAULT_ORG, whose sandboxes (the
+ * workers and bridge APIs') get none. Precedence, lowest first: the base
+ * environment, the org's, the sandbox's env, a context's, the call's. A
+ * code context journals its cells' env without the org's (the store never
+ * holds a value in clear) and gets the org's again on replay. Set it once,
+ * before the first request. */
+typedef int (*sbx_org_env_fn)(void *userdata, const char *org_id, json_t *env, struct err *err);
+void sbx_mgr_set_org_env(struct sandbox_mgr *m, sbx_org_env_fn fn, void *userdata);
+
 /* ^[A-Za-z0-9._-]{1,128}$ (a facade may allow fewer), no leading/trailing '-', not all dots, not a
  * reserved name. */
 bool sbx_id_valid(const char *id);

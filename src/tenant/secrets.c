@@ -66,10 +66,10 @@ static size_t aad_of(const char *org_id, const char *name, char out[2 * STORE_ID
 /* The value sealed for (org, name), as base64 text into row->sealed. */
 static int seal_value(struct tenant *t, struct secret_row *row, const char *value, size_t len, struct err *err)
 {
-        if (!value || len > TENANT_SECRET_VALUE_MAX || memchr(value, '\0', len) || !utf8_valid(value, len))
-                return err_set(err, ERR_INVALID, EINVAL,
-                               "value must be a string of valid UTF-8 without NUL, at most %d bytes",
-                               TENANT_SECRET_VALUE_MAX);
+        if (value && len > TENANT_SECRET_VALUE_MAX)
+                return err_set(err, ERR_TOO_LARGE, EFBIG, "value must be at most %d bytes", TENANT_SECRET_VALUE_MAX);
+        if (!value || memchr(value, '\0', len) || !utf8_valid(value, len))
+                return err_set(err, ERR_INVALID, EINVAL, "value must be a string of valid UTF-8 without NUL");
         char aad[2 * STORE_ID_MAX];
         size_t aad_len = aad_of(row->org_id, row->name, aad);
         _cleanup_free_ uint8_t *sealed = malloc(len + SEAL_OVERHEAD);

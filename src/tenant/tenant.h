@@ -147,7 +147,8 @@ struct tenant_secret {
         uint64_t created_at, updated_at;   /* epoch ms */
 };
 bool tenant_secret_name_ok(const char *name);
-/* ERR_INVALID (name or value), ERR_EXISTS (the org has that name). */
+/* ERR_INVALID (name or value), ERR_TOO_LARGE (value), ERR_EXISTS (the org
+ * has that name). */
 int tenant_secret_create(struct tenant *t, const char *org_id, const char *name, const char *value, size_t len,
                          struct tenant_secret *ret, struct err *err);
 /* A new value (sealed afresh); ERR_NOT_FOUND when absent. */

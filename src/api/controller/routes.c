@@ -84,6 +84,15 @@ static void h_health_detailed(struct http_request *req, struct http_response *re
                             http_server_draining(app->srv)));
 }
 
+bool ctl_repl_enabled(struct http_request *req, struct http_response *res)
+{
+        struct app *app = req->app;
+        if (app->cfg->ctl_repl_enabled)
+                return true;
+        ctl_error(res, 404, "NOT_FOUND", "Not found");
+        return false;
+}
+
 static const struct route health_routes[] = {
         { "GET", CTL_PREFIX "/health", h_health, ROUTE_PUBLIC, 0 },
         { "GET", CTL_PREFIX "/ready", h_ready, ROUTE_PUBLIC, 0 },
@@ -107,6 +116,8 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 ctl_health_routes,
                 ctl_identity_routes,
                 ctl_key_routes,
+                ctl_secret_routes,
+                ctl_metrics_routes,
         };
         return api_group_register(srv, CTL_PREFIX, &ops, app, tables, ARRAY_SIZE(tables));
 }
