@@ -14,6 +14,7 @@
 #include "api/bridge/bridge.h"
 #include "base/b64.h"
 #include "base/buf.h"
+#include "base/metrics.h"
 #include "base/time.h"
 #include "base/util.h"
 #include "engine/proc.h"
@@ -166,11 +167,13 @@ static void exec_run(struct http_stream *s, void *ctx)
 {
         struct exec_job *job = ctx;
         struct err err = { 0 };
+        uint64_t start = now_ns();
         int r;
         while ((r = sbx_shell_start(job->mgr, job->sh, HEARTBEAT_MS, &err)) == -ETIMEDOUT)
                 if (http_sse_comment(s, "") < 0)
                         return; /* the session's previous command still runs */
         if (r < 0) {
+                metrics_execution(METRICS_API_BRIDGE, METRICS_OUTCOME_FAILED, now_ns() - start);
                 send_error(s, err.msg[0] ? err.msg : "Cannot start the command");
                 err_done(&err);
                 return;
@@ -194,6 +197,9 @@ static void exec_run(struct http_stream *s, void *ctx)
                         return;
                 code = 124;
         }
+        metrics_execution(METRICS_API_BRIDGE,
+                          t.fired ? METRICS_OUTCOME_LIMIT : code ? METRICS_OUTCOME_ERROR : METRICS_OUTCOME_OK,
+                          now_ns() - start);
         char data[64];
         snprintf(data, sizeof(data), "{\"exit_code\":%d}", code);
         http_sse_event(s, "exit", NULL, data);

@@ -1,0 +1,23 @@
+/* Execution counters from an engine outcome (see exec_metrics.h). */
+#include "api/common/exec_metrics.h"
+
+#include <jansson.h>
+
+#include "base/time.h"
+
+static enum metrics_outcome outcome_of(const struct exec_outcome *o)
+{
+        if (!o)
+                return METRICS_OUTCOME_FAILED;
+        if (o->limit != EXEC_LIMIT_NONE)
+                return METRICS_OUTCOME_LIMIT;
+        json_t *error = o->response ? json_object_get(o->response, "error") : NULL;
+        if ((error && !json_is_null(error)) || (o->died && o->exit_status != 0))
+                return METRICS_OUTCOME_ERROR;
+        return METRICS_OUTCOME_OK;
+}
+
+void api_count_execution(enum metrics_api api, const struct exec_outcome *o, uint64_t start_ns)
+{
+        metrics_execution(api, outcome_of(o), now_ns() - start_ns);
+}

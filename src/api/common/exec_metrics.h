@@ -1,0 +1,13 @@
+/* Execution counters (base/metrics.h) from an engine outcome, for every
+ * facade that runs code. */
+#pragma once
+
+#include <stdint.h>
+
+#include "base/metrics.h"
+#include "engine/engine.h"
+
+/* Counts one execution of api begun at start_ns (now_ns()). o NULL: it
+ * could not run. A limit is "limit"; a kernel error or a process that died
+ * with a non-zero status is "error"; else "ok". */
+void api_count_execution(enum metrics_api api, const struct exec_outcome *o, uint64_t start_ns);
