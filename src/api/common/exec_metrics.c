@@ -11,8 +11,10 @@ static enum metrics_outcome outcome_of(const struct exec_outcome *o)
                 return METRICS_OUTCOME_FAILED;
         if (o->limit != EXEC_LIMIT_NONE)
                 return METRICS_OUTCOME_LIMIT;
+        /* Not the exit status: a one-shot kernel may be killed at teardown
+         * after it answered. No answer at all: it died on its own. */
         json_t *error = o->response ? json_object_get(o->response, "error") : NULL;
-        if ((error && !json_is_null(error)) || (o->died && o->exit_status != 0))
+        if (!o->response || (error && !json_is_null(error)))
                 return METRICS_OUTCOME_ERROR;
         return METRICS_OUTCOME_OK;
 }

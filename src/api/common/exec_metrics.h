@@ -8,6 +8,6 @@
 #include "engine/engine.h"
 
 /* Counts one execution of api begun at start_ns (now_ns()). o NULL: it
- * could not run. A limit is "limit"; a kernel error or a process that died
- * with a non-zero status is "error"; else "ok". */
+ * could not run. A limit is "limit"; a kernel's error (an exception) or no
+ * answer at all is "error"; else "ok". */
 void api_count_execution(enum metrics_api api, const struct exec_outcome *o, uint64_t start_ns);
