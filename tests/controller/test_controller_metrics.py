@@ -126,12 +126,13 @@ def test_loopback_scrape_parses_and_counts(open_daemon):
     assert delta("sandboxd_http_requests_total", code="2xx") >= 3   # two executes + the first scrape
     assert delta("sandboxd_http_requests_total", code="4xx") >= 1
     # The gateway's code contexts: a sandbox, a live interpreter.
-    status, _, _ = d.request("POST", "/v1/sandbox/m1/execute", body={"code": "1 + 1"})
-    if status == 200:
-        later = parse(scrape(d)[1].decode())
-        assert value(later, "sandboxd_sandboxes") >= 1
-        assert value(later, "sandboxd_contexts_live") >= 1
-        assert value(later, "sandboxd_executions_total", api="gateway", outcome="ok") >= 1
+    status, res, _ = d.request("POST", "/languages/python/sandboxes/m1/execute", body={"code": "1 + 1"})
+    assert status == 200, res
+    later = parse(scrape(d)[1].decode())
+    assert value(later, "sandboxd_sandboxes") >= 1
+    assert value(later, "sandboxd_contexts_live") >= 1
+    assert value(later, "sandboxd_executions_total", api="gateway", outcome="ok") == 1
+    assert value(later, "sandboxd_execution_duration_seconds_count", api="gateway") == 1
 
 
 def non_loopback_address():
