@@ -114,35 +114,36 @@ static int store_failed(struct err *err, int r, const char *name)
         return err_set(err, ERR_INTERNAL, -r, "cannot store the secret");
 }
 
-int tenant_secret_create(struct tenant *t, const char *org_id, const char *name, const char *value, size_t len,
-                         struct tenant_secret *ret, struct err *err)
+/* The row as stored (for its created_at), or -ENOENT. */
+static int secret_find(struct tenant *t, const char *org_id, const char *name, struct tenant_secret *ret);
+
+/* Seals value for (org, name) and inserts it (create) or replaces it. */
+static int secret_write(struct tenant *t, const char *org_id, const char *name, const char *value, size_t len,
+                        bool create, struct tenant_secret *ret, struct err *err)
 {
         _cleanup_(secret_row_done) struct secret_row row = {};
         int r = row_prepare(t, org_id, name, value, len, &row, err);
         if (r < 0)
                 return r;
         row.created_at = row.updated_at;
-        if ((r = store_secret_create(t->store, &row)) < 0)
+        r = create ? store_secret_create(t->store, &row) : store_secret_update(t->store, &row);
+        if (r < 0)
                 return store_failed(err, r, name);
-        secret_out(&row, ret);
+        if (ret && (create || secret_find(t, org_id, name, ret) < 0))
+                secret_out(&row, ret);
         return 0;
 }
 
-/* The row as stored (for its created_at), or -ENOENT. */
-static int secret_find(struct tenant *t, const char *org_id, const char *name, struct tenant_secret *ret);
+int tenant_secret_create(struct tenant *t, const char *org_id, const char *name, const char *value, size_t len,
+                         struct tenant_secret *ret, struct err *err)
+{
+        return secret_write(t, org_id, name, value, len, true, ret, err);
+}
 
 int tenant_secret_update(struct tenant *t, const char *org_id, const char *name, const char *value, size_t len,
                          struct tenant_secret *ret, struct err *err)
 {
-        _cleanup_(secret_row_done) struct secret_row row = {};
-        int r = row_prepare(t, org_id, name, value, len, &row, err);
-        if (r < 0)
-                return r;
-        if ((r = store_secret_update(t->store, &row)) < 0)
-                return store_failed(err, r, name);
-        if (ret && secret_find(t, org_id, name, ret) < 0)
-                secret_out(&row, ret);
-        return 0;
+        return secret_write(t, org_id, name, value, len, false, ret, err);
 }
 
 int tenant_secret_delete(struct tenant *t, const char *org_id, const char *name, struct err *err)

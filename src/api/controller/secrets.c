@@ -53,22 +53,17 @@ static void on_secret(const struct tenant_secret *s, void *userdata)
         json_array_append_new(userdata, secret_json(s));
 }
 
-static void h_list(struct http_request *req, struct http_response *res)
+static int list_secrets(struct http_request *req, const struct ctl_page *p, json_t *data, uint64_t *ret_total,
+                        struct err *err)
 {
         struct app *app = req->app;
-        struct ctl_page p;
-        struct err err = {};
-        uint64_t total = 0;
-        if (!ctl_page_parse(req, res, &p))
-                return;
-        json_t *data = json_array();
-        if (tenant_secret_each(app->tenant, ctl_caller(req)->who.org_id, p.limit, p.offset, on_secret, data, &total,
-                               &err) < 0) {
-                json_decref(data);
-                fail(res, &err);
-                return;
-        }
-        http_json(res, 200, ctl_page_body(data, total, &p));
+        return tenant_secret_each(app->tenant, ctl_caller(req)->who.org_id, p->limit, p->offset, on_secret, data,
+                                  ret_total, err);
+}
+
+static void h_list(struct http_request *req, struct http_response *res)
+{
+        ctl_list_reply(req, res, list_secrets);
 }
 
 static void h_create(struct http_request *req, struct http_response *res)

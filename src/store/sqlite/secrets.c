@@ -43,11 +43,8 @@ static int secret_decode(sqlite3_stmt *st, void *item)
 int sq_secret_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
                    uint64_t *ret_total)
 {
-        int r = sq_query_u64(sq_db(s), "SELECT COUNT(*) FROM secrets WHERE org_id = ?", org_id, ret_total);
-        if (r < 0)
-                return r;
-        return sq_list(sq_db(s),
-                       "SELECT org_id, name, sealed, key_id, created_at, updated_at FROM secrets "
-                       "WHERE org_id = ? ORDER BY name LIMIT ? OFFSET ?",
-                       out, secret_decode, "tuu", org_id, limit, offset);
+        return sq_org_page(sq_db(s), "SELECT COUNT(*) FROM secrets WHERE org_id = ?",
+                           "SELECT org_id, name, sealed, key_id, created_at, updated_at FROM secrets "
+                           "WHERE org_id = ? ORDER BY name LIMIT ? OFFSET ?",
+                           org_id, limit, offset, out, secret_decode, ret_total);
 }

@@ -76,6 +76,10 @@ typedef int (*sq_decode_fn)(sqlite3_stmt *st, void *item);
 int sq_list(sqlite3 *db, const char *sql, struct store_rows *out, sq_decode_fn decode, const char *types, ...);
 /* A one-row, one-integer query with an optional text parameter. */
 int sq_query_u64(sqlite3 *db, const char *sql, const char *arg, uint64_t *ret);
+/* One page of an org's rows: *ret_total from count_sql (its one parameter
+ * is org_id), the rows from list_sql (parameters org_id, LIMIT, OFFSET). */
+int sq_org_page(sqlite3 *db, const char *count_sql, const char *list_sql, const char *org_id, uint64_t limit,
+                uint64_t offset, struct store_rows *out, sq_decode_fn decode, uint64_t *ret_total);
 
 uint64_t sq_column_u64(sqlite3_stmt *st, int col);
 /* Copies a text column into a char[size] field; never truncates
