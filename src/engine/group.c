@@ -14,7 +14,7 @@ struct kproc_group {
         int refs; /* atomic */
 };
 
-int kproc_group_new(struct engine *e, struct kproc_group **ret)
+int kproc_group_new(struct engine *e, const struct kproc_group_limits *own, struct kproc_group **ret)
 {
         *ret = NULL;
         if (cgroup_root_backend(e->jail.cgroot) == CGROUP_NONE)
@@ -26,6 +26,10 @@ int kproc_group_new(struct engine *e, struct kproc_group **ret)
         engine_next_cgroup_name(e, name, sizeof(name));
         name[0] = 's'; /* "s<seq>": a sandbox's family, next to the "x<seq>" jails */
         struct cgroup_limits lim = { .memory_bytes = e->opt.sandbox_memory_bytes, .pids = e->opt.sandbox_pids };
+        if (own && own->memory_bytes)
+                lim.memory_bytes = own->memory_bytes;
+        if (own && own->cpu_quota_percent)
+                lim.cpu_quota_percent = own->cpu_quota_percent;
         int r = cgroup_create_parent(e->jail.cgroot, name, &lim, &g->cg);
         if (r < 0) {
                 free(g);

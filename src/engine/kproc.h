@@ -34,7 +34,15 @@ int kproc_spawn(struct engine *e, const struct runtime *rt, const char *mode,
  * (sandbox_memory_bytes, sandbox_pids) hold for all its kernels together.
  * *ret = NULL (and 0) without cgroups. Returns 0 or -errno. */
 struct kproc_group;
-int kproc_group_new(struct engine *e, struct kproc_group **ret);
+/* A sandbox's own limits for its group; 0: the engine's (engine_options
+ * sandbox_memory_bytes; the root's CPU quota). */
+struct kproc_group_limits {
+        uint64_t memory_bytes;
+        uint32_t cpu_quota_percent;  /* % of one CPU */
+};
+/* own may be NULL (the engine's limits). A quota the host's cgroups cannot
+ * enforce is an error (-EOPNOTSUPP), never dropped. */
+int kproc_group_new(struct engine *e, const struct kproc_group_limits *own, struct kproc_group **ret);
 struct kproc_group *kproc_group_ref(struct kproc_group *g);
 /* The last reference removes the group (its kernels' groups first). NULL-safe. */
 void kproc_group_unref(struct kproc_group *g);

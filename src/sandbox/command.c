@@ -93,6 +93,10 @@ static struct exec_limits command_limits(const struct sandbox_mgr *m, const stru
         lim.cpu_ms = 0;
         lim.wall_ms = 0;
         lim.file_bytes = sandbox_file_bytes(m, s);
+        /* A sandbox's own memory is its commands' too (its group holds
+         * them all together anyway). */
+        if (s->row.memory_bytes)
+                lim.memory_bytes = s->row.memory_bytes;
         return lim;
 }
 
@@ -105,7 +109,7 @@ static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct s
         if (r < 0)
                 return r;
         sandbox_netns(m, s);
-        sandbox_cgroup(m, s);
+        (void)sandbox_cgroup(m, s);
         _cleanup_close_ int fd = open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return err_set(err, ERR_INTERNAL, errno, "Cannot open the workspace: %s", strerror(errno));
@@ -149,7 +153,7 @@ int sbx_spawn(struct sandbox_mgr *m, const char *id, const struct sbx_command *c
               struct err *err)
 {
         *ret = NULL;
-        struct sandbox *s = sandbox_enter(m, id, err);
+        struct sandbox *s = sandbox_enter_org(m, cmd->org_id, id, err);
         if (!s)
                 return err_ret(err);
         struct command_env ce;

@@ -461,7 +461,7 @@ int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt,
                 c->refs++;
                 env = effective_env(s, c, call_env);
                 sandbox_netns(m, s);
-                sandbox_cgroup(m, s);
+                (void)sandbox_cgroup(m, s);
         }
         /* Opened under the lock: a kernel started for this call mounts what
          * this fd is on, even if a DELETE unmounts the path meanwhile. */

@@ -93,27 +93,43 @@ struct sandbox_mgr {
 /* registry.c */
 /* Looks up (loading or creating) a sandbox and takes a reference. */
 struct sandbox *sandbox_get(struct sandbox_mgr *m, const char *id, struct err *err);
-/* The same; a sandbox it creates gets opts' limits (NULL: the defaults). */
+/* The same; a sandbox it creates gets opts' limits (NULL: the defaults).
+ * A sandbox of another org than opts' is ERR_NOT_FOUND. */
 struct sandbox *sandbox_get_opts(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts,
                                  bool *ret_created, struct err *err);
+/* An existing sandbox of org_id (NULL: of any org; else not past a fixed
+ * deadline), never created; NULL with ERR_NOT_FOUND. */
+struct sandbox *sandbox_get_existing(struct sandbox_mgr *m, const char *org_id, const char *id, struct err *err);
+void sandbox_not_found(const char *id, struct err *err);
+/* opts' org: SBX_DEFAULT_ORG when opts or its org_id is NULL. */
+const char *sandbox_opts_org(const struct sbx_create_options *opts);
 /* s's effective limits: its own, else the service's. */
 uint64_t sandbox_workspace_bytes(const struct sandbox_mgr *m, const struct sandbox *s);
 uint64_t sandbox_workspace_inodes(const struct sandbox_mgr *m, const struct sandbox *s);
 uint64_t sandbox_file_bytes(const struct sandbox_mgr *m, const struct sandbox *s);
 void sandbox_put(struct sandbox_mgr *m, struct sandbox *s);
+/* Destroys s: interpreters killed, workspace and rows gone (s stays
+ * referenced by the caller). 0 or -errno. */
+int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s);
 /* sandbox_get + lock + activity; NULL with err filled. */
 struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err *err);
+/* The same for org_id's existing sandbox (NULL: sandbox_enter). */
+struct sandbox *sandbox_enter_org(struct sandbox_mgr *m, const char *org_id, const char *id, struct err *err);
 /* unlock + sandbox_put. */
 void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s);
 /* Takes the sandbox's own network namespace if it has none yet (caller
  * holds s->lock); without one (rootless) every jail has its own. */
 void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s);
-/* Makes the sandbox's parent cgroup if it has none yet (caller holds
- * s->lock); on failure (logged) its interpreters get groups of their own. */
-void sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s);
+/* Makes the sandbox's parent cgroup (with its own limits when it has
+ * them) if it has none yet (caller holds s->lock); on failure (logged, and
+ * returned as -errno) its interpreters get groups of their own. */
+int sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s);
 /* Mounts the workspace if needed (caller holds s->lock). */
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err);
 json_t *env_parse(const char *text);
+
+/* orgs.c: the stored view of a sandbox (no env, contexts or usage). */
+void sandbox_info_fill(const struct sandbox_row *row, struct sbx_info *ret);
 
 /* orgenv.c: the env s's org gives its jails, a new object into *ret ({}
  * for SBX_DEFAULT_ORG or without a hook). 0 or -errno with err filled. */

@@ -104,6 +104,11 @@ static void load_context_row(const struct context_row *row, void *userdata)
         lc->tail = &c->next;
 }
 
+const char *sandbox_opts_org(const struct sbx_create_options *opts)
+{
+        return opts && opts->org_id ? opts->org_id : SBX_DEFAULT_ORG;
+}
+
 static uint64_t expiry_for(const struct sandbox_options *opt, uint64_t now)
 {
         return opt->idle_ttl_ms ? now + opt->idle_ttl_ms : 0;
@@ -142,16 +147,22 @@ static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const ch
                 s->row.workspace_bytes = opts->workspace_bytes;
                 s->row.workspace_inodes = opts->workspace_inodes;
                 s->row.file_bytes = opts->file_bytes;
+                s->row.cpu_millis = opts->cpu_millis;
+                s->row.memory_bytes = opts->memory_bytes;
         }
         int r = check_caps(m, sandbox_workspace_bytes(m, s), err);
         if (r < 0)
                 return r;
         uint64_t now = wall_ms();
         snprintf(s->row.id, sizeof(s->row.id), "%s", id);
-        snprintf(s->row.org_id, sizeof(s->row.org_id), "%s", SBX_DEFAULT_ORG);
+        snprintf(s->row.org_id, sizeof(s->row.org_id), "%s", sandbox_opts_org(opts));
         s->row.created_at = s->row.last_used = now;
         s->row.expires_at = expiry_for(&m->opt, now);
-        s->row.env_json = strdup("{}");
+        if (opts && opts->lifetime_ms) {
+                s->row.expires_at = now + opts->lifetime_ms;
+                s->row.expiry_fixed = true;
+        }
+        s->row.env_json = opts && opts->env ? json_dumps(opts->env, JSON_COMPACT) : strdup("{}");
         if (!s->row.env_json)
                 return err_set(err, ERR_INTERNAL, ENOMEM, "Out of memory");
         /* A sandbox id reused after destroy/expiry starts empty. */
@@ -160,7 +171,9 @@ static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const ch
         return r < 0 ? err_set(err, ERR_INTERNAL, -r, "Cannot store sandbox: %s", strerror(-r)) : 0;
 }
 
-static int sandbox_load(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts,
+/* Loads id from the store, or creates it when it has no row and create
+ * is true (else ERR_NOT_FOUND). */
+static int sandbox_load(struct sandbox_mgr *m, const char *id, bool create, const struct sbx_create_options *opts,
                         bool *ret_created, struct sandbox **ret, struct err *err)
 {
         struct sandbox *s = calloc(1, sizeof(*s));
@@ -171,7 +184,9 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, const struct sbx_
         s->netns_fd = -1;
         workspace_init(&s->ws, m->opt.data_dir, id);
         int r = store_sandbox_get(m->store, id, &s->row);
-        if (r == -ENOENT) {
+        if (r == -ENOENT && !create)
+                sandbox_not_found(id, err);
+        else if (r == -ENOENT) {
                 r = sandbox_create_row(m, s, id, opts, err);
                 if (r == 0 && ret_created)
                         *ret_created = true;
@@ -196,6 +211,17 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, const struct sbx_
         }
         *ret = s;
         return 0;
+}
+
+static bool sandbox_exists(struct sandbox_mgr *m, const char *id);
+
+/* The loaded sandbox id, or NULL; caller holds m->lock. */
+static struct sandbox *hash_find(struct sandbox_mgr *m, const char *id)
+{
+        struct sandbox *s = m->buckets[hash_id(id)];
+        while (s && strcmp(s->row.id, id) != 0)
+                s = s->hnext;
+        return s;
 }
 
 /* ---- references ---- */
@@ -232,13 +258,11 @@ struct sandbox *sandbox_get_opts(struct sandbox_mgr *m, const char *id, const st
         }
         unsigned h = hash_id(id);
         pthread_mutex_lock(&m->lock);
-        struct sandbox *s = m->buckets[h];
-        while (s && strcmp(s->row.id, id) != 0)
-                s = s->hnext;
+        struct sandbox *s = hash_find(m, id);
         if (!s) {
                 /* Loading under the manager lock keeps two first requests for
                  * one id from creating it twice; it is a few store reads. */
-                int r = sandbox_load(m, id, opts, ret_created, &s, err);
+                int r = sandbox_load(m, id, true, opts, ret_created, &s, err);
                 if (r < 0) {
                         pthread_mutex_unlock(&m->lock);
                         err_detail(err, "id", id, (size_t)-1);
@@ -247,8 +271,51 @@ struct sandbox *sandbox_get_opts(struct sandbox_mgr *m, const char *id, const st
                 s->hnext = m->buckets[h];
                 m->buckets[h] = s;
         }
+        /* Another org's sandbox is not there for this caller. */
+        if (strcmp(s->row.org_id, sandbox_opts_org(opts)) != 0) {
+                pthread_mutex_unlock(&m->lock);
+                sandbox_not_found(id, err);
+                return NULL;
+        }
         s->refs++;
         pthread_mutex_unlock(&m->lock);
+        return s;
+}
+
+void sandbox_not_found(const char *id, struct err *err)
+{
+        err_set(err, ERR_NOT_FOUND, ENOENT, "Sandbox not found: %s", id);
+        err_detail(err, "id", id, (size_t)-1);
+}
+
+/* Whether s is past a deadline activity does not move (the reaper is
+ * about to take it). Caller holds m->lock or s->lock. */
+static bool sandbox_past_deadline(const struct sandbox *s)
+{
+        return s->row.expiry_fixed && s->row.expires_at && s->row.expires_at <= wall_ms();
+}
+
+struct sandbox *sandbox_get_existing(struct sandbox_mgr *m, const char *org_id, const char *id, struct err *err)
+{
+        if (!sbx_id_valid(id) || !sandbox_exists(m, id)) {
+                sandbox_not_found(id, err);
+                return NULL;
+        }
+        unsigned h = hash_id(id);
+        pthread_mutex_lock(&m->lock);
+        struct sandbox *s = hash_find(m, id);
+        bool failed = false; /* err says why (a store failure is no 404) */
+        if (!s && !(failed = sandbox_load(m, id, false, NULL, NULL, &s, err) < 0)) {
+                s->hnext = m->buckets[h];
+                m->buckets[h] = s;
+        }
+        if (s && org_id && (strcmp(s->row.org_id, org_id) != 0 || sandbox_past_deadline(s)))
+                s = NULL;
+        if (s)
+                s->refs++;
+        pthread_mutex_unlock(&m->lock);
+        if (!s && !failed)
+                sandbox_not_found(id, err);
         return s;
 }
 
@@ -269,6 +336,8 @@ static void sandbox_touch(struct sandbox_mgr *m, struct sandbox *s)
 {
         uint64_t now = wall_ms();
         s->row.last_used = now;
+        if (s->row.expiry_fixed)
+                return;
         uint64_t want = expiry_for(&m->opt, now);
         if (want == 0 || s->row.expires_at == 0 || want - s->row.expires_at > m->opt.idle_ttl_ms / 10) {
                 s->row.expires_at = want;
@@ -279,6 +348,18 @@ static void sandbox_touch(struct sandbox_mgr *m, struct sandbox *s)
 struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err *err)
 {
         struct sandbox *s = sandbox_get(m, id, err);
+        if (!s)
+                return NULL;
+        pthread_mutex_lock(&s->lock);
+        sandbox_touch(m, s);
+        return s;
+}
+
+struct sandbox *sandbox_enter_org(struct sandbox_mgr *m, const char *org_id, const char *id, struct err *err)
+{
+        if (!org_id)
+                return sandbox_enter(m, id, err);
+        struct sandbox *s = sandbox_get_existing(m, org_id, id, err);
         if (!s)
                 return NULL;
         pthread_mutex_lock(&s->lock);
@@ -307,14 +388,19 @@ void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s)
         s->netns_fd = fd;
 }
 
-void sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s)
+int sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s)
 {
         if (s->cgroup)
-                return;
-        int r = kproc_group_new(m->engine, &s->cgroup);
+                return 0;
+        /* cpu_millis is thousandths of a CPU, the quota tenths of those. */
+        uint64_t pct = (s->row.cpu_millis + 9) / 10;
+        const struct kproc_group_limits own = { .memory_bytes = s->row.memory_bytes,
+                                                .cpu_quota_percent = pct > UINT32_MAX ? UINT32_MAX : (uint32_t)pct };
+        int r = kproc_group_new(m->engine, &own, &s->cgroup);
         if (r < 0)
                 log_warn("msg=\"no sandbox cgroup, its interpreters are limited one by one\" sandbox=%s err=\"%s\"",
                          s->row.id, strerror(-r));
+        return r;
 }
 
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err)
@@ -345,7 +431,7 @@ static void sandbox_unhash(struct sandbox_mgr *m, struct sandbox *s)
 
 /* Destroys a sandbox: every interpreter killed, workspace and rows gone.
  * Executions still running in it fail as their interpreter dies. */
-static int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
+int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
 {
         pthread_mutex_lock(&m->lock);
         sandbox_unhash(m, s);
@@ -370,11 +456,9 @@ static int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
 static bool sandbox_exists(struct sandbox_mgr *m, const char *id)
 {
         pthread_mutex_lock(&m->lock);
-        struct sandbox *s = m->buckets[hash_id(id)];
-        while (s && strcmp(s->row.id, id) != 0)
-                s = s->hnext;
+        bool loaded = hash_find(m, id) != NULL;
         pthread_mutex_unlock(&m->lock);
-        if (s)
+        if (loaded)
                 return true;
         _cleanup_(sandbox_row_done) struct sandbox_row row = { 0 };
         return store_sandbox_get(m->store, id, &row) != -ENOENT;
@@ -383,12 +467,23 @@ static bool sandbox_exists(struct sandbox_mgr *m, const char *id)
 int sbx_create(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts, bool *ret_created,
                struct err *err)
 {
-        struct sandbox *s = sandbox_get_opts(m, id, opts, ret_created, err);
+        bool created = false;
+        struct sandbox *s = sandbox_get_opts(m, id, opts, &created, err);
+        if (ret_created)
+                *ret_created = created;
         if (!s)
                 return err_ret(err);
         pthread_mutex_lock(&s->lock);
         sandbox_touch(m, s);
-        sandbox_leave(m, s);
+        /* Limits of its own are real at once, or there is no sandbox. */
+        int r = s->row.cpu_millis || s->row.memory_bytes ? sandbox_cgroup(m, s) : 0;
+        pthread_mutex_unlock(&s->lock);
+        if (r < 0 && created)
+                sandbox_wipe(m, s);
+        sandbox_put(m, s);
+        if (r < 0)
+                return err_set(err, ERR_UNAVAILABLE, -r, "Cannot enforce the sandbox's CPU and memory limits: %s",
+                               strerror(-r));
         return 0;
 }
 
@@ -397,6 +492,10 @@ int sbx_destroy(struct sandbox_mgr *m, const char *id, struct err *err)
         if (sbx_id_valid(id) && !sandbox_exists(m, id))
                 return 0; /* nothing to destroy: the answer is the same */
         struct sandbox *s = sandbox_get(m, id, err);
+        if (!s && err->reason == ERR_NOT_FOUND) {
+                err_done(err); /* another org's: as if there were none */
+                return 0;
+        }
         if (!s)
                 return err_ret(err);
         int r = sandbox_wipe(m, s);
@@ -451,11 +550,7 @@ int sbx_info(struct sandbox_mgr *m, const char *id, struct sbx_info *ret, struct
         struct sandbox *s = sandbox_enter(m, id, err);
         if (!s)
                 return err_ret(err);
-        snprintf(ret->id, sizeof(ret->id), "%s", s->row.id);
-        snprintf(ret->org_id, sizeof(ret->org_id), "%s", s->row.org_id);
-        ret->created_at = s->row.created_at;
-        ret->last_used = s->row.last_used;
-        ret->expires_at = s->row.expires_at;
+        sandbox_info_fill(&s->row, ret);
         ret->env = json_deep_copy(s->env);
         int r = contexts_snapshot(s, &ret->contexts, &ret->ncontexts);
         if (r == 0)
@@ -507,9 +602,15 @@ int sbx_set_env(struct sandbox_mgr *m, const char *id, json_t *env, struct err *
 
 int sbx_workspace_acquire(struct sandbox_mgr *m, const char *id, struct sbx_workspace *ret, struct err *err)
 {
+        return sbx_workspace_acquire_org(m, NULL, id, ret, err);
+}
+
+int sbx_workspace_acquire_org(struct sandbox_mgr *m, const char *org_id, const char *id, struct sbx_workspace *ret,
+                              struct err *err)
+{
         memset(ret, 0, sizeof(*ret));
         ret->root_fd = -1;
-        struct sandbox *s = sandbox_enter(m, id, err);
+        struct sandbox *s = sandbox_enter_org(m, org_id, id, err);
         if (!s)
                 return err_ret(err);
         int r = sandbox_open_workspace(m, s, err);
@@ -578,7 +679,7 @@ static void reap_one(struct sandbox_mgr *m, const char *id)
         struct err err = { 0 };
         /* Look up without touching: re-check the deadline under the lock,
          * since a request may have just renewed it. */
-        struct sandbox *s = sandbox_get(m, id, &err);
+        struct sandbox *s = sandbox_get_existing(m, NULL, id, &err);
         err_done(&err);
         if (!s)
                 return;
@@ -604,11 +705,13 @@ void sbx_reap_expired(struct sandbox_mgr *m)
 static void reaper_loop(void *arg)
 {
         struct sandbox_mgr *m = arg;
+        /* At most a second: a fixed deadline (sbx_create_options
+         * lifetime_ms) is kept to about a second whatever the idle TTL. */
         uint64_t period_ms = m->opt.idle_ttl_ms / 10;
         if (period_ms < 100)
                 period_ms = 100;
-        if (period_ms > 60000)
-                period_ms = 60000;
+        if (period_ms > 1000)
+                period_ms = 1000;
         bg_thread_lock(&m->reaper);
         while (bg_thread_wait(&m->reaper, now_ns() + period_ms * 1000000ULL)) {
                 bg_thread_unlock(&m->reaper);
@@ -651,7 +754,7 @@ int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct
         int r = bg_thread_init(&m->reaper, NULL);
         if (r == 0)
                 r = store_org_ensure(store, SBX_DEFAULT_ORG, "Default organisation");
-        if (r == 0 && opt->idle_ttl_ms)
+        if (r == 0)
                 r = bg_thread_start(&m->reaper, "sbx-reaper", 1, reaper_loop, m);
         if (r < 0) {
                 sbx_mgr_free(m);

@@ -104,6 +104,8 @@ struct sbx_info {
         char id[STORE_ID_MAX];
         char org_id[STORE_ID_MAX];
         uint64_t created_at, last_used, expires_at;   /* epoch ms; expires_at 0: never */
+        bool expiry_fixed;                            /* expires_at is absolute */
+        uint64_t cpu_millis, memory_bytes;            /* its own limits; 0: the service's */
         json_t *env;                                  /* owned {string: string} */
         struct sbx_context_info *contexts;            /* owned, by creation */
         size_t ncontexts;
@@ -117,13 +119,40 @@ void sbx_info_done(struct sbx_info *info);
 struct sbx_create_options {
         uint64_t workspace_bytes, workspace_inodes;
         uint64_t file_bytes;     /* largest file a guest or a files call may write */
+        const char *org_id;      /* its owner; NULL: SBX_DEFAULT_ORG (must exist) */
+        /* Its parent cgroup's CPU quota (thousandths of a CPU) and memory
+         * limit, made when it is created (ERR_UNAVAILABLE when the host
+         * cannot enforce them: never a silent downgrade). */
+        uint64_t cpu_millis, memory_bytes;
+        /* > 0: it expires lifetime_ms after its creation whatever its
+         * activity; 0: idle expiry (sandbox_options.idle_ttl_ms). */
+        uint64_t lifetime_ms;
+        json_t *env;             /* NULL, or its env {name: string} (validated) */
 };
 /* Creates id with opts if it does not exist yet (*ret_created, may be
- * NULL, says whether it did); an existing sandbox keeps its limits. Counts
- * as activity. 0 or a negative errno with err filled (the service's caps:
- * ERR_QUOTA, ERR_STORAGE). */
+ * NULL, says whether it did); an existing sandbox keeps its limits, and
+ * one of another org than opts->org_id is ERR_NOT_FOUND. Counts as
+ * activity. 0 or a negative errno with err filled (the service's caps:
+ * ERR_QUOTA, ERR_STORAGE).
+ *
+ * Orgs: every call below without an org argument acts for
+ * SBX_DEFAULT_ORG (the single-key APIs): a sandbox of another org is
+ * ERR_NOT_FOUND there (never created over, never destroyed). The *_org
+ * calls act for an org's own existing sandboxes and never create one. */
 int sbx_create(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts, bool *ret_created,
                struct err *err);
+
+/* org_id's sandbox id (the stored view: no contexts, no workspace
+ * measure; env owned). ERR_NOT_FOUND when it does not exist, belongs to
+ * another org, or is past a fixed deadline. */
+int sbx_find(struct sandbox_mgr *m, const char *org_id, const char *id, struct sbx_info *ret, struct err *err);
+/* One page of org_id's sandboxes by creation (fn gets a borrowed view);
+ * *ret_total: how many it has. */
+int sbx_list_org(struct sandbox_mgr *m, const char *org_id, uint64_t limit, uint64_t offset,
+                 void (*fn)(const struct sbx_info *info, void *userdata), void *userdata, uint64_t *ret_total,
+                 struct err *err);
+/* Destroys org_id's sandbox id; ERR_NOT_FOUND as sbx_find. */
+int sbx_destroy_org(struct sandbox_mgr *m, const char *org_id, const char *id, struct err *err);
 
 /* Every call creates the sandbox on first use and counts as activity.
  * Each returns 0 or a negative errno with err filled. */
@@ -169,6 +198,9 @@ struct sbx_workspace {
 };
 /* Returns 0 or a negative errno with err filled. */
 int sbx_workspace_acquire(struct sandbox_mgr *m, const char *id, struct sbx_workspace *ret, struct err *err);
+/* The same for org_id's existing sandbox (ERR_NOT_FOUND as sbx_find). */
+int sbx_workspace_acquire_org(struct sandbox_mgr *m, const char *org_id, const char *id, struct sbx_workspace *ret,
+                              struct err *err);
 /* Closes the fd and unlocks. Safe on a failed acquire (sbx NULL). */
 void sbx_workspace_release(struct sandbox_mgr *m, struct sbx_workspace *ws);
 
@@ -190,6 +222,9 @@ struct sbx_command {
          * cap (a command runs until it ends, is timed out or is killed by
          * its caller; the sandbox's CPU quota still holds). */
         const struct exec_limits *limits;
+        /* NULL: SBX_DEFAULT_ORG's sandbox, created on first use; else
+         * that org's existing sandbox (ERR_NOT_FOUND as sbx_find). */
+        const char *org_id;
 };
 /* Creates the sandbox on first use, like every call here. The process
  * outlives the call (the caller owns it: proc_free or proc_bury). 0 or a

@@ -99,6 +99,9 @@ struct store_ops {
         /* Pushes struct store_id items ordered by expires_at, then id. */
         int (*sandbox_list_expired)(struct store *s, uint64_t now, struct store_rows *out);
         int (*sandbox_count)(struct store *s, uint64_t *ret);
+        /* Pushes struct sandbox_row items of one page; ret_total: the org's count. */
+        int (*sandbox_list_org)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                                struct store_rows *out, uint64_t *ret_total);
         int (*sandbox_disk_reserved)(struct store *s, uint64_t default_bytes, uint64_t *ret);
         int (*sandbox_free_host_id)(struct store *s, uint32_t first, uint32_t n, uint32_t *ret);
 

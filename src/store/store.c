@@ -339,19 +339,17 @@ int store_apikey_get(struct store *s, const char *org_id, const char *id, struct
         STORE_CALL(s, ret, id, s->ops->apikey_get(s, org_id, id, ret));
 }
 
-typedef int (*page_list_op)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
-                            struct store_rows *out, uint64_t *ret_total);
+typedef int (*org_page_op)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                           struct store_rows *out, uint64_t *ret_total);
 
-/* One page of an org's rows into l (read under the guard; the caller runs
- * its callback afterwards, outside it). */
-static int page_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, page_list_op op,
-                     struct store_rows *l, uint64_t *ret_total)
+/* One page of an org's rows into l (under the lock), its total count. */
+static int org_page(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, org_page_op op,
+                    struct store_rows *l, uint64_t *ret_total)
 {
-        int r;
-
         if (!s || !ret_total || limit > INT64_MAX || offset > INT64_MAX)
                 return -EINVAL;
-        if ((r = check_id(org_id)) < 0)
+        int r = check_id(org_id);
+        if (r < 0)
                 return r;
         STORE_GUARD(s);
         return op(s, org_id, limit, offset, l, ret_total);
@@ -362,9 +360,10 @@ int store_apikey_each(struct store *s, const char *org_id, uint64_t limit, uint6
                       uint64_t *ret_total)
 {
         _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct apikey_row) };
-        int r = fn ? page_list(s, org_id, limit, offset, s ? s->ops->apikey_list : NULL, &l, ret_total) : -EINVAL;
-
-        for (size_t i = 0; r >= 0 && i < l.n; i++)
+        if (!fn)
+                return -EINVAL;
+        int r = org_page(s, org_id, limit, offset, s ? s->ops->apikey_list : NULL, &l, ret_total);
+        for (size_t i = 0; r == 0 && i < l.n; i++)
                 fn(rows_at(&l, i), userdata);
         return r;
 }
@@ -494,7 +493,7 @@ int store_secret_each(struct store *s, const char *org_id, uint64_t limit, uint6
 {
         _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct secret_row),
                                                            .done = secret_item_done };
-        int r = fn ? page_list(s, org_id, limit, offset, s ? s->ops->secret_list : NULL, &l, ret_total) : -EINVAL;
+        int r = fn ? org_page(s, org_id, limit, offset, s ? s->ops->secret_list : NULL, &l, ret_total) : -EINVAL;
 
         for (size_t i = 0; r >= 0 && i < l.n; i++)
                 fn(rows_at(&l, i), userdata);
@@ -554,6 +553,25 @@ int store_sandbox_each_expired(struct store *s, uint64_t now,
         for (size_t i = 0; i < l.n; i++)
                 fn(((struct store_id *)rows_at(&l, i))->id, userdata);
         return 0;
+}
+
+static void sandbox_item_done(void *item)
+{
+        sandbox_row_done(item);
+}
+
+int store_sandbox_each_org(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                           void (*fn)(const struct sandbox_row *row, void *userdata), void *userdata,
+                           uint64_t *ret_total)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct sandbox_row),
+                                                           .done = sandbox_item_done };
+        if (!fn)
+                return -EINVAL;
+        int r = org_page(s, org_id, limit, offset, s ? s->ops->sandbox_list_org : NULL, &l, ret_total);
+        for (size_t i = 0; r == 0 && i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        return r;
 }
 
 int store_sandbox_count(struct store *s, uint64_t *ret)

@@ -151,6 +151,10 @@ struct sandbox_row {
         /* Its own workspace quota and largest file; 0 = the service's
          * defaults (limits.workspace_bytes, …) of the run that reads it. */
         uint64_t workspace_bytes, workspace_inodes, file_bytes;
+        /* Its parent cgroup's CPU quota (thousandths of a CPU) and memory
+         * limit; 0 = the service's. */
+        uint64_t cpu_millis, memory_bytes;
+        bool expiry_fixed;    /* expires_at is absolute: activity does not renew it */
 };
 void sandbox_row_done(struct sandbox_row *r);   /* frees env_json */
 /* -ENOENT when absent. */
@@ -168,6 +172,11 @@ int store_sandbox_delete(struct store *s, const char *id);
 int store_sandbox_each_expired(struct store *s, uint64_t now,
                                void (*fn)(const char *id, void *userdata), void *userdata);
 int store_sandbox_count(struct store *s, uint64_t *ret);
+/* One page of org_id's sandboxes by created_at then id (fn gets a borrowed
+ * row); *ret_total: how many the org has. */
+int store_sandbox_each_org(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                           void (*fn)(const struct sandbox_row *row, void *userdata), void *userdata,
+                           uint64_t *ret_total);
 /* The workspace bytes every sandbox may fill (its own quota, or
  * default_bytes where it has none): the disk reserved for them all. */
 int store_sandbox_disk_reserved(struct store *s, uint64_t default_bytes, uint64_t *ret);

@@ -4,7 +4,6 @@
  * is produced: stdout/stderr events carrying base64 of the exact bytes, then
  * exactly one terminal exit {exit_code} or error event. timeout_ms: SIGTERM,
  * bridge.exec_grace_ms, SIGKILL, exit 124. A client that leaves kills it. */
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,12 +11,13 @@
 
 #include "api/app.h"
 #include "api/bridge/bridge.h"
+#include "api/common/exec_metrics.h"
 #include "base/b64.h"
 #include "base/buf.h"
-#include "base/metrics.h"
 #include "base/time.h"
 #include "base/util.h"
 #include "engine/proc.h"
+#include "sandbox/runner.h"
 #include "sandbox/sandbox.h"
 
 /* ^[A-Za-z0-9@%+=:,./-]+$ passes as is; anything else becomes $'…' with
@@ -46,13 +46,10 @@ int bridge_quote(const char *arg, struct buf *out)
         return r ? r : buf_append(out, "'", 1);
 }
 
-/* A silent command still writes now and then: a client that left is only
- * noticed at a write (http/server.h), and it must not run on unseen. */
-#define HEARTBEAT_MS 1000
-
 struct exec_job {
         struct sandbox_mgr *mgr;
         struct sbx_shell *sh;
+        struct http_stream *s;
         uint64_t timeout_ms;         /* 0: none */
         uint64_t grace_ms;
 };
@@ -63,16 +60,6 @@ static int send_chunk(struct http_stream *s, const char *event, const unsigned c
         return b64 ? http_sse_event(s, event, NULL, b64) : -ENOMEM;
 }
 
-/* Reads what fd `which` has now; 0 at EOF (the fd is then done). */
-static ssize_t pump(struct http_stream *s, struct proc *p, int which)
-{
-        unsigned char chunk[16384];
-        ssize_t n = proc_read(p, which, chunk, sizeof(chunk));
-        if (n > 0 && send_chunk(s, which == 2 ? "stderr" : "stdout", chunk, (size_t)n) < 0)
-                return -EPIPE;
-        return n;
-}
-
 static int send_error(struct http_stream *s, const char *msg)
 {
         json_t *j = json_pack("{s:s, s:s}", "error", msg, "code", "exec_error");
@@ -81,87 +68,27 @@ static int send_error(struct http_stream *s, const char *msg)
         return http_sse_event(s, "error", NULL, text ? text : "{\"error\":\"out of memory\",\"code\":\"exec_error\"}");
 }
 
-/* The timeout's steps: SIGTERM at the deadline, SIGKILL after the grace. */
-struct timer {
-        uint64_t term_at, kill_at;   /* monotonic ms; 0: none */
-        bool fired;
-};
-
-static int timer_poll_ms(const struct timer *t, uint64_t now)
+/* The runner's ops (sandbox/runner.h): base64 events, SSE comments as the
+ * heartbeat, the session's state channel pumped while the shell runs. */
+static int on_output(void *ctx, int fd, const unsigned char *data, size_t len)
 {
-        uint64_t at = !t->fired ? t->term_at : t->kill_at;
-        if (!at)
-                return HEARTBEAT_MS;
-        return at <= now ? 0 : at - now < HEARTBEAT_MS ? (int)(at - now) : HEARTBEAT_MS;
+        struct exec_job *job = ctx;
+        return send_chunk(job->s, fd == 2 ? "stderr" : "stdout", data, len) < 0 ? -EPIPE : 0;
 }
 
-static void timer_check(struct timer *t, struct proc *p, uint64_t now)
+static int on_heartbeat(void *ctx)
 {
-        if (t->term_at && !t->fired && now >= t->term_at) {
-                t->fired = true;
-                proc_signal_group(p, SIGTERM); /* as the anchor: the process group */
-        }
-        if (t->fired && t->kill_at && now >= t->kill_at) {
-                proc_signal(p, SIGKILL);
-                t->kill_at = 0;
-        }
+        struct exec_job *job = ctx;
+        return http_sse_comment(job->s, "") < 0 ? -EPIPE : 0;
 }
 
-/* Streams stdout and stderr until both end. 0, or -EPIPE (client gone). */
-static int stream_output(struct http_stream *s, struct exec_job *job, struct timer *t)
+static bool on_side(void *ctx)
 {
-        struct proc *p = sbx_shell_proc(job->sh);
-        struct proc_fds fds;
-        proc_fds(p, &fds);
-        bool open[2] = { fds.stdout_fd >= 0, fds.stderr_fd >= 0 };
-        uint64_t last_write = now_ms();
-        while (open[0] || open[1]) {
-                uint64_t now = now_ms();
-                timer_check(t, p, now);
-                struct pollfd pf[3] = { { open[0] ? fds.stdout_fd : -1, POLLIN, 0 },
-                                        { open[1] ? fds.stderr_fd : -1, POLLIN, 0 },
-                                        { fds.side_fd, POLLIN, 0 } };
-                int n = poll(pf, 3, timer_poll_ms(t, now));
-                if (n < 0)
-                        continue;
-                if (pf[2].revents && !sbx_shell_pump_state(job->sh))
-                        fds.side_fd = -1; /* ended: it would poll readable forever */
-                for (int i = 0; i < 2; i++) {
-                        if (!pf[i].revents)
-                                continue;
-                        ssize_t r = pump(s, p, i + 1);
-                        if (r == -EPIPE)
-                                return -EPIPE;
-                        if (r > 0)
-                                last_write = now_ms();
-                        if (r == 0 || (r < 0 && r != -EAGAIN && r != -EINTR))
-                                open[i] = false;
-                }
-                if (now_ms() - last_write >= HEARTBEAT_MS) {
-                        if (http_sse_comment(s, "") < 0)
-                                return -EPIPE;
-                        last_write = now_ms();
-                }
-        }
-        return 0;
+        struct exec_job *job = ctx;
+        return sbx_shell_pump_state(job->sh);
 }
 
-/* Output usually ends with the jail, but a command may close its stdout
- * and stderr and go on: the timer and the heartbeat still run. 0, or
- * -EPIPE (client gone). */
-static int wait_exit(struct http_stream *s, struct exec_job *job, struct timer *t, struct proc_status *st)
-{
-        struct proc *p = sbx_shell_proc(job->sh);
-        int r;
-        while ((r = proc_wait(p, timer_poll_ms(t, now_ms()), st)) == -ETIMEDOUT || r == -EINTR) {
-                timer_check(t, p, now_ms());
-                if (http_sse_comment(s, "") < 0)
-                        return -EPIPE;
-        }
-        if (r < 0)
-                *st = (struct proc_status){ .exited = true, .code = 255 };
-        return 0;
-}
+static const struct sbx_run_ops run_ops = { on_output, on_heartbeat, on_side };
 
 static void exec_run(struct http_stream *s, void *ctx)
 {
@@ -169,39 +96,29 @@ static void exec_run(struct http_stream *s, void *ctx)
         struct err err = { 0 };
         uint64_t start = now_ns();
         int r;
-        while ((r = sbx_shell_start(job->mgr, job->sh, HEARTBEAT_MS, &err)) == -ETIMEDOUT)
+        job->s = s;
+        while ((r = sbx_shell_start(job->mgr, job->sh, SBX_RUN_HEARTBEAT_MS, &err)) == -ETIMEDOUT)
                 if (http_sse_comment(s, "") < 0)
                         return; /* the session's previous command still runs */
         if (r < 0) {
-                metrics_execution(METRICS_API_BRIDGE, METRICS_OUTCOME_FAILED, now_ns() - start);
+                api_count_run(METRICS_API_BRIDGE, NULL, start);
                 send_error(s, err.msg[0] ? err.msg : "Cannot start the command");
                 err_done(&err);
                 return;
         }
-        struct timer t = { 0 };
-        if (job->timeout_ms) {
-                t.term_at = now_ms() + job->timeout_ms;
-                t.kill_at = t.term_at + job->grace_ms;
-        }
-        if (stream_output(s, job, &t) < 0)
+        struct sbx_run run = { sbx_shell_proc(job->sh), job->timeout_ms, job->grace_ms, &run_ops, job };
+        struct sbx_run_result rr;
+        if (sbx_run_wait(&run, &rr) < 0)
                 return;
-        struct proc_status st;
-        if (wait_exit(s, job, &t, &st) < 0)
-                return;
-        int code = st.signal ? 128 + st.signal : st.code;
-        if (t.fired) {
+        if (rr.timed_out) {
                 char line[96];
-                int n = snprintf(line, sizeof(line), "Command timed out after %llums\n",
-                                 (unsigned long long)job->timeout_ms);
-                if (send_chunk(s, "stderr", (const unsigned char *)line, (size_t)n) < 0)
+                size_t n = sbx_run_timeout_message(job->timeout_ms, line, sizeof(line));
+                if (send_chunk(s, "stderr", (const unsigned char *)line, n) < 0)
                         return;
-                code = 124;
         }
-        metrics_execution(METRICS_API_BRIDGE,
-                          t.fired ? METRICS_OUTCOME_LIMIT : code ? METRICS_OUTCOME_ERROR : METRICS_OUTCOME_OK,
-                          now_ns() - start);
+        api_count_run(METRICS_API_BRIDGE, &rr, start);
         char data[64];
-        snprintf(data, sizeof(data), "{\"exit_code\":%d}", code);
+        snprintf(data, sizeof(data), "{\"exit_code\":%d}", rr.exit_code);
         http_sse_event(s, "exit", NULL, data);
 }
 

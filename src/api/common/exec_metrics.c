@@ -23,3 +23,12 @@ void api_count_execution(enum metrics_api api, const struct exec_outcome *o, uin
 {
         metrics_execution(api, outcome_of(o), now_ns() - start_ns);
 }
+
+void api_count_run(enum metrics_api api, const struct sbx_run_result *rr, uint64_t start_ns)
+{
+        enum metrics_outcome o = !rr               ? METRICS_OUTCOME_FAILED
+                                 : rr->timed_out   ? METRICS_OUTCOME_LIMIT
+                                 : rr->exit_code   ? METRICS_OUTCOME_ERROR
+                                                   : METRICS_OUTCOME_OK;
+        metrics_execution(api, o, now_ns() - start_ns);
+}

@@ -100,13 +100,12 @@ struct ctl_page {
 bool ctl_page_parse(struct http_request *req, struct http_response *res, struct ctl_page *ret);
 /* {data, total, limit, offset, has_more}; takes data. */
 json_t *ctl_page_body(json_t *data, uint64_t total, const struct ctl_page *p);
-/* Appends one page of the caller's rows to data (a JSON array) and sets
- * *ret_total; 0 or -errno with err filled. */
-typedef int (*ctl_list_fn)(struct http_request *req, const struct ctl_page *p, json_t *data, uint64_t *ret_total,
-                           struct err *err);
-/* A list route whole: ?limit&offset (400), then list, then the page body
- * (or err in the envelope). */
-void ctl_list_reply(struct http_request *req, struct http_response *res, ctl_list_fn list);
+/* A list route's whole answer: ?limit/?offset parsed, fill appends one
+ * page of views to data and sets *ret_total (0 or -errno with err
+ * filled), then the page body or the error. */
+typedef int (*ctl_page_fill)(struct http_request *req, const struct ctl_page *p, json_t *data, uint64_t *ret_total,
+                             struct err *err);
+void ctl_page_reply(struct http_request *req, struct http_response *res, ctl_page_fill fill);
 
 /* ---- cookies (cookie.c) ---- */
 /* The value of cookie name in a Cookie header (RFC 6265 §4.2: pairs split
@@ -142,5 +141,8 @@ bool ctl_repl_enabled(struct http_request *req, struct http_response *res);
 const struct route *ctl_identity_routes(size_t *ret_n);
 const struct route *ctl_key_routes(size_t *ret_n);
 const struct route *ctl_health_routes(size_t *ret_n);
+const struct route *ctl_sandbox_routes(size_t *ret_n);
+const struct route *ctl_execute_routes(size_t *ret_n);
+const struct route *ctl_file_routes(size_t *ret_n);
 const struct route *ctl_secret_routes(size_t *ret_n);
 const struct route *ctl_metrics_routes(size_t *ret_n);

@@ -36,17 +36,17 @@ static void on_key(const struct apikey_row *row, void *userdata)
         json_array_append_new(userdata, key_json(row));
 }
 
-static int list_keys(struct http_request *req, const struct ctl_page *p, json_t *data, uint64_t *ret_total,
+static int fill_keys(struct http_request *req, const struct ctl_page *p, json_t *data, uint64_t *ret_total,
                      struct err *err)
 {
         struct app *app = req->app;
-        return tenant_key_each(app->tenant, ctl_caller(req)->who.org_id, p->limit, p->offset, on_key, data,
-                               ret_total, err);
+        return tenant_key_each(app->tenant, ctl_caller(req)->who.org_id, p->limit, p->offset, on_key, data, ret_total,
+                               err);
 }
 
 static void h_list(struct http_request *req, struct http_response *res)
 {
-        ctl_list_reply(req, res, list_keys);
+        ctl_page_reply(req, res, fill_keys);
 }
 
 static void h_create(struct http_request *req, struct http_response *res)

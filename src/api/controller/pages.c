@@ -38,7 +38,7 @@ json_t *ctl_page_body(json_t *data, uint64_t total, const struct ctl_page *p)
                          (json_int_t)p->limit, "offset", (json_int_t)p->offset, "has_more", more);
 }
 
-void ctl_list_reply(struct http_request *req, struct http_response *res, ctl_list_fn list)
+void ctl_page_reply(struct http_request *req, struct http_response *res, ctl_page_fill fill)
 {
         struct ctl_page p;
         struct err err = {};
@@ -46,7 +46,7 @@ void ctl_list_reply(struct http_request *req, struct http_response *res, ctl_lis
         if (!ctl_page_parse(req, res, &p))
                 return;
         json_t *data = json_array();
-        if (!data || list(req, &p, data, &total, &err) < 0) {
+        if (fill(req, &p, data, &total, &err) < 0) {
                 json_decref(data);
                 ctl_error_done(res, &err, ERR_OK, 0, NULL);
                 return;

@@ -116,6 +116,9 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 ctl_health_routes,
                 ctl_identity_routes,
                 ctl_key_routes,
+                ctl_sandbox_routes,
+                ctl_execute_routes,
+                ctl_file_routes,
                 ctl_secret_routes,
                 ctl_metrics_routes,
         };

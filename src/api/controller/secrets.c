@@ -63,7 +63,7 @@ static int list_secrets(struct http_request *req, const struct ctl_page *p, json
 
 static void h_list(struct http_request *req, struct http_response *res)
 {
-        ctl_list_reply(req, res, list_secrets);
+        ctl_page_reply(req, res, list_secrets);
 }
 
 static void h_create(struct http_request *req, struct http_response *res)

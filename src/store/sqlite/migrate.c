@@ -109,7 +109,16 @@ static const char *const migrations[] = {
         "  PRIMARY KEY(org_id, key, route));"
         "CREATE INDEX idempotency_created ON idempotency(created_at);",
 
-        /* 7 (issue 12, secrets; appended after ctl-sandboxes' 6 on merge):
+        /* 6: controller sandboxes (issue 12): a CPU quota and memory limit
+         * of their own for the sandbox's parent cgroup, and an absolute
+         * deadline (expiry_fixed 1: expires_at is not renewed by activity).
+         * Existing sandboxes get 0 (the service's defaults, idle expiry). */
+        "ALTER TABLE sandboxes ADD COLUMN cpu_millis INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE sandboxes ADD COLUMN memory_bytes INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE sandboxes ADD COLUMN expiry_fixed INTEGER NOT NULL DEFAULT 0;"
+        "CREATE INDEX sandboxes_org_created ON sandboxes(org_id, created_at, id);",
+
+        /* 7: secrets (issue 12):
          * an org's secrets, sealed by the tenant layer (AES-256-GCM; the
          * store never sees a value), with the fingerprint of the key that
          * sealed each one. */

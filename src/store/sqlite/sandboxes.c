@@ -3,32 +3,51 @@
 
 #include "store/sqlite/sqlite.h"
 
+#define SANDBOX_COLUMNS                                                                     \
+        "id, org_id, created_at, last_used, expires_at, env_json, host_id, workspace_bytes, " \
+        "workspace_inodes, file_bytes, cpu_millis, memory_bytes, expiry_fixed"
+
+/* A row of SANDBOX_COLUMNS into item (a struct sandbox_row; env_json owned). */
+static int sandbox_decode(sqlite3_stmt *st, void *item)
+{
+        struct sandbox_row *row = item;
+        int r;
+        if ((r = sq_column_copy(st, 0, row->id, sizeof(row->id))) < 0 ||
+            (r = sq_column_copy(st, 1, row->org_id, sizeof(row->org_id))) < 0 ||
+            (r = sq_column_dup(st, 5, "{}", &row->env_json)) < 0)
+                return r;
+        row->created_at = sq_column_u64(st, 2);
+        row->last_used = sq_column_u64(st, 3);
+        row->expires_at = sq_column_u64(st, 4);
+        row->host_id = (uint32_t)sq_column_u64(st, 6);
+        row->workspace_bytes = sq_column_u64(st, 7);
+        row->workspace_inodes = sq_column_u64(st, 8);
+        row->file_bytes = sq_column_u64(st, 9);
+        row->cpu_millis = sq_column_u64(st, 10);
+        row->memory_bytes = sq_column_u64(st, 11);
+        row->expiry_fixed = sq_column_u64(st, 12) != 0;
+        return 0;
+}
+
 int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         _cleanup_(sandbox_row_done) struct sandbox_row row = {};
-        int r;
-
-        r = sq_query_row(sq_db(s),
-                         "SELECT id, org_id, created_at, last_used, expires_at, env_json, host_id, "
-                         "workspace_bytes, workspace_inodes, file_bytes FROM sandboxes WHERE id = ?",
-                         &st, "t", id);
-        if (r < 0)
+        int r = sq_query_row(sq_db(s), "SELECT " SANDBOX_COLUMNS " FROM sandboxes WHERE id = ?", &st, "t", id);
+        if (r < 0 || (r = sandbox_decode(st, &row)) < 0)
                 return r;
-        if ((r = sq_column_copy(st, 0, row.id, sizeof(row.id))) < 0 ||
-            (r = sq_column_copy(st, 1, row.org_id, sizeof(row.org_id))) < 0 ||
-            (r = sq_column_dup(st, 5, "{}", &row.env_json)) < 0)
-                return r;
-        row.created_at = sq_column_u64(st, 2);
-        row.last_used = sq_column_u64(st, 3);
-        row.expires_at = sq_column_u64(st, 4);
-        row.host_id = (uint32_t)sq_column_u64(st, 6);
-        row.workspace_bytes = sq_column_u64(st, 7);
-        row.workspace_inodes = sq_column_u64(st, 8);
-        row.file_bytes = sq_column_u64(st, 9);
         *ret = row;
         row.env_json = NULL;
         return 0;
+}
+
+int sq_sandbox_list_org(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
+                        uint64_t *ret_total)
+{
+        return sq_org_page(sq_db(s), "SELECT COUNT(*) FROM sandboxes WHERE org_id = ?",
+                           "SELECT " SANDBOX_COLUMNS " FROM sandboxes WHERE org_id = ? ORDER BY created_at, id "
+                           "LIMIT ? OFFSET ?",
+                           sandbox_decode, org_id, limit, offset, out, ret_total);
 }
 
 int sq_sandbox_put(struct store *s, const struct sandbox_row *row)
@@ -38,16 +57,19 @@ int sq_sandbox_put(struct store *s, const struct sandbox_row *row)
          * sandbox's contexts and cells. */
         return sq_run(sq_db(s),
                       "INSERT INTO sandboxes(id, org_id, created_at, last_used, expires_at, env_json, host_id, "
-                      "workspace_bytes, workspace_inodes, file_bytes) "
-                      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                      "workspace_bytes, workspace_inodes, file_bytes, cpu_millis, memory_bytes, expiry_fixed) "
+                      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                       "ON CONFLICT(id) DO UPDATE SET org_id = excluded.org_id, "
                       "created_at = excluded.created_at, last_used = excluded.last_used, "
                       "expires_at = excluded.expires_at, env_json = excluded.env_json, "
                       "host_id = excluded.host_id, workspace_bytes = excluded.workspace_bytes, "
-                      "workspace_inodes = excluded.workspace_inodes, file_bytes = excluded.file_bytes",
-                      "ttuuutuuuu", row->id, row->org_id, row->created_at, row->last_used, row->expires_at,
+                      "workspace_inodes = excluded.workspace_inodes, file_bytes = excluded.file_bytes, "
+                      "cpu_millis = excluded.cpu_millis, memory_bytes = excluded.memory_bytes, "
+                      "expiry_fixed = excluded.expiry_fixed",
+                      "ttuuutuuuuuuu", row->id, row->org_id, row->created_at, row->last_used, row->expires_at,
                       sq_env_or_default(row->env_json), (uint64_t)row->host_id, row->workspace_bytes,
-                      row->workspace_inodes, row->file_bytes);
+                      row->workspace_inodes, row->file_bytes, row->cpu_millis, row->memory_bytes,
+                      (uint64_t)row->expiry_fixed);
 }
 
 int sq_sandbox_touch(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at)

@@ -46,5 +46,5 @@ int sq_secret_list(struct store *s, const char *org_id, uint64_t limit, uint64_t
         return sq_org_page(sq_db(s), "SELECT COUNT(*) FROM secrets WHERE org_id = ?",
                            "SELECT org_id, name, sealed, key_id, created_at, updated_at FROM secrets "
                            "WHERE org_id = ? ORDER BY name LIMIT ? OFFSET ?",
-                           org_id, limit, offset, out, secret_decode, ret_total);
+                           secret_decode, org_id, limit, offset, out, ret_total);
 }

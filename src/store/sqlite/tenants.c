@@ -122,7 +122,7 @@ int sq_apikey_list(struct store *s, const char *org_id, uint64_t limit, uint64_t
         return sq_org_page(sq_db(s), "SELECT COUNT(*) FROM api_keys WHERE org_id = ?",
                            "SELECT " APIKEY_COLUMNS " FROM api_keys WHERE org_id = ? ORDER BY created_at, id "
                            "LIMIT ? OFFSET ?",
-                           org_id, limit, offset, out, apikey_decode, ret_total);
+                           apikey_decode, org_id, limit, offset, out, ret_total);
 }
 
 int sq_apikey_delete(struct store *s, const char *org_id, const char *id)

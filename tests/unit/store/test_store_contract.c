@@ -282,6 +282,50 @@ TEST(contract_sandbox_each_expired)
         store_close(s);
 }
 
+static void on_sandbox(const struct sandbox_row *row, void *userdata)
+{
+        const char *name = unid(row->id);
+        if (name)
+                seen_add(userdata, name);
+}
+
+/* A controller sandbox's limits and absolute deadline round-trip; an org's
+ * listing is paged by creation and holds no other org's sandbox. */
+TEST(contract_sandbox_org_pages)
+{
+        struct store *s = open_store();
+        struct sandbox_row row = { .created_at = 5, .last_used = 5, .expires_at = 900, .cpu_millis = 200,
+                                   .memory_bytes = 64 << 20, .expiry_fixed = true };
+        struct sandbox_row got = {};
+        struct seen v = {};
+        uint64_t total = 0;
+
+        put_sandbox(s, "pb", 2, 0);
+        put_sandbox(s, "pa", 1, 0);
+        ASSERT_OK(store_org_ensure(s, id("o2"), "Org Two"));
+        snprintf(row.id, sizeof(row.id), "%s", id("pc"));
+        snprintf(row.org_id, sizeof(row.org_id), "%s", id("o2"));
+        ASSERT_OK(store_sandbox_put(s, &row));
+        ASSERT_OK(store_sandbox_get(s, id("pc"), &got));
+        ASSERT_EQ(got.cpu_millis, 200);
+        ASSERT_EQ(got.memory_bytes, 64 << 20);
+        ASSERT_TRUE(got.expiry_fixed);
+        sandbox_row_done(&got);
+
+        ASSERT_OK(store_sandbox_each_org(s, id("o2"), 10, 0, on_sandbox, &v, &total));
+        ASSERT_STREQ(v.buf, "pc");
+        ASSERT_EQ(total, 1);
+        v = (struct seen){};
+        ASSERT_OK(store_sandbox_each_org(s, id("o1"), 1, 0, on_sandbox, &v, &total));
+        ASSERT_STREQ(v.buf, "pa");
+        ASSERT_TRUE(total >= 2);
+        v = (struct seen){};
+        ASSERT_OK(store_sandbox_each_org(s, id("nobody"), 10, 0, on_sandbox, &v, &total));
+        ASSERT_EQ(v.n, 0);
+        ASSERT_EQ(total, 0);
+        store_close(s);
+}
+
 TEST(contract_context_crud)
 {
         struct store *s = open_store();
