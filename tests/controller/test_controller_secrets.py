@@ -5,6 +5,7 @@ idempotent replays) nor in the daemon's log (run at debug level), and the
 values encrypted at rest (the SQLite file read directly: no plaintext, a
 fresh ciphertext per write). The key: <data_dir>/secrets.key (0600) or
 SANDBOXD_SECRETS_KEY."""
+import base64
 import os
 import sqlite3
 import stat
@@ -203,3 +204,67 @@ def test_key_from_the_environment():
         assert key_id and key_id not in KEY_HEX  # a fingerprint, not the key
     finally:
         d.cleanup()
+
+
+def new_sandbox(d, creds, **body):
+    status, sb, _ = raw(d, "POST", V1 + "/sandbox/create", body, creds)
+    assert status == 201, sb
+    return sb["sandbox_id"]
+
+
+def run(d, creds, sid, command, **body):
+    body["command"] = command
+    return raw(d, "POST", V1 + f"/sandbox/{sid}/execute", body, creds)[:2]
+
+
+def test_injected_into_the_orgs_sandboxes(sd):
+    a, b = creds_of(sd), creds_of(sd)
+    value = marker()
+    assert raw(sd, "POST", V1 + "/secrets", {"name": "MY_SECRET", "value": value}, a)[0] == 201
+    assert raw(sd, "POST", V1 + "/secrets", {"name": "OVERRIDDEN", "value": "from-secret"}, a)[0] == 201
+    sid = new_sandbox(sd, a, env={"OVERRIDDEN": "from-sandbox"})
+    status, res = run(sd, a, sid, 'echo "$MY_SECRET|$OVERRIDDEN"')
+    assert status == 200 and res["stdout"] == f"{value}|from-sandbox\n", res
+    status, res = run(sd, a, sid, ["printenv", "OVERRIDDEN"], env={"OVERRIDDEN": "from-call"})
+    assert res["stdout"] == "from-call\n"
+    # A new value holds for the next command; a deleted one is gone.
+    assert raw(sd, "PUT", V1 + "/secrets/MY_SECRET", {"value": "second"}, a)[0] == 200
+    assert run(sd, a, sid, ["printenv", "MY_SECRET"])[1]["stdout"] == "second\n"
+    assert raw(sd, "DELETE", V1 + "/secrets/MY_SECRET", headers=a)[0] == 200
+    assert run(sd, a, sid, ["printenv", "MY_SECRET"])[1]["exit_code"] == 1
+    # Another org's sandbox sees none of org A's secrets.
+    sid_b = new_sandbox(sd, b)
+    status, res = run(sd, b, sid_b, ["env"])
+    assert status == 200 and "OVERRIDDEN" not in res["stdout"] and value not in res["stdout"]
+    # Nor do the default org's (the runtime API, the bridge).
+    out = sd.execute("python", "import os; print(sorted(os.environ))")
+    assert "OVERRIDDEN" not in str(out)
+    # The value was printed by the command only: the log never has it.
+    assert value not in sd.read_log()
+
+
+def test_tampered_ciphertext_fails_cleanly(sd):
+    creds = creds_of(sd)
+    value = marker()
+    assert raw(sd, "POST", V1 + "/secrets", {"name": "TAMPERED", "value": value}, creds)[0] == 201
+    sid = new_sandbox(sd, creds)
+    assert run(sd, creds, sid, ["printenv", "TAMPERED"])[1]["stdout"] == value + "\n"
+    db = sqlite3.connect(os.path.join(sd.data_dir, "sandboxd.db"), timeout=10)
+    try:
+        (org, sealed), = db.execute("SELECT org_id, sealed FROM secrets WHERE name = 'TAMPERED'").fetchall()
+        raw_bytes = bytearray(base64.b64decode(sealed))
+        raw_bytes[len(raw_bytes) // 2] ^= 0x01
+        db.execute("UPDATE secrets SET sealed = ? WHERE org_id = ? AND name = 'TAMPERED'",
+                   (base64.b64encode(bytes(raw_bytes)).decode(), org))
+        db.commit()
+    finally:
+        db.close()
+    status, res = run(sd, creds, sid, ["printenv", "TAMPERED"])
+    assert status == 500 and res["error"]["code"] == "INTERNAL_ERROR", res
+    assert "TAMPERED" in res["error"]["message"] and "cannot be decrypted" in res["error"]["message"]
+    assert value not in str(res)
+    # The daemon lives on; writing the secret again heals it.
+    assert raw(sd, "GET", V1 + "/secrets", headers=creds)[0] == 200
+    assert raw(sd, "PUT", V1 + "/secrets/TAMPERED", {"value": "fresh"}, creds)[0] == 200
+    assert run(sd, creds, sid, ["printenv", "TAMPERED"])[1]["stdout"] == "fresh\n"
+    assert value not in sd.read_log()
