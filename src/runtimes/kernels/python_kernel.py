@@ -275,6 +275,8 @@ class Kernel:
             os.environ["MPLBACKEND"] = "module://" + INLINE_BACKEND
         if "MPLCONFIGDIR" not in env:
             os.environ["MPLCONFIGDIR"] = "/tmp/.matplotlib"
+        if "XDG_CACHE_HOME" not in env and "HOME" not in env:  # fontconfig's cache
+            os.environ["XDG_CACHE_HOME"] = "/tmp/.cache"
 
     def handle(self, req):
         if req.get("reseed"):
