@@ -26,6 +26,7 @@ enum context_lost {
         CONTEXT_LOST_EVICTED,        /* evicted for another sandbox */
         CONTEXT_LOST_EVICTED_OWN,    /* evicted because its sandbox was over its share */
         CONTEXT_LOST_LIMIT,          /* killed by a limit, or died */
+        CONTEXT_LOST_INTERRUPT,      /* killed by an interrupt */
 };
 
 /* What journal_replay achieved. */
@@ -47,6 +48,12 @@ struct context {
         const char *stale_reason;    /* why snap_stale was set (this run) */
         bool deleted;
         int refs;                    /* executions holding it (sandbox lock) */
+        /* Interrupts (m->lock): a cell is in the kernel; an interrupt came
+         * for the cell about to run or running; what it did; cells begun. */
+        bool running;
+        bool interrupt_pending;
+        enum sbx_interrupt interrupted;
+        uint64_t cell_seq;
         pthread_mutex_t run_lock;    /* serialises executions */
         int ws_fd;                   /* run_lock: the workspace fd of the execution in progress */
         const struct mount_view *mounts; /* run_lock: its sandbox's mounts, taken with ws_fd */

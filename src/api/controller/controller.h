@@ -132,15 +132,11 @@ void ctl_idempotent(struct http_request *req, struct http_response *res, http_ha
                 ctl_idempotent(req, res, fn);                                         \
         }
 
-/* ---- feature flags (the seed's REPL_ENABLED …) ---- */
-/* controller.repl_enabled (REPL_ENABLED, default on): false with the 404
- * an unknown route gets. The first line of every REPL handler. */
-bool ctl_repl_enabled(struct http_request *req, struct http_response *res);
-
 /* ---- route tables, one per file ---- */
 const struct route *ctl_identity_routes(size_t *ret_n);
 const struct route *ctl_key_routes(size_t *ret_n);
 const struct route *ctl_health_routes(size_t *ret_n);
+const struct route *ctl_repl_routes(size_t *ret_n);
 const struct route *ctl_sandbox_routes(size_t *ret_n);
 const struct route *ctl_execute_routes(size_t *ret_n);
 const struct route *ctl_file_routes(size_t *ret_n);

@@ -69,6 +69,41 @@ static const char *command(const char *id, const char *script, json_t *env)
         return out;
 }
 
+/* Runs code in context cid of sandbox id (org_t's unless "sb-default"). */
+static const char *py(const char *id, const char *cid, const char *code, struct sbx_exec_result *keep)
+{
+        static char out[256];
+        struct sbx_exec_result r;
+        struct err e = { 0 };
+        struct sbx_cell cell = { .org_id = strcmp(id, "sb-default") ? "org_t" : NULL, .context_id = cid, .code = code };
+        int rc = sbx_context_run(g.mgr, id, &cell, &r, &e);
+        if (rc < 0) {
+                snprintf(out, sizeof(out), "ERR:%.200s", e.msg);
+                err_done(&e);
+                return out;
+        }
+        json_t *first = json_array_get(json_object_get(r.outcome.response, "results"), 0);
+        json_t *error = json_object_get(r.outcome.response, "error");
+        snprintf(out, sizeof(out), "%s",
+                 error && !json_is_null(error) ? "error" : first ? json_string_value(json_object_get(first, "text")) : "");
+        if (keep)
+                *keep = r;
+        else
+                sbx_exec_result_done(&r);
+        return out;
+}
+
+/* A python context in sandbox id; its id into cid. */
+static void context_of(const char *id, char cid[STORE_ID_MAX])
+{
+        struct sbx_context_info info;
+        struct err e = { 0 };
+        const char *org = strcmp(id, "sb-default") ? "org_t" : NULL;
+        if (sbx_context_create_org(g.mgr, org, id, runtime_find("python"), "PYTHON", "/workspace", NULL, &info, &e) < 0)
+                TAP_FAIL("sbx_context_create_org: %s", e.msg);
+        snprintf(cid, STORE_ID_MAX, "%s", info.id);
+}
+
 TEST(orgenv_commands_see_the_org_env_below_their_own)
 {
         mgr(8);
@@ -98,27 +133,11 @@ TEST(orgenv_failing_hook_starts_nothing)
         mgr(8);
         sbx_mgr_set_org_env(g.mgr, fake_org_env, "ud");
         org_sandbox("sb-org", "{}");
+        char cid[STORE_ID_MAX];
+        context_of("sb-org", cid);
         hook_fails = true;
         ASSERT_STREQ(command("sb-org", "echo started", NULL), "ERR:secret 'SECRET_A' cannot be decrypted");
-}
-
-static const char *py(const char *id, const char *code, struct sbx_exec_result *keep)
-{
-        static char out[256];
-        struct sbx_exec_result r;
-        struct err e = { 0 };
-        int rc = sbx_execute(g.mgr, id, runtime_find("python"), "PYTHON", code, NULL, NULL, &r, &e);
-        if (rc < 0)
-                TAP_FAIL("sbx_execute '%s': %d (%s)", code, rc, e.msg);
-        json_t *first = json_array_get(json_object_get(r.outcome.response, "results"), 0);
-        json_t *error = json_object_get(r.outcome.response, "error");
-        snprintf(out, sizeof(out), "%s",
-                 error && !json_is_null(error) ? "error" : first ? json_string_value(json_object_get(first, "text")) : "");
-        if (keep)
-                *keep = r;
-        else
-                sbx_exec_result_done(&r);
-        return out;
+        ASSERT_STREQ(py("sb-org", cid, "1", NULL), "ERR:secret 'SECRET_A' cannot be decrypted");
 }
 
 struct journal_text {
@@ -134,25 +153,26 @@ static void on_cell(const struct cell_row *cell, void *userdata)
 
 TEST(orgenv_contexts_see_it_never_journal_it_and_replay_with_it)
 {
-        SKIP("until an org-scoped context run (ctl-repl's sbx_context_run) is merged");
         mgr(1); /* one live interpreter: the second sandbox evicts the first */
         sbx_mgr_set_org_env(g.mgr, fake_org_env, "ud");
         org_sandbox("sb-org", "{}");
+        char other[STORE_ID_MAX], cid[STORE_ID_MAX];
+        context_of("sb-default", other);
+        context_of("sb-org", cid);
         struct sbx_exec_result r;
-        ASSERT_STREQ(py("sb-other", "1 + 1", NULL), "2");
+        ASSERT_STREQ(py("sb-default", other, "1 + 1", NULL), "2");
         /* The second sandbox gives back its own interpreter after this cell
          * (fair eviction), so its next cell is a replay. */
-        ASSERT_STREQ(py("sb-org", "import os; k = os.environ['SECRET_A']; k", &r), "'s3cr3t-value'");
-        char cid[STORE_ID_MAX];
-        snprintf(cid, sizeof(cid), "%s", r.context_id);
+        ASSERT_STREQ(py("sb-org", cid, "import os; k = os.environ['SECRET_A']; k", &r), "'s3cr3t-value'");
         sbx_exec_result_done(&r);
+        ASSERT_STREQ(py("sb-default", other, "import os; os.environ.get('SECRET_A', 'none')", NULL), "'none'");
 
         struct journal_text j = { "" };
         ASSERT_OK(store_cell_each(g.store, cid, on_cell, &j));
         ASSERT_TRUE(strstr(j.buf, "SECRET_A']") != NULL);   /* the cell is there… */
         ASSERT_TRUE(strstr(j.buf, "s3cr3t") == NULL);       /* …its value is not */
 
-        ASSERT_STREQ(py("sb-org", "k", &r), "'s3cr3t-value'");
+        ASSERT_STREQ(py("sb-org", cid, "k", &r), "'s3cr3t-value'");
         ASSERT_TRUE(r.restore.restored);
         ASSERT_FALSE(r.restore.fresh);
         ASSERT_TRUE(r.restore.stale_reason == NULL);
