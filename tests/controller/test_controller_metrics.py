@@ -235,3 +235,19 @@ def test_flags_default_on_and_bad_values_refused(open_daemon):
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0
     assert "controller.repl_enabled" in proc.stdout
+
+
+def test_repl_flag_off_unregisters_the_repl_routes():
+    d = Daemon(sets=CTL_SETS, env={"REPL_ENABLED": "false"})
+    try:
+        creds = apikey(account(d)["api_key"]["key"])
+        status, sb, _ = raw(d, "POST", V1 + "/sandbox/create", {}, creds)
+        assert status == 201, sb
+        for method, path in (("POST", ""), ("GET", ""), ("POST", "/r1/execute"), ("DELETE", "/r1")):
+            status, res, _ = raw(d, method, V1 + f"/sandbox/{sb['sandbox_id']}/repl/sessions{path}",
+                                 {} if method == "POST" else None, creds)
+            assert status == 404 and res["error"]["code"] == "NOT_FOUND", (method, path, res)
+        # The rest of the API is there.
+        assert raw(d, "GET", V1 + f"/sandbox/{sb['sandbox_id']}", headers=creds)[0] == 200
+    finally:
+        d.cleanup()

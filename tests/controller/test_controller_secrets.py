@@ -6,6 +6,7 @@ values encrypted at rest (the SQLite file read directly: no plaintext, a
 fresh ciphertext per write). The key: <data_dir>/secrets.key (0600) or
 SANDBOXD_SECRETS_KEY."""
 import base64
+import hashlib
 import os
 import sqlite3
 import stat
@@ -268,3 +269,23 @@ def test_tampered_ciphertext_fails_cleanly(sd):
     assert raw(sd, "PUT", V1 + "/secrets/TAMPERED", {"value": "fresh"}, creds)[0] == 200
     assert run(sd, creds, sid, ["printenv", "TAMPERED"])[1]["stdout"] == "fresh\n"
     assert value not in sd.read_log()
+
+
+def test_injected_into_repl_sessions(sd):
+    creds = creds_of(sd)
+    value = marker()
+    assert raw(sd, "POST", V1 + "/secrets", {"name": "REPL_SECRET", "value": value}, creds)[0] == 201
+    sid = new_sandbox(sd, creds)
+    status, res, _ = raw(sd, "POST", V1 + f"/sandbox/{sid}/repl/sessions", {}, creds)
+    assert status == 201, res
+    path = V1 + f"/sandbox/{sid}/repl/sessions/{res['session']['id']}/execute"
+    # The code names the secret, not its value (cells are journaled).
+    code = "import hashlib, os\nk = os.environ['REPL_SECRET']\nhashlib.sha256(k.encode()).hexdigest()"
+    status, res, _ = raw(sd, "POST", path, {"code": code}, creds)
+    assert status == 200, res
+    want = repr(hashlib.sha256(value.encode()).hexdigest())
+    assert {"type": "result", "data": {"text/plain": want}} in [
+        {"type": o["type"], "data": o.get("data")} for o in res["outputs"]], res
+    assert value not in str(res)
+    # The journal of the session's cells holds the code, never the value.
+    assert value.encode() not in db_bytes(sd)
