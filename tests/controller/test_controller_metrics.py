@@ -90,15 +90,8 @@ def scrape(d, headers=None):
     return status, body, hdrs
 
 
-@pytest.fixture(scope="module")
-def open_daemon():
-    d = Daemon(sets=CTL_SETS)
-    yield d
-    d.cleanup()
-
-
-def test_loopback_scrape_parses_and_counts(open_daemon):
-    d = open_daemon
+def test_loopback_scrape_parses_and_counts(ctl):
+    d = ctl
     status, body, hdrs = scrape(d)
     assert status == 200, body
     assert hdrs["content-type"].startswith("text/plain; version=0.0.4")
@@ -221,11 +214,11 @@ def test_idempotency_flag_off_ignores_the_header():
         d.cleanup()
 
 
-def test_flags_default_on_and_bad_values_refused(open_daemon):
-    creds = apikey(account(open_daemon)["api_key"]["key"])
+def test_flags_default_on_and_bad_values_refused(ctl):
+    creds = apikey(account(ctl)["api_key"]["key"])
     idem = dict(creds, **{"Idempotency-Key": "k-" + uuid.uuid4().hex})
-    assert raw(open_daemon, "POST", V1 + "/secrets", {"name": "A", "value": "v"}, idem)[0] == 201
-    status, _, hdrs = raw(open_daemon, "POST", V1 + "/secrets", {"name": "A", "value": "v"}, idem)
+    assert raw(ctl, "POST", V1 + "/secrets", {"name": "A", "value": "v"}, idem)[0] == 201
+    status, _, hdrs = raw(ctl, "POST", V1 + "/secrets", {"name": "A", "value": "v"}, idem)
     assert status == 201 and header(hdrs, "idempotency-status") == "replayed"
     for env in ({"REPL_ENABLED": "maybe"}, {"IDEMPOTENCY_ENABLED": "2"}):
         proc = subprocess.run([api.BIN, "--print-config"], env=dict(env, PATH="/usr/bin:/bin"),

@@ -244,11 +244,15 @@ def test_injected_into_the_orgs_sandboxes(sd):
     assert value not in sd.read_log()
 
 
+def org_with_secret(d, name):
+    """A fresh org's credentials, the value of its secret name, a sandbox."""
+    creds, value = creds_of(d), marker()
+    assert raw(d, "POST", V1 + "/secrets", {"name": name, "value": value}, creds)[0] == 201
+    return creds, value, new_sandbox(d, creds)
+
+
 def test_tampered_ciphertext_fails_cleanly(sd):
-    creds = creds_of(sd)
-    value = marker()
-    assert raw(sd, "POST", V1 + "/secrets", {"name": "TAMPERED", "value": value}, creds)[0] == 201
-    sid = new_sandbox(sd, creds)
+    creds, value, sid = org_with_secret(sd, "TAMPERED")
     assert run(sd, creds, sid, ["printenv", "TAMPERED"])[1]["stdout"] == value + "\n"
     db = sqlite3.connect(os.path.join(sd.data_dir, "sandboxd.db"), timeout=10)
     try:
@@ -272,10 +276,7 @@ def test_tampered_ciphertext_fails_cleanly(sd):
 
 
 def test_injected_into_repl_sessions(sd):
-    creds = creds_of(sd)
-    value = marker()
-    assert raw(sd, "POST", V1 + "/secrets", {"name": "REPL_SECRET", "value": value}, creds)[0] == 201
-    sid = new_sandbox(sd, creds)
+    creds, value, sid = org_with_secret(sd, "REPL_SECRET")
     status, res, _ = raw(sd, "POST", V1 + f"/sandbox/{sid}/repl/sessions", {}, creds)
     assert status == 201, res
     path = V1 + f"/sandbox/{sid}/repl/sessions/{res['session']['id']}/execute"
