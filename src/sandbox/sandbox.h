@@ -253,8 +253,9 @@ void sbx_workspace_release(struct sandbox_mgr *m, struct sbx_workspace *ws);
 /* A command in a sandbox (the bridge's /exec, sessions, terminals): a
  * jailed process with the sandbox's /workspace, network namespace, host id
  * and parent cgroup (its memory, pids and CPU quota shared with the
- * sandbox's interpreters). Its environment is the base one, then the
- * sandbox's env, then env (strings; nulls unset). */
+ * sandbox's interpreters). Its environment is the base one, then its
+ * org's (sbx_mgr_set_org_env), then the sandbox's env, then env (strings;
+ * nulls unset). */
 struct proc;
 struct sbx_command {
         const char *const *argv;     /* NULL-terminated, paths inside the jail */
