@@ -14,6 +14,7 @@
 #include "api/controller/controller.h"
 #include "api/workers/routes.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "base/util.h"
 #include "base/version.h"
 #include "runtimes/runtime.h"
@@ -111,33 +112,41 @@ static void default_kernels_dir(char *out, size_t len)
         snprintf(out, len, "%s/../src/runtimes/kernels", exe);
 }
 
-/* The bridge's own variables for its warm pool (the anchor's names): they
- * override the config file, as SANDBOX_API_KEY does; --set overrides them.
- * The batch size is clamped (as the anchor does), the others checked. */
-static int warm_pool_env(struct config *cfg)
+/* Settings under the names other deployments give them (the seeds' own
+ * environment variables), applied after the config file and before --set.
+ * A later row wins: SANDBOXD_API_KEY over SANDBOX_API_KEY (the bridge's
+ * name for the same key). The warm pool's batch size is clamped to 1-20,
+ * as the anchor does; every other value is checked like the file's. */
+static const struct {
+        const char *env, *key;
+        bool clamp;
+} env_settings[] = {
+        { "SANDBOX_API_KEY", "api_key", false },
+        { "SANDBOXD_API_KEY", "api_key", false },
+        { "INTERNAL_API_TOKEN", "controller.internal_token", false },
+        { "REPL_ENABLED", "controller.repl_enabled", false },
+        { "IDEMPOTENCY_ENABLED", "controller.idempotency_enabled", false },
+        { "WARM_POOL_TARGET", "bridge.warm_pool_target", false },
+        { "WARM_POOL_REFRESH_INTERVAL", "bridge.warm_pool_refresh_ms", false },
+        { "WARM_POOL_MAX_INSTANCES", "bridge.warm_pool_max_instances", false },
+        { "WARM_POOL_SCALE_BATCH_SIZE", "bridge.warm_pool_scale_batch", true },
+};
+
+static int config_from_env(struct config *cfg)
 {
-        static const struct {
-                const char *env, *key;
-                bool clamp;
-        } vars[] = {
-                { "WARM_POOL_TARGET", "bridge.warm_pool_target", false },
-                { "WARM_POOL_REFRESH_INTERVAL", "bridge.warm_pool_refresh_ms", false },
-                { "WARM_POOL_MAX_INSTANCES", "bridge.warm_pool_max_instances", false },
-                { "WARM_POOL_SCALE_BATCH_SIZE", "bridge.warm_pool_scale_batch", true },
-        };
-        for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
-                const char *v = getenv(vars[i].env);
+        for (size_t i = 0; i < ARRAY_SIZE(env_settings); i++) {
+                const char *v = getenv(env_settings[i].env);
                 uint64_t n;
                 if (!v || !*v)
                         continue;
                 char clamped[32];
-                if (vars[i].clamp && config_parse_u64(v, &n) == 0) {
+                if (env_settings[i].clamp && config_parse_u64(v, &n) == 0) {
                         snprintf(clamped, sizeof(clamped), "%llu", (unsigned long long)(n < 1 ? 1 : n > 20 ? 20 : n));
                         v = clamped;
                 }
-                int r = config_set(cfg, vars[i].key, v);
+                int r = config_set(cfg, env_settings[i].key, v);
                 if (r < 0) {
-                        fprintf(stderr, "sandboxd: %s=%s: %s\n", vars[i].env, v, strerror(-r));
+                        fprintf(stderr, "sandboxd: %s=%s: %s\n", env_settings[i].env, v, strerror(-r));
                         return r;
                 }
         }
@@ -152,13 +161,7 @@ static int build_config(const struct cli *cli, struct config *cfg)
                 fprintf(stderr, "sandboxd: %s:%d: %s\n", cli->config_file, line, strerror(-r));
                 return r;
         }
-        /* SANDBOX_API_KEY is the bridge's own name for the same key. */
-        const char *env_key = getenv("SANDBOXD_API_KEY");
-        if (!env_key || !*env_key)
-                env_key = getenv("SANDBOX_API_KEY");
-        if (env_key && *env_key && config_set(cfg, "api_key", env_key) < 0)
-                return -EINVAL;
-        if ((r = warm_pool_env(cfg)) < 0)
+        if ((r = config_from_env(cfg)) < 0)
                 return r;
         for (size_t i = 0; i < cli->nsets; i++)
                 if ((r = apply_set(cfg, cli->sets[i])) < 0) {
@@ -353,13 +356,33 @@ static int tenant_start(const struct config *cfg, bool rotate, struct store *sto
         };
         struct err err = { 0 };
         snprintf(o.data_dir, sizeof(o.data_dir), "%s", cfg->data_dir);
+        /* Not a config key: a key in a config file would sit beside the
+         * database it protects. */
+        const char *skey = getenv("SANDBOXD_SECRETS_KEY");
+        if (skey && snprintf(o.secrets_key, sizeof(o.secrets_key), "%s", skey) >= (int)sizeof(o.secrets_key))
+                o.secrets_key[0] = '?'; /* too long: refused by tenant_new as malformed */
         int r = tenant_new(&o, store, ret, &err);
+        explicit_bzero(o.secrets_key, sizeof(o.secrets_key));
         if (r < 0) {
                 log_error("msg=\"cannot start the tenant layer\" err=\"%s\"", err.msg);
                 err_done(&err);
         } else if (rotate) {
                 log_info("msg=\"new session signing key: every controller session has ended\"");
         }
+        return r;
+}
+
+static void add_secret(const char *name, const char *value, void *userdata)
+{
+        json_object_set_new(userdata, name, json_string(value));
+}
+
+/* The sandbox layer's org env hook: an org's secrets, opened. */
+static int org_secrets_env(void *userdata, const char *org_id, json_t *env, struct err *err)
+{
+        int r = tenant_secret_values(userdata, org_id, add_secret, env, err);
+        if (r < 0)
+                metrics_error(METRICS_ERROR_SECRETS);
         return r;
 }
 
@@ -444,6 +467,8 @@ int main(int argc, char **argv)
                 return 1;
         }
         r = tenant_start(&cfg, cli.rotate_session_key, app.store, &app.tenant);
+        if (r >= 0)
+                sbx_mgr_set_org_env(app.sandboxes, org_secrets_env, app.tenant);
         if (r >= 0)
                 r = start_server(&app, &sigs);
         tenant_free(app.tenant);

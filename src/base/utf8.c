@@ -69,3 +69,17 @@ size_t utf8_sanitize(const char *s, size_t len, char *out)
         out[o] = '\0';
         return o;
 }
+
+size_t utf8_complete_len(const char *s, size_t len)
+{
+        for (size_t back = 1; back <= 4 && back <= len; back++) {
+                unsigned char c = (unsigned char)s[len - back];
+                if (c < 0x80)
+                        return len;
+                if (c < 0xc0)
+                        continue; /* a continuation byte: look further back */
+                size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+                return back < need ? len - back : len;
+        }
+        return len;
+}

@@ -118,6 +118,9 @@ static const struct cfg_opt opts[] = {
         U64("controller.login_account_failures", ctl_login_account_failures, 5, 1, 1000, "failed logins per account per window before 429"),
         U64("controller.login_addr_failures", ctl_login_addr_failures, 20, 1, 100000, "failed logins per client address per window before 429"),
         U64("controller.login_window_s", ctl_login_window_s, 900, 1, 86400, "the failed-login window (fixed, starts at the first failure)"),
+        STR("controller.internal_token", ctl_internal_token, "", "token of GET /api/v1/metrics (X-Internal-Token or Bearer); env INTERNAL_API_TOKEN; empty: loopback clients only"),
+        BOOL("controller.repl_enabled", ctl_repl_enabled, 1, "the controller's REPL session routes (off: 404); env REPL_ENABLED"),
+        BOOL("controller.idempotency_enabled", ctl_idempotency_enabled, 1, "honour Idempotency-Key on controller POSTs (off: the header is ignored); env IDEMPOTENCY_ENABLED"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)

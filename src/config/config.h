@@ -66,6 +66,9 @@ struct config {
         uint64_t ctl_session_ttl_s;
         bool ctl_cookie_secure;
         uint64_t ctl_login_account_failures, ctl_login_addr_failures, ctl_login_window_s;
+        char ctl_internal_token[256];  /* GET /api/v1/metrics; "": loopback clients only */
+        bool ctl_repl_enabled;         /* the REPL routes (seed: REPL_ENABLED) */
+        bool ctl_idempotency_enabled;  /* Idempotency-Key honoured (seed: IDEMPOTENCY_ENABLED) */
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;

@@ -47,6 +47,15 @@ struct exec_outcome {
 };
 void exec_outcome_done(struct exec_outcome *o);
 
+/* Where a run's guest output goes as it is produced (a streaming REPL):
+ * called on the running thread with what the run keeps (within the output
+ * limits, the same bytes exec_outcome.out/err get). which: 1 stdout, 2
+ * stderr. */
+struct exec_sink {
+        void (*output)(void *userdata, int which, const char *data, size_t len);
+        void *userdata;
+};
+
 struct engine_options {
         char run_dir[4200];          /* the jails' root dirs live here */
         char kernels_dir[4096];      /* bound read-only at JAIL_KERNELS_DIR */

@@ -157,6 +157,7 @@ struct run_state {
         uint64_t refused_base;  /* p's refusal count when the run started */
         uint64_t bytes;         /* stdout+stderr bytes seen, kept or not */
         bool out_eof, err_eof;
+        const struct exec_sink *sink; /* NULL: output is only kept */
 };
 void run_init(struct run_state *s, struct proc *p, const struct exec_limits *lim, struct exec_outcome *o);
 /* Until the kernel answers or the process exits or a limit kills it. */

@@ -214,6 +214,11 @@ void kproc_kill(struct kproc *kp)
                 syscall(SYS_pidfd_send_signal, kp->p.jp.pidfd, SIGKILL, NULL, 0);
 }
 
+int kproc_signal(struct kproc *kp, int sig)
+{
+        return kp ? proc_signal(&kp->p, sig) : -ESRCH;
+}
+
 bool kproc_alive(const struct kproc *kp)
 {
         return kp && kp->p.alive;
@@ -398,6 +403,12 @@ static void start_counters(struct kproc *kp, struct run_state *s)
 int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
               struct exec_outcome *ret)
 {
+        return kproc_run_sink(kp, request, lim, NULL, ret);
+}
+
+int kproc_run_sink(struct kproc *kp, json_t *request, const struct exec_limits *lim, const struct exec_sink *sink,
+                   struct exec_outcome *ret)
+{
         struct exec_outcome *o = ret;
         *o = (struct exec_outcome){ 0 };
         buf_init(&o->out, lim->output_bytes);
@@ -412,6 +423,7 @@ int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
         struct run_state s;
         run_init(&s, &kp->p, lim, o);
         s.kp = kp;
+        s.sink = sink;
         start_counters(kp, &s);
         s.pending = pending;
         s.pending_len = len;

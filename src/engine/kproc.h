@@ -81,6 +81,16 @@ int kproc_end_replay(struct kproc *kp);
  * Returns 0 (outcome filled, even on limits) or -errno on internal error. */
 int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
               struct exec_outcome *ret);
+/* The same, with the guest's output also handed to sink as it comes
+ * (sink may be NULL). */
+int kproc_run_sink(struct kproc *kp, json_t *request, const struct exec_limits *lim, const struct exec_sink *sink,
+                   struct exec_outcome *ret);
+/* Sends sig to the kernel process itself (not its jail's init): SIGINT
+ * asks a kernel to stop its running cell (docs/kernel-protocol.md
+ * "Interrupts"). Safe from another thread while a kproc_run is in
+ * progress, as long as kp is not freed meanwhile. 0 or -errno (-ESRCH:
+ * gone). */
+int kproc_signal(struct kproc *kp, int sig);
 bool kproc_alive(const struct kproc *kp);
 /* A pidfd of the kernel's jail (its init), the caller's to dup; -1 once
  * it is gone. */

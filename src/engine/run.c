@@ -53,7 +53,10 @@ static bool read_guest(struct run_state *s, int which, struct buf *b)
                 size_t room = b->max > b->len ? b->max - b->len : 0;
                 if (room > left)
                         room = left;
-                buf_append(b, tmp, (size_t)n < room ? (size_t)n : room);
+                size_t keep = (size_t)n < room ? (size_t)n : room;
+                buf_append(b, tmp, keep);
+                if (s->sink && keep)
+                        s->sink->output(s->sink->userdata, which, tmp, keep);
                 if (output_over_limit(s))
                         run_hit_limit(s, EXEC_LIMIT_OUTPUT);
         }

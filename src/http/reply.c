@@ -11,6 +11,7 @@
 
 #include "base/buf.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "http/internal.h"
 
 struct http_header_node {
@@ -255,6 +256,7 @@ enum MHD_Result reply_send(struct conn_state *st)
         MHD_destroy_response(r);
         if (res->kind == HTTP_REPLY_STREAM)
                 stream_start(st);
+        metrics_http_status(res->status);
         log_info("req=%llu method=%s path=\"%s\" status=%d ms=%.1f", (unsigned long long)st->req.id,
                  st->req.method, st->path, res->status, (double)(now_ns() - st->start_ns) / 1e6);
         return ret;

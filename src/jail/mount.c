@@ -25,6 +25,9 @@ static const char *const etc_binds[] = {
         "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
         "localtime", "nsswitch.conf", "protocols", "services", "mime.types", "perl", "ruby",
         "python3", "python3.11", "nodejs", "magic", "os-release",
+        /* python3-matplotlib: its defaults (Debian reads them only here), and
+         * fontconfig's, for the fc-list it runs to find the system fonts. */
+        "matplotlibrc", "fonts",
 };
 
 /* Host devices re-bound into the jail's private /dev. */

@@ -30,6 +30,7 @@ static struct runtime table[] = {
                 .extra_env = { "PYTHONDONTWRITEBYTECODE=1" },
                 .contexts = true,
                 .zygote = true,
+                .interruptible = true,
         },
         {
                 .id = "perl", .name = "Perl", .package = "perl", .engine_name = "Perl",

@@ -25,6 +25,10 @@ struct runtime {
         const char *extra_env[4]; /* added to the kernel's start-up environment */
         bool contexts;            /* REPL contexts supported */
         bool zygote;              /* single-threaded: can be a fork-server template */
+        /* Its repl kernel stops the running cell on SIGINT with an error
+         * and keeps serving (docs/kernel-protocol.md "Interrupts"); else an
+         * interrupt kills it and its context is restored from the journal. */
+        bool interruptible;
         char version[32];         /* probed at start-up */
         char engine[64];          /* "<engine_name> <version>" */
 };

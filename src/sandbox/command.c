@@ -68,13 +68,20 @@ json_t *command_env_json(json_t *sandbox_env, json_t *call_env)
         return all;
 }
 
-static int command_env_build(json_t *sandbox_env, json_t *call_env, struct command_env *ce, struct err *err)
+/* base < the org's env < the sandbox's < the call's. Caller holds s->lock. */
+static int command_env_build(struct sandbox_mgr *m, struct sandbox *s, json_t *call_env, struct command_env *ce,
+                             struct err *err)
 {
         *ce = (struct command_env){ 0 };
-        json_t *all = command_env_json(sandbox_env, call_env);
+        json_t *org = NULL;
+        int r = sandbox_env_over_org(m, s, s->env, &org, err);
+        if (r < 0)
+                return r;
+        json_t *all = command_env_json(org, call_env);
+        json_decref(org);
         if (!all)
                 return err_set(err, ERR_INTERNAL, ENOMEM, "out of memory");
-        int r = command_env_strings(all, ce, err);
+        r = command_env_strings(all, ce, err);
         json_decref(all);
         return r;
 }
@@ -155,7 +162,7 @@ int sbx_spawn(struct sandbox_mgr *m, const char *id, const struct sbx_command *c
         if (!s)
                 return err_ret(err);
         struct command_env ce;
-        int r = command_env_build(s->env, cmd->env, &ce, err);
+        int r = command_env_build(m, s, cmd->env, &ce, err);
         if (r == 0)
                 r = spawn_locked(m, s, cmd, &ce, ret, err);
         command_env_done(&ce);

@@ -4,9 +4,11 @@
 #include "sandbox/internal.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "base/util.h"
@@ -58,6 +60,8 @@ void context_info_fill(const struct context *c, struct sbx_context_info *ret)
         ret->last_used = c->row.last_used;
         ret->executions = c->row.executions;
         ret->resident = kproc_alive(c->kp);
+        ret->busy = c->refs > 0;
+        ret->available = c->rt != NULL;
         ret->snap = (struct sbx_snapshot){
                 .taken_at = c->row.snap_taken_at,
                 .cells = c->row.snap_cells,
@@ -170,13 +174,20 @@ static struct context *context_new(struct sandbox_mgr *m, struct sandbox *s, con
 int sbx_context_create(struct sandbox_mgr *m, const char *id, const struct runtime *rt, const char *binding,
                        const char *cwd, json_t *env, struct sbx_context_info *ret, struct err *err)
 {
+        return sbx_context_create_org(m, NULL, id, rt, binding, cwd, env, ret, err);
+}
+
+int sbx_context_create_org(struct sandbox_mgr *m, const char *org_id, const char *id, const struct runtime *rt,
+                           const char *binding, const char *cwd, json_t *env, struct sbx_context_info *ret,
+                           struct err *err)
+{
         char norm[4096];
         if (!normalize_cwd(cwd, norm, sizeof(norm))) {
                 int r = err_set(err, ERR_INVALID, 0, "cwd must be inside /workspace");
                 err_detail(err, "cwd", cwd ? cwd : "", (size_t)-1);
                 return r;
         }
-        struct sandbox *s = sandbox_enter(m, id, err);
+        struct sandbox *s = sandbox_enter_org(m, org_id, id, err);
         if (!s)
                 return err_ret(err);
         struct context *c = context_new(m, s, rt, binding, norm, env, err);
@@ -196,7 +207,13 @@ static int context_not_found(struct err *err, const char *cid, const char *op, c
 
 int sbx_context_delete(struct sandbox_mgr *m, const char *id, const char *cid, struct err *err)
 {
-        struct sandbox *s = sandbox_enter(m, id, err);
+        return sbx_context_delete_org(m, NULL, id, cid, err);
+}
+
+int sbx_context_delete_org(struct sandbox_mgr *m, const char *org_id, const char *id, const char *cid,
+                           struct err *err)
+{
+        struct sandbox *s = sandbox_enter_org(m, org_id, id, err);
         if (!s)
                 return err_ret(err);
         struct context *c = find_context(s, cid);
@@ -225,6 +242,7 @@ static const char *const lost_names[] = {
         [CONTEXT_LOST_EVICTED] = "evicted",
         [CONTEXT_LOST_EVICTED_OWN] = "evicted_own",
         [CONTEXT_LOST_LIMIT] = "limit",
+        [CONTEXT_LOST_INTERRUPT] = "interrupted",
 };
 
 /* Starts c's interpreter (overlay: a throw-away /workspace for replay) and
@@ -357,17 +375,70 @@ static void update_cwd(struct context *c, json_t *response)
                 snprintf(c->row.cwd, sizeof(c->row.cwd), "%s", norm);
 }
 
-static json_t *cell_request(struct context *c, const char *code, json_t *env, bool ts,
+static json_t *cell_request(struct context *c, const struct sbx_cell *cell, json_t *env, bool ts,
                             const struct exec_limits *lim)
 {
-        json_t *req = exec_build_request(code, env, c->row.cwd, ts, lim->result_bytes, false);
+        json_t *req = exec_build_request(cell->code, env, c->row.cwd, ts, lim->result_bytes, false);
         if (req && c->need_reseed)
                 json_object_set_new(req, "reseed", json_true());
+        if (req && cell->display)
+                json_object_set_new(req, "display", json_true());
         return req;
 }
 
+/* ---- interrupts (every flag under m->lock) ---- */
+
+/* The cell goes into the kernel now, unless an interrupt already came for
+ * it: false then (it is skipped). */
+static bool cell_begin(struct sandbox_mgr *m, struct context *c)
+{
+        pthread_mutex_lock(&m->lock);
+        bool go = !c->interrupt_pending;
+        c->cell_seq++;
+        c->running = go;
+        if (!go)
+                c->interrupted = SBX_INTERRUPT_SKIPPED;
+        pthread_mutex_unlock(&m->lock);
+        return go;
+}
+
+/* The execution is over (whether its cell ran or not): what interrupted
+ * it, and no interrupt is left for the next one. */
+static enum sbx_interrupt cell_end(struct sandbox_mgr *m, struct context *c)
+{
+        pthread_mutex_lock(&m->lock);
+        enum sbx_interrupt what = c->interrupted;
+        c->running = c->interrupt_pending = false;
+        c->interrupted = SBX_INTERRUPT_NONE;
+        pthread_mutex_unlock(&m->lock);
+        return what;
+}
+
+/* A skipped cell's answer: the error a kernel gives an interrupted cell. */
+static int skipped_outcome(struct context *c, struct exec_outcome *o)
+{
+        *o = (struct exec_outcome){ 0 };
+        o->response = json_pack("{s:[], s:{s:s, s:s, s:[]}, s:s}", "results", "error", "name", "KeyboardInterrupt",
+                                "message", "interrupted before it started", "traceback", "cwd", c->row.cwd);
+        return o->response ? 0 : -ENOMEM;
+}
+
+/* Sends the interrupt to what runs in c (caller holds m->lock); kill: do
+ * not ask, kill the kernel. */
+static enum sbx_interrupt interrupt_locked(struct context *c, bool kill)
+{
+        if (!c->running || !kproc_alive(c->kp)) {
+                c->interrupt_pending = true; /* the cell about to run never will */
+                return SBX_INTERRUPT_SKIPPED;
+        }
+        if (!kill && kproc_signal(c->kp, SIGINT) == 0)
+                return c->interrupted = SBX_INTERRUPT_SIGNALED;
+        kproc_kill(c->kp);
+        return c->interrupted = SBX_INTERRUPT_KILLED;
+}
+
 /* Runs one cell in a resident context. Caller holds c->run_lock. */
-static int run_cell(struct sandbox_mgr *m, struct context *c, const char *code, json_t *env,
+static int run_cell(struct sandbox_mgr *m, struct context *c, const struct sbx_cell *cell, json_t *env,
                     struct sbx_exec_result *ret, struct err *err)
 {
         ret->limits = m->opt.limits;
@@ -381,9 +452,21 @@ static int run_cell(struct sandbox_mgr *m, struct context *c, const char *code, 
         bool ts = strcmp(c->rt->id, "javascript") == 0;
         char cwd_before[4096];
         snprintf(cwd_before, sizeof(cwd_before), "%s", c->row.cwd);
-        json_t *req = cell_request(c, code, env, ts, &ret->limits);
-        r = req ? kproc_run(c->kp, req, &ret->limits, &ret->outcome) : -ENOMEM;
+        /* The cell runs with its org's env under its own; only its own is
+         * journaled (the org's is given again on replay). */
+        json_t *run_env = NULL;
+        if ((r = sandbox_env_over_org(m, c->sbx, env, &run_env, err)) < 0)
+                return r;
+        json_t *req = cell_request(c, cell, run_env, ts, &ret->limits);
+        json_decref(run_env);
+        if (!req)
+                r = -ENOMEM;
+        else if (cell_begin(m, c))
+                r = kproc_run_sink(c->kp, req, &ret->limits, cell->sink, &ret->outcome);
+        else
+                r = skipped_outcome(c, &ret->outcome);
         json_decref(req);
+        ret->interrupted = cell_end(m, c);
         if (r < 0) {
                 context_drop_interpreter(m, c);
                 err_set(err, ERR_UNAVAILABLE, -r, "Engine execution failed: %s", strerror(-r));
@@ -398,9 +481,19 @@ static int run_cell(struct sandbox_mgr *m, struct context *c, const char *code, 
                  * next call restores the state as of the last journaled cell,
                  * i.e. as before this failed run. */
                 context_drop_interpreter(m, c);
+                if (ret->interrupted == SBX_INTERRUPT_KILLED)
+                        c->lost = CONTEXT_LOST_INTERRUPT;
+        } else if (ret->interrupted != SBX_INTERRUPT_NONE) {
+                /* Never journaled: a replay would run it again (and an
+                 * endless loop would eat the replay's whole budget). What
+                 * it did before it stopped is live but not in the journal. */
+                if (ret->interrupted == SBX_INTERRUPT_SIGNALED) {
+                        c->row.snap_stale = true;
+                        c->stale_reason = "interrupted";
+                }
         } else {
                 update_cwd(c, o->response);
-                journal_append(m, c, code, env, cwd_before, ts, &ret->snapshot_ms);
+                journal_append(m, c, cell->code, env, cwd_before, ts, &ret->snapshot_ms);
                 /* A sandbox over its share gives back its own interpreter,
                  * this one included, once its cell is answered. */
                 lru_evict(m, c, true);
@@ -424,7 +517,7 @@ void sbx_exec_result_done(struct sbx_exec_result *r)
 /* Runs under the context's own lock, not the sandbox's: other contexts of
  * the sandbox (and its files) stay usable during a long cell. */
 static int execute_locked(struct sandbox_mgr *m, struct context *c, int ws_fd, const struct mount_view *mounts,
-                          const char *code, json_t *env, struct sbx_exec_result *ret, struct err *err)
+                          const struct sbx_cell *cell, json_t *env, struct sbx_exec_result *ret, struct err *err)
 {
         if (!c->rt)
                 return err_set(err, ERR_INVALID, 0, "Context language '%s' is not available", c->row.language);
@@ -432,23 +525,23 @@ static int execute_locked(struct sandbox_mgr *m, struct context *c, int ws_fd, c
         c->ws_fd = ws_fd;
         c->mounts = mounts;
         int r = c->deleted ? context_not_found(err, c->row.id, OP_EXECUTE, "Context was deleted")
-                           : run_cell(m, c, code, env, ret, err);
+                           : run_cell(m, c, cell, env, ret, err);
+        cell_end(m, c); /* an interrupt for a cell that never started is void */
         c->ws_fd = -1;
         c->mounts = NULL;
         pthread_mutex_unlock(&c->run_lock);
         return r;
 }
 
-int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt, const char *binding,
-                const char *code, const char *context_id, json_t *call_env, struct sbx_exec_result *ret,
-                struct err *err)
+static int execute_cell(struct sandbox_mgr *m, const char *id, const struct runtime *rt, const char *binding,
+                        const struct sbx_cell *cell, json_t *call_env, struct sbx_exec_result *ret, struct err *err)
 {
         memset(ret, 0, sizeof(*ret));
         ret->snapshot_ms = -1;
-        struct sandbox *s = sandbox_enter(m, id, err);
+        struct sandbox *s = sandbox_enter_org(m, cell->org_id, id, err);
         if (!s)
                 return err_ret(err);
-        struct context *c = resolve_context(m, s, rt, binding, context_id, err);
+        struct context *c = resolve_context(m, s, rt, binding, cell->context_id, err);
         json_t *env = NULL;
         int r = c ? sandbox_open_workspace(m, s, err) : err_ret(err);
         if (r == 0) {
@@ -465,7 +558,7 @@ int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt,
                 mount_view_take(s, &mounts);
         pthread_mutex_unlock(&s->lock);
         if (r == 0) {
-                r = execute_locked(m, c, ws_fd, &mounts, code, env, ret, err);
+                r = execute_locked(m, c, ws_fd, &mounts, cell, env, ret, err);
                 pthread_mutex_lock(&s->lock);
                 bool free_it = --c->refs == 0 && c->deleted && !find_context(s, c->row.id);
                 pthread_mutex_unlock(&s->lock);
@@ -475,4 +568,72 @@ int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt,
         json_decref(env);
         sandbox_put(m, s);
         return r;
+}
+
+int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt, const char *binding,
+                const char *code, const char *context_id, json_t *call_env, struct sbx_exec_result *ret,
+                struct err *err)
+{
+        const struct sbx_cell cell = { .context_id = context_id, .code = code };
+        return execute_cell(m, id, rt, binding, &cell, call_env, ret, err);
+}
+
+int sbx_context_run(struct sandbox_mgr *m, const char *id, const struct sbx_cell *cell, struct sbx_exec_result *ret,
+                    struct err *err)
+{
+        if (!cell->context_id) {
+                memset(ret, 0, sizeof(*ret));
+                return err_set(err, ERR_INVALID, 0, "A context id is required");
+        }
+        return execute_cell(m, id, NULL, NULL, cell, NULL, ret, err);
+}
+
+/* Whether cell seq still runs in context cid of s; past the grace period
+ * (kill) its kernel is killed. */
+static bool still_running(struct sandbox_mgr *m, struct sandbox *s, const char *cid, uint64_t seq, bool kill,
+                          enum sbx_interrupt *ret)
+{
+        pthread_mutex_lock(&s->lock);
+        struct context *c = find_context(s, cid);
+        pthread_mutex_lock(&m->lock);
+        bool running = c && c->running && c->cell_seq == seq;
+        if (running && kill)
+                *ret = interrupt_locked(c, true);
+        pthread_mutex_unlock(&m->lock);
+        pthread_mutex_unlock(&s->lock);
+        return running && !kill;
+}
+
+int sbx_context_interrupt(struct sandbox_mgr *m, const char *org_id, const char *id, const char *cid,
+                          uint64_t grace_ms, enum sbx_interrupt *ret, struct err *err)
+{
+        *ret = SBX_INTERRUPT_NONE;
+        struct sandbox *s = sandbox_enter_org(m, org_id, id, err);
+        if (!s)
+                return err_ret(err);
+        struct context *c = find_context(s, cid);
+        if (!c) {
+                char msg[256];
+                snprintf(msg, sizeof(msg), "Context not found: %s", cid);
+                int r = context_not_found(err, cid, "context.interrupt", msg);
+                sandbox_leave(m, s);
+                return r;
+        }
+        uint64_t seq = 0;
+        pthread_mutex_lock(&m->lock);
+        if (c->refs > 0) {
+                seq = c->cell_seq;
+                *ret = interrupt_locked(c, !c->rt || !c->rt->interruptible);
+        }
+        pthread_mutex_unlock(&m->lock);
+        pthread_mutex_unlock(&s->lock);
+        /* A cell that ignores SIGINT (a long call in C, a handler of its
+         * own) is not left running: the interrupt really stops it. */
+        if (*ret == SBX_INTERRUPT_SIGNALED) {
+                uint64_t until = now_ns() + grace_ms * 1000000ULL;
+                while (still_running(m, s, cid, seq, now_ns() >= until, ret))
+                        usleep(10000);
+        }
+        sandbox_put(m, s);
+        return 0;
 }

@@ -26,6 +26,7 @@ enum context_lost {
         CONTEXT_LOST_EVICTED,        /* evicted for another sandbox */
         CONTEXT_LOST_EVICTED_OWN,    /* evicted because its sandbox was over its share */
         CONTEXT_LOST_LIMIT,          /* killed by a limit, or died */
+        CONTEXT_LOST_INTERRUPT,      /* killed by an interrupt */
 };
 
 /* What journal_replay achieved. */
@@ -47,6 +48,12 @@ struct context {
         const char *stale_reason;    /* why snap_stale was set (this run) */
         bool deleted;
         int refs;                    /* executions holding it (sandbox lock) */
+        /* Interrupts (m->lock): a cell is in the kernel; an interrupt came
+         * for the cell about to run or running; what it did; cells begun. */
+        bool running;
+        bool interrupt_pending;
+        enum sbx_interrupt interrupted;
+        uint64_t cell_seq;
         pthread_mutex_t run_lock;    /* serialises executions */
         int ws_fd;                   /* run_lock: the workspace fd of the execution in progress */
         const struct mount_view *mounts; /* run_lock: its sandbox's mounts, taken with ws_fd */
@@ -110,6 +117,8 @@ struct sandbox_mgr {
         pthread_mutex_t tunnel_lock; /* tunnels */
         struct tunnel *tunnels;      /* tunnel.c */
         struct terminals *terminals; /* terminal.c: the live terminals */
+        sbx_org_env_fn org_env;      /* orgenv.c; NULL: no org gives env */
+        void *org_env_userdata;
 };
 
 /* registry.c */
@@ -184,6 +193,12 @@ void pool_yield(struct sandbox_mgr *m);
 void pool_forget(struct sandbox_mgr *m, struct sandbox *s);
 /* orgs.c: the stored view of a sandbox (no env, contexts or usage). */
 void sandbox_info_fill(const struct sandbox_row *row, struct sbx_info *ret);
+
+/* orgenv.c: the env s's org gives its jails, a new object into *ret ({}
+ * for SBX_DEFAULT_ORG or without a hook). 0 or -errno with err filled. */
+int sandbox_org_env(struct sandbox_mgr *m, const struct sandbox *s, json_t **ret, struct err *err);
+/* The same with env (strings and nulls) applied over it. */
+int sandbox_env_over_org(struct sandbox_mgr *m, const struct sandbox *s, json_t *env, json_t **ret, struct err *err);
 
 /* tunnel.c: drops the tunnels of sandbox id (NULL: all of them). */
 void tunnels_drop(struct sandbox_mgr *m, const char *id);

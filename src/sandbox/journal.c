@@ -27,6 +27,7 @@ struct replay {
         uint64_t deadline_ns;   /* sandbox.replay_ms for the whole replay */
         size_t cells, bad;
         bool too_long;
+        json_t *org_env;        /* the org's env, under each cell's own */
 };
 
 /* Re-runs one journaled cell; store_cell_each calls this without holding
@@ -48,7 +49,10 @@ static void replay_cell(const struct cell_row *cell, void *userdata)
         }
         uint64_t left_ms = (rp->deadline_ns - now) / 1000000 + 1;
         rp->lim.wall_ms = left_ms < rp->wall_ms ? left_ms : rp->wall_ms;
-        json_t *env = env_parse(cell->env_json);
+        json_t *cell_env = env_parse(cell->env_json);
+        json_t *env = json_deep_copy(rp->org_env);
+        env_merge(env, cell_env);
+        json_decref(cell_env);
         json_t *req = exec_build_request(cell->code, env, cell->cwd, cell->typescript, rp->lim.result_bytes, true);
         struct exec_outcome o;
         if (kproc_run(rp->c->kp, req, &rp->lim, &o) < 0 || o.died || o.limit != EXEC_LIMIT_NONE)
@@ -68,8 +72,14 @@ enum replay_verdict journal_replay(struct sandbox_mgr *m, struct context *c, con
                              .deadline_ns = now_ns() + m->opt.replay_ms * 1000000ULL };
         rp.lim.output_bytes *= 4; /* output is discarded; never fail on it */
         rp.lim.output_entries *= 4;
+        struct err err = { 0 };
+        if (sandbox_org_env(m, c->sbx, &rp.org_env, &err) < 0) {
+                err_done(&err);
+                return REPLAY_FAILED; /* without its secrets the journal cannot replay as it ran */
+        }
         if (store_cell_each(m->store, c->row.id, replay_cell, &rp) < 0)
                 rp.bad++; /* an unreadable journal cannot have rebuilt the state */
+        json_decref(rp.org_env);
         if (rp.too_long)
                 return REPLAY_TOO_LONG;
         if (rp.cells > 0 && kproc_alive(c->kp) && kproc_end_replay(c->kp) < 0)

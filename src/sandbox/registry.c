@@ -639,7 +639,13 @@ int sbx_info(struct sandbox_mgr *m, const char *id, struct sbx_info *ret, struct
 int sbx_context_list(struct sandbox_mgr *m, const char *id, struct sbx_context_info **ret, size_t *ret_n,
                      struct err *err)
 {
-        struct sandbox *s = sandbox_enter(m, id, err);
+        return sbx_context_list_org(m, NULL, id, ret, ret_n, err);
+}
+
+int sbx_context_list_org(struct sandbox_mgr *m, const char *org_id, const char *id, struct sbx_context_info **ret,
+                         size_t *ret_n, struct err *err)
+{
+        struct sandbox *s = sandbox_enter_org(m, org_id, id, err);
         if (!s)
                 return err_ret(err);
         int r = contexts_snapshot(s, ret, ret_n);

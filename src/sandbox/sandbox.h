@@ -82,6 +82,19 @@ int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct
 /* Stops the reaper, kills every resident interpreter, unmounts workspaces. */
 void sbx_mgr_free(struct sandbox_mgr *m);
 
+/* The environment an org gives every jail of its sandboxes (the
+ * controller's secrets): fn sets {name: value} strings in env (an empty
+ * JSON object), or fails with err filled, and then nothing starts (a
+ * command without the secrets its code expects would fail later and more
+ * confusingly). Never called for SBX_DEFAULT_ORG, whose sandboxes (the
+ * workers and bridge APIs') get none. Precedence, lowest first: the base
+ * environment, the org's, the sandbox's env, a context's, the call's. A
+ * code context journals its cells' env without the org's (the store never
+ * holds a value in clear) and gets the org's again on replay. Set it once,
+ * before the first request. */
+typedef int (*sbx_org_env_fn)(void *userdata, const char *org_id, json_t *env, struct err *err);
+void sbx_mgr_set_org_env(struct sandbox_mgr *m, sbx_org_env_fn fn, void *userdata);
+
 /* ^[A-Za-z0-9._-]{1,128}$ (a facade may allow fewer), no leading/trailing '-', not all dots, not a
  * reserved name. */
 bool sbx_id_valid(const char *id);
@@ -117,6 +130,8 @@ struct sbx_context_info {
         char engine[64];         /* "" when the language is gone */
         uint64_t created_at, last_used, executions;
         bool resident;
+        bool busy;               /* an execution holds it (running or waiting for its turn) */
+        bool available;          /* its language is still served (else it can never run) */
         struct sbx_snapshot snap;
         struct sbx_restore last_restore; /* restored false: never restored in this run */
 };
@@ -172,6 +187,25 @@ int sbx_context_list(struct sandbox_mgr *m, const char *id, struct sbx_context_i
                      struct err *err);
 int sbx_context_delete(struct sandbox_mgr *m, const char *id, const char *context_id, struct err *err);
 
+/* The same for org_id's existing sandbox (NULL: as above, SBX_DEFAULT_ORG's
+ * created on first use); another org's sandbox is ERR_NOT_FOUND. */
+int sbx_context_create_org(struct sandbox_mgr *m, const char *org_id, const char *id, const struct runtime *rt,
+                           const char *binding, const char *cwd, json_t *env, struct sbx_context_info *ret,
+                           struct err *err);
+int sbx_context_list_org(struct sandbox_mgr *m, const char *org_id, const char *id, struct sbx_context_info **ret,
+                         size_t *ret_n, struct err *err);
+int sbx_context_delete_org(struct sandbox_mgr *m, const char *org_id, const char *id, const char *context_id,
+                           struct err *err);
+
+/* How a cell was interrupted (sbx_context_interrupt). */
+enum sbx_interrupt {
+        SBX_INTERRUPT_NONE,      /* it was not */
+        SBX_INTERRUPT_SIGNALED,  /* SIGINT: the kernel stopped the cell and kept its state */
+        SBX_INTERRUPT_SKIPPED,   /* interrupted before it started: it never ran */
+        SBX_INTERRUPT_KILLED,    /* the kernel was killed; the next cell restores the journal */
+        _SBX_INTERRUPT_MAX
+};
+
 /* One execution in a context. */
 struct sbx_exec_result {
         struct exec_outcome outcome;     /* owned: exec_outcome_done */
@@ -183,6 +217,7 @@ struct sbx_exec_result {
         double snapshot_ms;              /* time to journal the cell; < 0: not journaled */
         uint64_t expires_at;             /* the sandbox's deadline; 0: never */
         struct sbx_restore restore;      /* restored: this execution rebuilt the interpreter */
+        enum sbx_interrupt interrupted;  /* an interrupt ended it (then not journaled) */
 };
 void sbx_exec_result_done(struct sbx_exec_result *r);
 
@@ -191,6 +226,30 @@ void sbx_exec_result_done(struct sbx_exec_result *r);
 int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt, const char *binding,
                 const char *code, const char *context_id, json_t *call_env, struct sbx_exec_result *ret,
                 struct err *err);
+
+/* A cell for a REPL facade: in context_id of org_id's existing sandbox
+ * (org_id NULL: SBX_DEFAULT_ORG's, created on first use). display: the
+ * kernel adds rich MIME bundles to its answer (docs/kernel-protocol.md
+ * "Display"); sink (may be NULL) gets the output as it comes. */
+struct sbx_cell {
+        const char *org_id;
+        const char *context_id;
+        const char *code;
+        bool display;
+        const struct exec_sink *sink;
+};
+int sbx_context_run(struct sandbox_mgr *m, const char *id, const struct sbx_cell *cell, struct sbx_exec_result *ret,
+                    struct err *err);
+/* Interrupts the cell running (or waiting to run) in context_id: SIGINT
+ * for an interruptible runtime (struct runtime.interruptible), and if the
+ * cell still runs grace_ms later, or for other runtimes at once, the
+ * kernel is killed (its context comes back from its journal on the next
+ * cell: variables of journaled cells survive). The interrupted cell is
+ * never journaled (a replay would hang on it); a cell that ran partly
+ * leaves the context stale ("interrupted"). *ret: what was done (NONE:
+ * nothing ran). 0 or -errno with err filled (ERR_NOT_FOUND). */
+int sbx_context_interrupt(struct sandbox_mgr *m, const char *org_id, const char *id, const char *context_id,
+                          uint64_t grace_ms, enum sbx_interrupt *ret, struct err *err);
 
 /* A sandbox's workspace held open (and its sandbox locked) for file
  * operations: created and mounted on first use, like every call here. */
@@ -212,8 +271,9 @@ void sbx_workspace_release(struct sandbox_mgr *m, struct sbx_workspace *ws);
 /* A command in a sandbox (the bridge's /exec, sessions, terminals): a
  * jailed process with the sandbox's /workspace, network namespace, host id
  * and parent cgroup (its memory, pids and CPU quota shared with the
- * sandbox's interpreters). Its environment is the base one, then the
- * sandbox's env, then env (strings; nulls unset). */
+ * sandbox's interpreters). Its environment is the base one, then its
+ * org's (sbx_mgr_set_org_env), then the sandbox's env, then env (strings;
+ * nulls unset). */
 struct proc;
 struct sbx_command {
         const char *const *argv;     /* NULL-terminated, paths inside the jail */

@@ -84,6 +84,13 @@ struct store_ops {
                         uint64_t not_before, struct idem_row *ret);
         int (*idem_put)(struct store *s, const struct idem_row *row, uint64_t not_before);
 
+        int (*secret_create)(struct store *s, const struct secret_row *row);
+        int (*secret_update)(struct store *s, const struct secret_row *row);
+        int (*secret_delete)(struct store *s, const char *org_id, const char *name);
+        /* Pushes struct secret_row items of one page; ret_total: the org's count. */
+        int (*secret_list)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                           struct store_rows *out, uint64_t *ret_total);
+
         int (*sandbox_get)(struct store *s, const char *id, struct sandbox_row *ret);
         int (*sandbox_put)(struct store *s, const struct sandbox_row *row);
         int (*sandbox_touch)(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at);

@@ -443,6 +443,63 @@ int store_idem_put(struct store *s, const struct idem_row *row, uint64_t not_bef
         return s->ops->idem_put(s, row, not_before);
 }
 
+/* ---- secrets ---------------------------------------------------------- */
+
+void secret_row_done(struct secret_row *r)
+{
+        if (!r)
+                return;
+        free(r->sealed);
+        r->sealed = NULL;
+}
+
+static void secret_item_done(void *item)
+{
+        secret_row_done(item);
+}
+
+static int check_secret(const struct secret_row *row)
+{
+        int r;
+
+        if (!row || !row->sealed || !row->sealed[0])
+                return -EINVAL;
+        if ((r = check_id(row->org_id)) < 0 || (r = check_id(row->name)) < 0 || (r = CHECK_FIELD(row, key_id)) < 0)
+                return r;
+        return 0;
+}
+
+int store_secret_create(struct store *s, const struct secret_row *row)
+{
+        STORE_CALL(s, true, row ? row->org_id : NULL, check_secret(row) ?: s->ops->secret_create(s, row));
+}
+
+int store_secret_update(struct store *s, const struct secret_row *row)
+{
+        STORE_CALL(s, true, row ? row->org_id : NULL, check_secret(row) ?: s->ops->secret_update(s, row));
+}
+
+int store_secret_delete(struct store *s, const char *org_id, const char *name)
+{
+        int r = check_id(org_id);
+        if (r < 0)
+                return r;
+        STORE_CALL(s, true, name, s->ops->secret_delete(s, org_id, name));
+}
+
+int store_secret_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                      void (*fn)(const struct secret_row *row, void *userdata), void *userdata,
+                      uint64_t *ret_total)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct secret_row),
+                                                           .done = secret_item_done };
+        int r = fn ? org_page(s, org_id, limit, offset, s ? s->ops->secret_list : NULL, &l, ret_total) : -EINVAL;
+
+        for (size_t i = 0; r >= 0 && i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        return r;
+}
+
 /* ---- sandboxes -------------------------------------------------------- */
 
 int store_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret)

@@ -118,6 +118,28 @@ int store_idem_get(struct store *s, const char *org_id, const char *key, const c
  * made before not_before. */
 int store_idem_put(struct store *s, const struct idem_row *row, uint64_t not_before);
 
+/* An org's secret (issue 12): the value only ever sealed (AES-256-GCM,
+ * by the tenant layer); the store keeps opaque text. */
+struct secret_row {
+        char org_id[STORE_ID_MAX];
+        char name[STORE_ID_MAX];
+        char *sealed;             /* owned (malloc): the sealed value as text */
+        char key_id[32];          /* which key sealed it (a fingerprint) */
+        uint64_t created_at, updated_at;   /* epoch ms */
+};
+void secret_row_done(struct secret_row *r);   /* frees sealed */
+/* -EEXIST when the org has a secret of that name. */
+int store_secret_create(struct store *s, const struct secret_row *row);
+/* Replaces sealed, key_id and updated_at; -ENOENT when absent. */
+int store_secret_update(struct store *s, const struct secret_row *row);
+/* Scoped by org: another org's secret is -ENOENT, as a missing one. */
+int store_secret_delete(struct store *s, const char *org_id, const char *name);
+/* The org's secrets ordered by name, from offset, at most limit (sealed
+ * included); *ret_total gets how many the org has. fn gets a borrowed row. */
+int store_secret_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                      void (*fn)(const struct secret_row *row, void *userdata), void *userdata,
+                      uint64_t *ret_total);
+
 struct sandbox_row {
         char id[STORE_ID_MAX];
         char org_id[STORE_ID_MAX];

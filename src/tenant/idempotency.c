@@ -1,7 +1,9 @@
 /* Idempotency-Key records (seed 003, "Idempotency"): the reply of a POST
- * kept for 24 h under (org, key, route) with the SHA-256 of its body, so a
+ * kept for 24 h under (org, key, route) with a keyed hash of its body, so a
  * retry gets the same reply and a different body under the same key is
  * told apart. */
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/sha.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,10 +11,14 @@
 #include "base/util.h"
 #include "tenant/internal.h"
 
-static void body_hash(const char *body, size_t len, char out[65])
+/* HMAC-SHA256 under the secrets key, not a bare SHA-256: a body may hold
+ * a secret's value (POST /secrets), and a plain hash in the store would let
+ * anyone with the database try guesses offline. */
+static void body_hash(const struct tenant *t, const char *body, size_t len, char out[65])
 {
         uint8_t d[SHA256_DIGEST_LENGTH];
-        SHA256((const unsigned char *)body, len, d);
+        unsigned int dlen = 0;
+        HMAC(EVP_sha256(), t->secrets_key, sizeof(t->secrets_key), (const unsigned char *)body, len, d, &dlen);
         for (size_t i = 0; i < sizeof(d); i++)
                 snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
@@ -40,7 +46,7 @@ int tenant_idem_find(struct tenant *t, const char *org_id, const char *key, cons
                                &row);
         if (r < 0)
                 return r;
-        body_hash(body, len, hash);
+        body_hash(t, body, len, hash);
         if (strcmp(hash, row.body_hash) != 0) {
                 idem_row_done(&row);
                 return -EEXIST;
@@ -59,7 +65,7 @@ int tenant_idem_save(struct tenant *t, const char *org_id, const char *key, cons
         snprintf(row.org_id, sizeof(row.org_id), "%s", org_id);
         snprintf(row.key, sizeof(row.key), "%s", key);
         snprintf(row.route, sizeof(row.route), "%s", route);
-        body_hash(body, len, row.body_hash);
+        body_hash(t, body, len, row.body_hash);
         uint64_t not_before = row.created_at > TENANT_IDEM_TTL_MS ? row.created_at - TENANT_IDEM_TTL_MS : 0;
         return store_idem_put(t->store, &row, not_before);
 }

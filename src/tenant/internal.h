@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include "tenant/seal.h"
 #include "tenant/tenant.h"
 
 #define TENANT_SESSION_KEY_BYTES 32
@@ -16,6 +17,8 @@ struct tenant {
         uint8_t key[TENANT_SESSION_KEY_BYTES];
         struct login_limiter *limiter;
         char dummy_hash[128];   /* checked for unknown emails, so they cost as much */
+        uint8_t secrets_key[SEAL_KEY_BYTES];   /* seals the orgs' secrets (secrets.c) */
+        char secrets_key_id[SEAL_KEY_ID_LEN + 1];
 };
 
 /* ---- password.c ---- */
@@ -34,6 +37,14 @@ void limiter_reset(struct login_limiter *l, const char *name);
 
 /* ---- session.c ---- */
 int session_key_load(struct tenant *t, struct err *err);
+/* A 32-byte key in <data_dir>/<name> (0600): read, or made (make_new, or
+ * when absent) by writing a temporary file and renaming it. */
+int key_file_load(const char *data_dir, const char *name, bool make_new, uint8_t key[TENANT_SESSION_KEY_BYTES],
+                  struct err *err);
+
+/* ---- secrets.c ---- */
+/* The secrets key: opt.secrets_key when given, else <data_dir>/secrets.key. */
+int secrets_key_load(struct tenant *t, struct err *err);
 int session_issue(struct tenant *t, const struct user_row *user, struct tenant_session *ret);
 
 /* ---- keys.c ---- */

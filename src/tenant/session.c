@@ -40,7 +40,7 @@ static int key_write(const char *path, uint8_t key[TENANT_SESSION_KEY_BYTES], st
         char tmp[4300];
         snprintf(tmp, sizeof(tmp), "%s.tmp", path);
         if (getrandom(key, TENANT_SESSION_KEY_BYTES, 0) != TENANT_SESSION_KEY_BYTES)
-                return err_set(err, ERR_INTERNAL, EIO, "no randomness for the session key");
+                return err_set(err, ERR_INTERNAL, EIO, "no randomness for %s", path);
         unlink(tmp);
         _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
@@ -57,16 +57,22 @@ static int key_write(const char *path, uint8_t key[TENANT_SESSION_KEY_BYTES], st
         return 0;
 }
 
-int session_key_load(struct tenant *t, struct err *err)
+int key_file_load(const char *data_dir, const char *name, bool make_new, uint8_t key[TENANT_SESSION_KEY_BYTES],
+                  struct err *err)
 {
         char path[4200];
-        snprintf(path, sizeof(path), "%s/session.key", t->opt.data_dir);
-        if (!t->opt.rotate_session_key) {
-                int r = key_read(path, t->key, err);
+        snprintf(path, sizeof(path), "%s/%s", data_dir, name);
+        if (!make_new) {
+                int r = key_read(path, key, err);
                 if (r != -ENOENT)
                         return r;
         }
-        return key_write(path, t->key, err);
+        return key_write(path, key, err);
+}
+
+int session_key_load(struct tenant *t, struct err *err)
+{
+        return key_file_load(t->opt.data_dir, "session.key", t->opt.rotate_session_key, t->key, err);
 }
 
 int session_issue(struct tenant *t, const struct user_row *user, struct tenant_session *ret)

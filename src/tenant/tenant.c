@@ -18,6 +18,8 @@ int tenant_new(const struct tenant_options *o, struct store *store, struct tenan
         t->opt = *o;
         t->store = store;
         int r = session_key_load(t, err);
+        if (r == 0)
+                r = secrets_key_load(t, err);
         /* The hash an unknown email is checked against: same cost as a
          * real one, and no password matches it. */
         if (r == 0 && (r = password_hash("no password matches this 0", t->dummy_hash, sizeof(t->dummy_hash))) < 0)
@@ -36,6 +38,7 @@ void tenant_free(struct tenant *t)
                 return;
         limiter_free(t->limiter);
         explicit_bzero(t->key, sizeof(t->key));
+        explicit_bzero(t->secrets_key, sizeof(t->secrets_key));
         free(t);
 }
 

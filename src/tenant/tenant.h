@@ -30,6 +30,10 @@ struct tenant_options {
         unsigned login_addr_failures;    /* … per client address */
         uint64_t login_window_s;
         bool rotate_session_key;         /* make a new signing key at start */
+        /* The secrets key as text (64 hex digits or base64 of 32 bytes;
+         * SANDBOXD_SECRETS_KEY); "": <data_dir>/secrets.key, made on first
+         * start. */
+        char secrets_key[256];
 };
 
 /* Loads (or makes) the session key. err: ERR_INTERNAL with a message. */
@@ -129,3 +133,37 @@ int tenant_idem_save(struct tenant *t, const char *org_id, const char *key, cons
 
 /* "<prefix>_" + 32 hex digits of randomness (e.g. "org_…"). 0 or -EIO. */
 int tenant_id_new(const char *prefix, char out[STORE_ID_MAX]);
+
+/* Secrets (secrets.c): an org's named values, sealed with AES-256-GCM
+ * (tenant/seal.h) under the secrets key, bound to (org id, name) as
+ * associated data. Names are environment variable names,
+ * ^[A-Z_][A-Z0-9_]{0,127}$; values are valid UTF-8 without NUL, at most
+ * 64 KiB. No function here ever puts a value in an error message. All
+ * scoped by org: another org's name is ERR_NOT_FOUND. */
+#define TENANT_SECRET_NAME_MAX 128
+#define TENANT_SECRET_VALUE_MAX (64 * 1024)
+struct tenant_secret {
+        char name[STORE_ID_MAX];          /* at most TENANT_SECRET_NAME_MAX */
+        uint64_t created_at, updated_at;   /* epoch ms */
+};
+bool tenant_secret_name_ok(const char *name);
+/* ERR_INVALID (name or value), ERR_TOO_LARGE (value), ERR_EXISTS (the org
+ * has that name). */
+int tenant_secret_create(struct tenant *t, const char *org_id, const char *name, const char *value, size_t len,
+                         struct tenant_secret *ret, struct err *err);
+/* A new value (sealed afresh); ERR_NOT_FOUND when absent. */
+int tenant_secret_update(struct tenant *t, const char *org_id, const char *name, const char *value, size_t len,
+                         struct tenant_secret *ret, struct err *err);
+int tenant_secret_delete(struct tenant *t, const char *org_id, const char *name, struct err *err);
+/* Names and dates only, ordered by name. */
+int tenant_secret_each(struct tenant *t, const char *org_id, uint64_t limit, uint64_t offset,
+                       void (*fn)(const struct tenant_secret *s, void *userdata), void *userdata, uint64_t *ret_total,
+                       struct err *err);
+/* Every secret of the org opened, for a jail's environment: fn gets the
+ * name and a NUL-terminated value that is wiped when fn returns. A value
+ * that does not open (another key, a changed byte, a row moved to another
+ * org or name) fails the whole call: ERR_INTERNAL "secret NAME cannot be
+ * decrypted …", nothing of it passed on. */
+int tenant_secret_values(struct tenant *t, const char *org_id, void (*fn)(const char *name, const char *value,
+                                                                          void *userdata),
+                         void *userdata, struct err *err);

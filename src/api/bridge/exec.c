@@ -11,6 +11,7 @@
 
 #include "api/app.h"
 #include "api/bridge/bridge.h"
+#include "api/common/exec_metrics.h"
 #include "base/b64.h"
 #include "base/buf.h"
 #include "base/time.h"
@@ -93,12 +94,14 @@ static void exec_run(struct http_stream *s, void *ctx)
 {
         struct exec_job *job = ctx;
         struct err err = { 0 };
+        uint64_t start = now_ns();
         int r;
         job->s = s;
         while ((r = sbx_shell_start(job->mgr, job->sh, SBX_RUN_HEARTBEAT_MS, &err)) == -ETIMEDOUT)
                 if (http_sse_comment(s, "") < 0)
                         return; /* the session's previous command still runs */
         if (r < 0) {
+                api_count_run(METRICS_API_BRIDGE, NULL, start);
                 send_error(s, err.msg[0] ? err.msg : "Cannot start the command");
                 err_done(&err);
                 return;
@@ -114,6 +117,7 @@ static void exec_run(struct http_stream *s, void *ctx)
                         return;
         }
         sbx_shell_save_state(job->sh);
+        api_count_run(METRICS_API_BRIDGE, &rr, start);
         char data[64];
         snprintf(data, sizeof(data), "{\"exit_code\":%d}", rr.exit_code);
         http_sse_event(s, "exit", NULL, data);

@@ -136,6 +136,9 @@ void ctl_idempotent(struct http_request *req, struct http_response *res, http_ha
 const struct route *ctl_identity_routes(size_t *ret_n);
 const struct route *ctl_key_routes(size_t *ret_n);
 const struct route *ctl_health_routes(size_t *ret_n);
+const struct route *ctl_repl_routes(size_t *ret_n);
 const struct route *ctl_sandbox_routes(size_t *ret_n);
 const struct route *ctl_execute_routes(size_t *ret_n);
 const struct route *ctl_file_routes(size_t *ret_n);
+const struct route *ctl_secret_routes(size_t *ret_n);
+const struct route *ctl_metrics_routes(size_t *ret_n);

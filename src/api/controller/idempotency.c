@@ -43,7 +43,8 @@ void ctl_idempotent(struct http_request *req, struct http_response *res, http_ha
         const struct ctl_caller *c = ctl_caller(req);
         const char *key = http_header(req, "Idempotency-Key");
         char route[512];
-        if (!key || !c || strcmp(req->method, "POST") != 0) {
+        /* IDEMPOTENCY_ENABLED=false: the header is ignored, as by the seed. */
+        if (!key || !c || strcmp(req->method, "POST") != 0 || !app->cfg->ctl_idempotency_enabled) {
                 fn(req, res);
                 return;
         }

@@ -110,6 +110,16 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 ctl_sandbox_routes,
                 ctl_execute_routes,
                 ctl_file_routes,
+                ctl_repl_routes,
+                ctl_secret_routes,
+                ctl_metrics_routes,
         };
-        return api_group_register(srv, CTL_PREFIX, &ops, app, tables, ARRAY_SIZE(tables));
+        /* REPL_ENABLED=false: the REPL routes are not registered (the seed's
+         * optional features), so they answer 404 as any unknown path. */
+        api_route_table on[ARRAY_SIZE(tables)];
+        size_t n = 0;
+        for (size_t i = 0; i < ARRAY_SIZE(tables); i++)
+                if (tables[i] != ctl_repl_routes || app->cfg->ctl_repl_enabled)
+                        on[n++] = tables[i];
+        return api_group_register(srv, CTL_PREFIX, &ops, app, on, n);
 }

@@ -13,6 +13,7 @@
 #include "api/workers/routes.h"
 #include "api/workers/views.h"
 #include "api/app.h"
+#include "api/common/exec_metrics.h"
 #include "api/workers/validate.h"
 #include "sandbox/sandbox.h"
 #include "runtimes/runtime.h"
@@ -94,7 +95,12 @@ static void gw_execute(struct gw *g, const char *code, const char *context_id, j
 {
         struct err err = { 0 };
         struct sbx_exec_result r;
-        if (sbx_execute(g->app->sandboxes, g->id, g->rt, g->binding, code, context_id, env, &r, &err) < 0) {
+        uint64_t start = now_ns();
+        int rc = sbx_execute(g->app->sandboxes, g->id, g->rt, g->binding, code, context_id, env, &r, &err);
+        /* A missing sandbox or context is the caller's mistake, not a run. */
+        if (rc == 0 || err.reason == ERR_UNAVAILABLE || err.reason == ERR_INTERNAL)
+                api_count_execution(METRICS_API_GATEWAY, rc < 0 ? NULL : &r.outcome, start);
+        if (rc < 0) {
                 workers_error_from(res, &err);
                 err_done(&err);
                 return;

@@ -5,6 +5,7 @@
 
 #include "api/workers/envelope.h"
 #include "api/app.h"
+#include "api/common/exec_metrics.h"
 #include "api/workers/result_json.h"
 #include "api/workers/validate.h"
 #include "base/log.h"
@@ -35,9 +36,13 @@ static void run_stateless(struct http_request *req, struct http_response *res, c
         struct err err = { 0 };
         struct exec_outcome o;
         json_t *result = NULL;
+        uint64_t start = now_ns();
         if (exec_stateless(app->engine, rt, body.code, body.env, typescript, &o, &err) == 0) {
+                api_count_execution(METRICS_API_RUNTIME, &o, start);
                 result = exec_result_json(rt, body.code, &o, engine_limits(app->engine));
                 exec_outcome_done(&o);
+        } else {
+                api_count_execution(METRICS_API_RUNTIME, NULL, start);
         }
         exec_body_done(&body);
         if (!result) {

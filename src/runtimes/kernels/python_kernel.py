@@ -97,6 +97,134 @@ def _format_error(exc):
     return {"name": type(exc).__name__, "message": message, "traceback": lines}
 
 
+# ---- interrupts (docs/kernel-protocol.md "Interrupts") ----
+
+class _Cell:
+    """Whether a guest cell runs now: SIGINT stops only that."""
+    running = False
+
+
+def _on_sigint(signum, frame):
+    if _Cell.running:
+        _Cell.running = False
+        raise KeyboardInterrupt
+
+
+# ---- rich display (docs/kernel-protocol.md "Display") ----
+
+INLINE_BACKEND = "_sandboxd_inline"
+
+
+class _Display:
+    """MIME bundles of one cell: figures shown (plt.show() or left open at
+    the end of the cell, as Jupyter's inline backend does) and the last
+    expression's. Within a byte budget: past it an image is left out."""
+
+    def __init__(self, budget):
+        self.items = []
+        self.budget = budget
+        self.used = 0
+
+    def _fit(self, bundle):
+        size = sum(_utf8_len(v) if isinstance(v, str) else _utf8_len(json.dumps(v))
+                   for v in bundle.values())
+        if self.used + size <= self.budget:
+            self.used += size
+            return bundle
+        note = "%s (display omitted: over the display limit of %s)" % (
+            bundle.get("text/plain", ""), _limit_text(self.budget))
+        self.used += _utf8_len(note)
+        return {"text/plain": note}
+
+    def add(self, bundle):
+        self.items.append(self._fit(bundle))
+
+
+def _png_b64(fig):
+    import base64
+    import io
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _figure_bundle(fig):
+    return {"text/plain": repr(fig), "image/png": _png_b64(fig)}
+
+
+def _flush_figures(display, skip=None):
+    """Renders every open pyplot figure (but skip) into display, then closes
+    them all: nothing shown twice, nothing left for the next cell."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    try:
+        from matplotlib import _pylab_helpers
+        for manager in _pylab_helpers.Gcf.get_all_fig_managers():
+            fig = manager.canvas.figure
+            if display is not None and fig is not skip:
+                display.add(_figure_bundle(fig))
+        plt.close("all")
+    except Exception as exc:
+        sys.stderr.write("display: cannot render a figure: %s\n" % exc)
+
+
+class _InlineBackend:
+    """matplotlib's backend "module://_sandboxd_inline", made on import (a
+    finder on sys.meta_path: no file in the guest's path): Agg drawing, and
+    plt.show() puts the open figures into the cell's display."""
+    current = None  # the running cell's _Display
+
+    def find_spec(self, name, path=None, target=None):
+        if name != INLINE_BACKEND:
+            return None
+        import importlib.util
+        return importlib.util.spec_from_loader(name, self)
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        module.FigureCanvas = FigureCanvasAgg
+
+        def show(*args, **kwargs):
+            _flush_figures(_InlineBackend.current)
+        module.show = show
+
+
+def _result_bundle(value):
+    """The last expression's MIME bundle: text/plain always, then
+    application/json, text/html (_repr_html_, e.g. a pandas frame) and
+    image/png (a Figure, or _repr_png_) where the value has them."""
+    bundle = {"text/plain": repr(value)}
+    if isinstance(value, (dict, list)):
+        try:
+            bundle["application/json"] = json.loads(json.dumps(value, allow_nan=False))
+        except Exception:
+            pass
+    for mime, method in (("text/html", "_repr_html_"), ("image/png", "_repr_png_")):
+        fn = getattr(type(value), method, None)
+        if fn is None:
+            continue
+        try:
+            data = fn(value)
+        except Exception:
+            continue
+        if isinstance(data, bytes):
+            import base64
+            data = base64.b64encode(data).decode("ascii")
+        if isinstance(data, str):
+            bundle[mime] = data
+    fig_mod = sys.modules.get("matplotlib.figure")
+    if fig_mod is not None and isinstance(value, fig_mod.Figure):
+        try:
+            bundle["image/png"] = _png_b64(value)
+        except Exception:
+            pass
+    return bundle
+
+
 class Kernel:
     def __init__(self, mode):
         self.mode = mode
@@ -140,6 +268,16 @@ class Kernel:
             return eval(compile(last, SANDBOX_FILE, "eval"), self.ns)
         return None
 
+    def _display_env(self, env):
+        """The inline backend and a writable config dir for matplotlib,
+        unless the guest chose its own."""
+        if "MPLBACKEND" not in env:
+            os.environ["MPLBACKEND"] = "module://" + INLINE_BACKEND
+        if "MPLCONFIGDIR" not in env:
+            os.environ["MPLCONFIGDIR"] = "/tmp/.matplotlib"
+        if "XDG_CACHE_HOME" not in env and "HOME" not in env:  # fontconfig's cache
+            os.environ["XDG_CACHE_HOME"] = "/tmp/.cache"
+
     def handle(self, req):
         if req.get("reseed"):
             rnd = sys.modules.get("random")
@@ -158,6 +296,15 @@ class Kernel:
         results = []
         error = None
         child_status = 0
+        rich = self.mode == "repl" and req.get("display") is True
+        display = _Display(limit * 4) if rich else None
+        data = shown = None
+        if rich:
+            self._display_env(env)
+            # Every displaying cell closes its figures: one still open was
+            # drawn by a replayed cell (a restore), shown long ago.
+            _flush_figures(None)
+        _InlineBackend.current = display
         try:
             cwd = req.get("cwd")
             if cwd:
@@ -168,7 +315,9 @@ class Kernel:
                     importlib.invalidate_caches()
                 except Exception:
                     pass
+            _Cell.running = self.mode == "repl"
             value = self._run_code(req.get("code") or "")
+            _Cell.running = False
             entry, size = _map_result(value)
             if entry is not None:
                 if size > limit:
@@ -179,8 +328,12 @@ class Kernel:
                     results = [{"json": json.loads(entry[1])}]
                 else:
                     results = [{"text": entry[1]}]
+                if display is not None and error is None:
+                    data = display._fit(_result_bundle(value))
+                    shown = value  # a Figure result is not shown twice
             value = entry = None
         except BaseException as exc:  # SystemExit and KeyboardInterrupt included
+            _Cell.running = False
             child_status = 1
             if isinstance(exc, SystemExit):
                 child_status = exc.code if isinstance(exc.code, int) else (exc.code is not None)
@@ -190,7 +343,15 @@ class Kernel:
         _flush_guest_streams()
         if os.getpid() != self.pid:  # a forked guest child must never answer on fd 3
             os._exit(int(child_status) & 0xFF)
-        return {"results": results, "error": error, "cwd": _confined_cwd()}
+        if rich:  # as Jupyter's inline backend after every cell, failed ones too
+            _flush_figures(display, skip=shown)
+        shown = None
+        _InlineBackend.current = None
+        resp = {"results": results, "error": error, "cwd": _confined_cwd()}
+        if display is not None:
+            resp["display"] = display.items
+            resp["data"] = data
+        return resp
 
 
 def _serve(mode, kernel, announce):
@@ -215,7 +376,12 @@ def _serve(mode, kernel, announce):
                 break
             continue
         kernel.adopt_process()
-        resp = kernel.handle(req)
+        try:
+            resp = kernel.handle(req)
+        except KeyboardInterrupt:  # SIGINT just as a cell ended
+            _Cell.running = False
+            resp = {"results": [], "cwd": _confined_cwd(),
+                    "error": {"name": "KeyboardInterrupt", "message": "", "traceback": []}}
         _send(resp)
         if req.get("warmup") is True and mode == "once":
             # A template's pool member serves one request of the daemon's
@@ -238,6 +404,10 @@ def _main():
         sys.stdout.reconfigure(line_buffering=True)
     except Exception:
         pass
+    if mode == "repl":
+        import signal
+        signal.signal(signal.SIGINT, _on_sigint)
+        sys.meta_path.append(_InlineBackend())
     kernel = Kernel(mode)
     # Warm up: one trivial cell through the real path loads the lazily
     # imported machinery, so the first real request pays none of it.

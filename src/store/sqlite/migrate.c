@@ -117,6 +117,19 @@ static const char *const migrations[] = {
         "ALTER TABLE sandboxes ADD COLUMN memory_bytes INTEGER NOT NULL DEFAULT 0;"
         "ALTER TABLE sandboxes ADD COLUMN expiry_fixed INTEGER NOT NULL DEFAULT 0;"
         "CREATE INDEX sandboxes_org_created ON sandboxes(org_id, created_at, id);",
+
+        /* 7: secrets (issue 12):
+         * an org's secrets, sealed by the tenant layer (AES-256-GCM; the
+         * store never sees a value), with the fingerprint of the key that
+         * sealed each one. */
+        "CREATE TABLE secrets("
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  name TEXT NOT NULL,"
+        "  sealed TEXT NOT NULL,"
+        "  key_id TEXT NOT NULL DEFAULT '',"
+        "  created_at INTEGER NOT NULL DEFAULT 0,"
+        "  updated_at INTEGER NOT NULL DEFAULT 0,"
+        "  PRIMARY KEY(org_id, name));",
 };
 
 int sq_schema_latest(void)

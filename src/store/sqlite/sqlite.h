@@ -8,8 +8,8 @@
  *
  * Files: db.c connection, pragmas, open/close, the ops table; stmt.c
  * statement, transaction and error helpers; migrate.c schema migrations;
- * orgs.c, sandboxes.c, contexts.c, cells.c one table each; tenants.c users,
- * api_keys and sessions. */
+ * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c one table each;
+ * tenants.c users, api_keys and sessions. */
 #pragma once
 
 #include <sqlite3.h>
@@ -121,6 +121,12 @@ int sq_session_revoke(struct store *s, const char *id);
 int sq_idem_get(struct store *s, const char *org_id, const char *key, const char *route, uint64_t not_before,
                 struct idem_row *ret);
 int sq_idem_put(struct store *s, const struct idem_row *row, uint64_t not_before);
+
+int sq_secret_create(struct store *s, const struct secret_row *row);
+int sq_secret_update(struct store *s, const struct secret_row *row);
+int sq_secret_delete(struct store *s, const char *org_id, const char *name);
+int sq_secret_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
+                   uint64_t *ret_total);
 
 int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret);
 int sq_sandbox_put(struct store *s, const struct sandbox_row *row);
