@@ -27,13 +27,6 @@ def d():
     daemon.cleanup()
 
 
-def have(module):
-    try:
-        __import__(module)
-        return True
-    except ImportError:
-        return False
-
 
 def org_sandbox(d):
     creds = apikey(account(d)["api_key"]["key"])
@@ -201,8 +194,8 @@ def test_interrupt_stops_a_loop_and_keeps_variables(d):
     assert status == 200 and res == {"status": "interrupted", "action": "none"}
 
 
-@pytest.mark.skipif(not have("matplotlib"), reason="python3-matplotlib not installed")
 def test_matplotlib_figure_is_a_png(d, py):
+    pytest.importorskip("matplotlib")
     creds, sid, s = py
     res = execute(d, creds, sid, s["id"],
                   "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.title('squares')\nplt.show()")
@@ -214,8 +207,8 @@ def test_matplotlib_figure_is_a_png(d, py):
     assert results(execute(d, creds, sid, s["id"], "None")) == []
 
 
-@pytest.mark.skipif(not have("pandas"), reason="python3-pandas not installed")
 def test_pandas_frame_is_html(d, py):
+    pytest.importorskip("pandas")
     creds, sid, s = py
     res = execute(d, creds, sid, s["id"], "import pandas as pd\npd.DataFrame({'n': [1, 2], 'w': ['one', 'two']})")
     (data,) = results(res)
