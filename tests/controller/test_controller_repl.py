@@ -168,27 +168,60 @@ def status_of(d, creds, sid, rid):
     return next(x["status"] for x in res["sessions"] if x["id"] == rid)
 
 
+def interrupt_running(d, creds, sid, rid, run):
+    """Starts run() (a cell that loops) on a thread, interrupts it once the
+    session is busy; (interrupt answer, run()'s result)."""
+    box = {}
+    t = threading.Thread(target=lambda: box.update(res=run()))
+    t.start()
+    deadline = time.monotonic() + 20
+    while status_of(d, creds, sid, rid) != "busy":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)  # in the loop by now
+    status, res, _ = raw(d, "POST", sessions_path(sid, rid, "interrupt"), {}, headers=creds)
+    assert status == 200 and res["status"] == "interrupted", res
+    t.join(20)
+    assert not t.is_alive()
+    assert status_of(d, creds, sid, rid) == "idle"
+    return res, box["res"]
+
+
 def test_interrupt_stops_a_loop_and_keeps_variables(d):
     creds, sid = org_sandbox(d)
     s = new_session(d, creds, sid)
     execute(d, creds, sid, s["id"], "x = 'kept'")
-    box = {}
-    t = threading.Thread(target=lambda: box.update(res=execute(d, creds, sid, s["id"], "while True: pass")))
-    t.start()
-    deadline = time.monotonic() + 20
-    while status_of(d, creds, sid, s["id"]) != "busy":
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    time.sleep(0.3)  # in the loop by now
-    status, res, _ = raw(d, "POST", sessions_path(sid, s["id"], "interrupt"), {}, headers=creds)
-    assert status == 200 and res["status"] == "interrupted" and res["action"] in ("signal", "skip"), res
-    t.join(20)
-    assert not t.is_alive()
-    res = box["res"]
+    answer, res = interrupt_running(d, creds, sid, s["id"],
+                                    lambda: execute(d, creds, sid, s["id"], "while True: pass"))
+    assert answer["action"] in ("signal", "skip"), answer
     assert res["status"] == "error" and res["outputs"][-1]["name"] == "KeyboardInterrupt", res
-    assert status_of(d, creds, sid, s["id"]) == "idle"
     res = execute(d, creds, sid, s["id"], "x")
     assert results(res) == [{"text/plain": "'kept'"}]
+
+
+def test_interrupt_a_stream(d):
+    creds, sid = org_sandbox(d)
+    s = new_session(d, creds, sid)
+    execute(d, creds, sid, s["id"], "n = 3")
+    code = "print('looping', flush=True)\nwhile True: pass"
+    _, events = interrupt_running(d, creds, sid, s["id"],
+                                  lambda: sse(d, creds, sessions_path(sid, s["id"], "stream"), {"code": code}))
+    assert events[0][1] == {"type": "stdout", "text": "looping\n"}
+    assert events[-2][1]["type"] == "error" and events[-2][1]["name"] == "KeyboardInterrupt"
+    assert events[-1][0] == "done" and events[-1][1]["status"] == "error"
+    assert results(execute(d, creds, sid, s["id"], "n * 2")) == [{"text/plain": "6"}]
+
+
+def test_interrupt_restarts_a_kernel_that_cannot_survive_it(d):
+    creds, sid = org_sandbox(d)
+    s = new_session(d, creds, sid, language="javascript")
+    execute(d, creds, sid, s["id"], "globalThis.kept = 'yes'")
+    answer, res = interrupt_running(d, creds, sid, s["id"],
+                                    lambda: execute(d, creds, sid, s["id"], "while (true) {}"))
+    assert answer["action"] in ("restart", "skip"), answer
+    assert res["status"] == "error" and res["outputs"][-1]["name"] == "KeyboardInterrupt", res
+    # Restored from the journal: the variables of earlier cells come back.
+    assert results(execute(d, creds, sid, s["id"], "kept")) == [{"text/plain": "'yes'"}]
     # Nothing running: nothing to do.
     status, res, _ = raw(d, "POST", sessions_path(sid, s["id"], "interrupt"), None, headers=creds)
     assert status == 200 and res == {"status": "interrupted", "action": "none"}
