@@ -20,6 +20,7 @@ import uuid
 
 from harness import *  # noqa: F401,F403 (constants and formatting helpers)
 from bridge import bridge_compact, bridge_report
+from bridge_pool import compact_bridge_pool, report_bridge_pool
 
 
 # ---------------------------------------------------------------- report
@@ -234,6 +235,7 @@ def report(out, profile, argv_bin, elapsed):
                      f"{i['disk1'] / 1048576:.1f} MiB |")
             L.append("")
     L.extend(bridge_report(out))
+    report_bridge_pool(out, L)
     return "\n".join(L).rstrip() + "\n"
 
 
@@ -287,6 +289,7 @@ def compact(out):
         L.append(f"idle: {i['created']} sandboxes in {i['total_s']:.1f} s, VmRSS "
                  f"{i['rss0_kb'].get('VmRSS', 0) / 1024:.1f} → {i['rss1_kb'].get('VmRSS', 0) / 1024:.1f} MiB")
     L.extend(bridge_compact(out))
+    compact_bridge_pool(out, line)
     return "\n".join(L)
 
 

@@ -12,7 +12,9 @@ ratios:
      `bwrap /bin/true` and bare `/bin/true`;
   4. sandboxes and contexts: warm context round trip, first call in a new
      sandbox, restore after a daemon restart as a function of journal
-     length, daemon RSS with N idle sandboxes.
+     length, daemon RSS with N idle sandboxes;
+  6. a new bridge sandbox + its first /exec, with and without the warm
+     pool, beside a warm stateless execution (bench/bridge_pool.py).
 
 Usage (`make bench` runs the first form):
 
@@ -42,7 +44,10 @@ import uuid
 
 from harness import *  # noqa: F401,F403 (the building blocks)
 from bridge import section_bridge
+from bridge_pool import section_bridge_pool
 from report import compact, report, write_doc
+
+ALL_SECTIONS = {"1", "2", "3", "4", "5", "6"}
 
 
 # ---------------------------------------------------------------- sections
@@ -385,7 +390,8 @@ def main():
     ap.add_argument("--json", metavar="FILE", help="also write the raw figures as JSON")
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                     help="passed to every daemon (repeatable); recorded in the report")
-    ap.add_argument("--sections", default="1,2,3,4,5", help="comma-separated subset of 1,2,3,4,5 (partial runs never write the doc)")
+    ap.add_argument("--sections", default=",".join(sorted(ALL_SECTIONS)),
+                    help="comma-separated subset of 1,2,3,4,5,6 (partial runs never write the doc)")
     args = ap.parse_args()
 
     binary = os.path.abspath(args.bin)
@@ -486,6 +492,8 @@ def main():
                 attempt("4d idle", section_idle, p, work, run_bin, out)
         if "5" in sections:
             attempt("5 bridge", section_bridge, profile, work, run_bin, out)
+        if "6" in sections:
+            attempt("6 bridge warm pool", section_bridge_pool, work, run_bin, out)
     except BenchError as e:
         failures.append(str(e))
     finally:
@@ -508,7 +516,7 @@ def main():
         print("bench: FAILED:\n  " + "\n  ".join(failures), file=sys.stderr)
         return 1
     if not args.no_write:
-        if sections != {"1", "2", "3", "4", "5"}:
+        if sections != ALL_SECTIONS:
             print("bench: partial run (--sections), docs not written", file=sys.stderr)
         else:
             write_doc(args.doc, report(out, profile, binary, elapsed))

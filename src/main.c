@@ -111,6 +111,39 @@ static void default_kernels_dir(char *out, size_t len)
         snprintf(out, len, "%s/../src/runtimes/kernels", exe);
 }
 
+/* The bridge's own variables for its warm pool (the anchor's names): they
+ * override the config file, as SANDBOX_API_KEY does; --set overrides them.
+ * The batch size is clamped (as the anchor does), the others checked. */
+static int warm_pool_env(struct config *cfg)
+{
+        static const struct {
+                const char *env, *key;
+                bool clamp;
+        } vars[] = {
+                { "WARM_POOL_TARGET", "bridge.warm_pool_target", false },
+                { "WARM_POOL_REFRESH_INTERVAL", "bridge.warm_pool_refresh_ms", false },
+                { "WARM_POOL_MAX_INSTANCES", "bridge.warm_pool_max_instances", false },
+                { "WARM_POOL_SCALE_BATCH_SIZE", "bridge.warm_pool_scale_batch", true },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
+                const char *v = getenv(vars[i].env);
+                uint64_t n;
+                if (!v || !*v)
+                        continue;
+                char clamped[32];
+                if (vars[i].clamp && config_parse_u64(v, &n) == 0) {
+                        snprintf(clamped, sizeof(clamped), "%llu", (unsigned long long)(n < 1 ? 1 : n > 20 ? 20 : n));
+                        v = clamped;
+                }
+                int r = config_set(cfg, vars[i].key, v);
+                if (r < 0) {
+                        fprintf(stderr, "sandboxd: %s=%s: %s\n", vars[i].env, v, strerror(-r));
+                        return r;
+                }
+        }
+        return 0;
+}
+
 static int build_config(const struct cli *cli, struct config *cfg)
 {
         int line = 0, r;
@@ -125,6 +158,8 @@ static int build_config(const struct cli *cli, struct config *cfg)
                 env_key = getenv("SANDBOX_API_KEY");
         if (env_key && *env_key && config_set(cfg, "api_key", env_key) < 0)
                 return -EINVAL;
+        if ((r = warm_pool_env(cfg)) < 0)
+                return r;
         for (size_t i = 0; i < cli->nsets; i++)
                 if ((r = apply_set(cfg, cli->sets[i])) < 0) {
                         fprintf(stderr, "sandboxd: --set %s: %s\n", cli->sets[i],
@@ -255,6 +290,13 @@ static void sandbox_options_from_config(const struct config *cfg, struct sandbox
                 .workspace_inodes = cfg->workspace_inodes,
                 .file_bytes = cfg->file_bytes,
                 .files_max_depth = cfg->files_max_depth,
+                /* Warm sandboxes are the bridge's: its ids. */
+                .pool = { .target = cfg->warm_pool_target, .refresh_ms = cfg->warm_pool_refresh_ms,
+                          .max_instances = cfg->warm_pool_max_instances, .batch = cfg->warm_pool_scale_batch,
+                          .create = { .workspace_bytes = cfg->bridge_workspace_bytes,
+                                      .workspace_inodes = cfg->bridge_workspace_inodes,
+                                      .file_bytes = cfg->bridge_file_bytes },
+                          .new_id = bridge_id_new },
         };
         snprintf(ret->data_dir, sizeof(ret->data_dir), "%s", cfg->data_dir);
         exec_limits_from_config(cfg, &ret->limits);

@@ -106,6 +106,12 @@ static const struct cfg_opt opts[] = {
          * SIGKILL after this grace (the anchor's 5 s); its quoted argv is capped. */
         U64("bridge.exec_grace_ms", bridge_exec_grace_ms, 5000, 0, 600000, "bridge /exec: SIGTERM to SIGKILL grace of a timed-out command"),
         U64("bridge.exec_command_bytes", bridge_exec_command_bytes, 1 * MiB, 1 * KiB, 16 * MiB, "bridge /exec: the quoted command line (argv joined) at most → 400"),
+        /* The bridge's warm pool (docs/bridge/pool.md); the anchor's
+         * variables override these (main.c). */
+        U64("bridge.warm_pool_target", warm_pool_target, 0, 0, 10000, "prepared sandboxes kept warm for POST /v1/sandbox (0 disables); env WARM_POOL_TARGET"),
+        U64("bridge.warm_pool_refresh_ms", warm_pool_refresh_ms, 10000, 100, 3600000, "the warm pool re-checks its size this often (it also refills at once after each take); env WARM_POOL_REFRESH_INTERVAL"),
+        U64("bridge.warm_pool_max_instances", warm_pool_max_instances, 0, 0, 1000000, "warm + assigned sandboxes the pool fills up to (0: sandbox.max_sandboxes and the disk cap only); env WARM_POOL_MAX_INSTANCES"),
+        U64("bridge.warm_pool_scale_batch", warm_pool_scale_batch, 5, 1, 20, "warm sandboxes prepared before the caps are checked again; env WARM_POOL_SCALE_BATCH_SIZE (clamped to 1-20)"),
         /* Issue 12: the controller API's sessions and login rate limit. */
         U64("controller.session_ttl_s", ctl_session_ttl_s, 86400, 1, 30 * 86400, "lifetime of a controller login session (JWT exp and the stateset_session cookie)"),
         BOOL("controller.cookie_secure", ctl_cookie_secure, 0, "mark the session and CSRF cookies Secure (set behind HTTPS)"),

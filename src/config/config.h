@@ -83,6 +83,12 @@ struct config {
 
         uint64_t bridge_exec_grace_ms;
         uint64_t bridge_exec_command_bytes;
+
+        /* The bridge's warm pool of prepared sandboxes (WARM_POOL_*). */
+        uint64_t warm_pool_target;
+        uint64_t warm_pool_refresh_ms;
+        uint64_t warm_pool_max_instances;
+        uint64_t warm_pool_scale_batch;
 };
 
 /* Fills every field with its default. */

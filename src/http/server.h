@@ -203,8 +203,11 @@ bool http_stream_closed(struct http_stream *s);
  * thread: on_open, then on_message per complete message, then on_close
  * (code 1005 when none was given, 1006 when the peer just vanished), then
  * free. Pings are answered, fragmented messages joined, frames are capped by
- * HTTP_WS_MAX_MESSAGE. http_ws_send/close may be called from any thread
- * until on_close returns; -EAGAIN when too much is already queued. */
+ * HTTP_WS_MAX_MESSAGE (1009); a frame that breaks RFC 6455 gets 1002.
+ * http_ws_send/close may be called from any thread until on_close returns;
+ * send says -EAGAIN when more than 4 MiB is already queued, -EPIPE after a
+ * close. http_ws_close's frame follows the messages queued before it (a
+ * peer that reads none of them for 10 s gets it ahead of them). */
 #define HTTP_WS_MAX_MESSAGE (1u << 20)
 struct http_ws_ops {
         void (*on_open)(struct http_ws *ws, void *ctx);
@@ -215,6 +218,12 @@ struct http_ws_ops {
 int http_websocket(struct http_response *res, const struct http_ws_ops *ops, void *ctx);
 int http_ws_send(struct http_ws *ws, bool binary, const void *data, size_t len);
 int http_ws_close(struct http_ws *ws, unsigned code, const char *reason);
+/* Test seam (tests/fuzz/fuzz_ws.c): the same frame handling run at once on
+ * the caller's thread, over sock (made non-blocking), as if MHD had read
+ * data past the handshake: on_open, the messages data holds, on_close,
+ * free; whatever the server answers is written to sock. No server, no
+ * thread. 0 or -errno (ops->free has run either way). */
+int http_ws_feed(const struct http_ws_ops *ops, void *ctx, int sock, const void *data, size_t len);
 
 /* ---- raw upgrade (upgrade.c) ----
  * The handler calls http_upgrade_raw() and adds its headers (Upgrade and

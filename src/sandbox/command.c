@@ -102,7 +102,12 @@ static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct s
         if (r < 0)
                 return r;
         sandbox_netns(m, s);
-        (void)sandbox_cgroup(m, s);
+        /* Without its group a sandbox of its own cpus/memory would run
+         * unlimited: refuse rather than downgrade. */
+        r = sandbox_cgroup(m, s);
+        if (r < 0 && (s->row.cpu_millis || s->row.memory_bytes))
+                return err_set(err, ERR_UNAVAILABLE, -r, "Cannot enforce the sandbox's CPU and memory limits: %s",
+                               strerror(-r));
         _cleanup_close_ int fd = open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return err_set(err, ERR_INTERNAL, errno, "Cannot open the workspace: %s", strerror(errno));

@@ -74,12 +74,32 @@ struct sandbox {
                                       * interpreters together); NULL: none yet */
         struct session *sessions;    /* the bridge's shell sessions (s->lock) */
         bool deleted;
+        bool warm;                   /* in SBX_POOL_ORG: only the pool may get it (manager lock) */
         struct bucket_mount *mounts; /* its bucket mounts (s->lock) */
         pthread_mutex_t mount_lock;  /* serialises mounts and unmounts; taken before s->lock */
         unsigned mount_seq;          /* names their private directories */
         int *jails;                  /* pidfds of its jails that may still run (s->lock), */
         size_t njails, jails_cap;    /* for mounts made after they started */
         struct sandbox *hnext;
+};
+
+/* A growable list of sandbox ids. */
+struct id_list {
+        char (*ids)[STORE_ID_MAX];
+        size_t n, cap;
+};
+/* Appends id (dropped on ENOMEM); a store_sandbox_each_* callback. */
+void id_list_add(const char *id, void *list);
+void id_list_done(struct id_list *l);
+
+/* The warm pool (pool.c). */
+struct sbx_pool {
+        struct bg_thread bg;         /* the refill loop; its lock guards what follows */
+        struct id_list ready;        /* prepared, oldest first */
+        struct id_list adopt;        /* left by the previous run, not looked at yet */
+        bool active;                 /* filling toward the target (false: disabled or paused) */
+        bool kick;                   /* look again now (a take, a yield, a prime) */
+        uint64_t quiet_until;        /* now_ns(): no refill before, while some are warm */
 };
 
 struct sandbox_mgr {
@@ -91,12 +111,23 @@ struct sandbox_mgr {
         struct context *lru_head, *lru_tail;
         size_t resident;
         struct bg_thread reaper;     /* idle expiry, every TTL/10 */
+        uint64_t pool_rows;          /* manager lock: stored sandboxes of SBX_POOL_ORG */
+        uint64_t pool_reserved;      /* manager lock: their workspace quotas together */
+        struct sbx_pool pool;        /* its lock is taken last: never held while taking another */
         pthread_mutex_t tunnel_lock; /* tunnels */
         struct tunnel *tunnels;      /* tunnel.c */
+        struct terminals *terminals; /* terminal.c: the live terminals */
 };
 
 /* registry.c */
-/* Looks up (loading or creating) a sandbox and takes a reference. */
+/* Looks up (loading or creating) a sandbox and takes a reference; one it
+ * creates gets opts' limits (NULL: the defaults). A warm one is "not
+ * found" (ERR_NOT_FOUND) unless flags has SANDBOX_GET_WARM; with it, a
+ * missing sandbox is created warm and a tenant's is refused (ERR_EXISTS). */
+#define SANDBOX_GET_WARM 1u
+struct sandbox *sandbox_lookup(struct sandbox_mgr *m, const char *id, unsigned flags,
+                               const struct sbx_create_options *opts, bool *ret_created, struct err *err);
+/* A tenant's sandbox (sandbox_lookup without flags). */
 struct sandbox *sandbox_get(struct sandbox_mgr *m, const char *id, struct err *err);
 /* The same; a sandbox it creates gets opts' limits (NULL: the defaults).
  * A sandbox of another org than opts' is ERR_NOT_FOUND. */
@@ -122,6 +153,9 @@ struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err 
 struct sandbox *sandbox_enter_org(struct sandbox_mgr *m, const char *org_id, const char *id, struct err *err);
 /* unlock + sandbox_put. */
 void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s);
+/* Counts as activity for sandbox id if it is loaded (never creates it, nor
+ * revives a destroyed one): for long-lived users such as terminals. */
+void sandbox_touch_loaded(struct sandbox_mgr *m, const char *id);
 /* Takes the sandbox's own network namespace if it has none yet (caller
  * holds s->lock); without one (rootless) every jail has its own. */
 void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s);
@@ -131,8 +165,30 @@ void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s);
 int sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s);
 /* Mounts the workspace if needed (caller holds s->lock). */
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err);
+/* Tenants' sandboxes and the disk their quotas reserve (warm ones left
+ * out); caller holds m->lock. 0 or -errno. */
+int sandbox_tenant_usage(struct sandbox_mgr *m, uint64_t *ret_n, uint64_t *ret_reserved);
+/* The tenants' caps (sandboxes, disk) for one more tenant sandbox of quota
+ * bytes; caller holds m->lock. 0, or ERR_QUOTA / ERR_STORAGE. */
+int sandbox_check_caps(struct sandbox_mgr *m, uint64_t quota, struct err *err);
+/* Destroys s: interpreters killed, workspace and rows gone (it is freed
+ * with its last reference). 0 or -errno. */
+int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s);
+uint64_t sandbox_expiry_for(const struct sandbox_options *opt, uint64_t now);
 json_t *env_parse(const char *text);
 
+/* pool.c */
+/* Reads the warm sandboxes a previous run left and starts the refill
+ * loop when there is work; at manager start. 0 or -errno. */
+int pool_start(struct sandbox_mgr *m);
+void pool_stop(struct sandbox_mgr *m);
+/* A tenant sandbox is about to be created: wakes the loop, which gives
+ * back warm sandboxes past the caps (the pool never takes a tenant's
+ * place). Caller may hold m->lock. */
+void pool_yield(struct sandbox_mgr *m);
+/* s (warm) leaves the pool's counts: taken or destroyed. Caller holds
+ * m->lock. */
+void pool_forget(struct sandbox_mgr *m, struct sandbox *s);
 /* orgs.c: the stored view of a sandbox (no env, contexts or usage). */
 void sandbox_info_fill(const struct sandbox_row *row, struct sbx_info *ret);
 
@@ -173,6 +229,14 @@ void context_free(struct sandbox_mgr *m, struct context *c);
 /* Builds a context from its stored row (registry load). NULL on ENOMEM. */
 struct context *context_from_row(struct sandbox_mgr *m, struct sandbox *s, const struct context_row *row);
 void context_info_fill(const struct context *c, struct sbx_context_info *ret);
+
+/* terminal.c: the manager's terminals (sandbox/terminal.h). */
+struct terminals;
+int terminals_new(struct terminals **ret);
+/* Kills the shells of sandbox id's terminals (their listeners are told). */
+void terminals_kill(struct sandbox_mgr *m, const char *id);
+/* Kills every terminal and waits for their threads; frees. NULL-safe. */
+void terminals_free(struct terminals *ts);
 
 /* journal.c */
 /* The build that writes a journal: language, engine and kernel version. */
@@ -233,6 +297,10 @@ void mounts_drop_all(struct sandbox *s);
  * here; -1 is ignored): a later mount is attached in it too. Caller holds
  * s->lock. */
 void sandbox_jail_started(struct sandbox *s, int pidfd);
+/* Kills every jail of s still running (its commands, sessions, terminals;
+ * interpreters too): a deleted sandbox leaves nothing running on a copy of
+ * its workspace. Caller holds s->lock. */
+void sandbox_jails_kill(struct sandbox *s);
 /* Closes what sandbox_jail_started kept (s unreachable). */
 void sandbox_jails_forget(struct sandbox *s);
 /* Start-up and shutdown: no bucket mount of this data dir survives. */

@@ -10,10 +10,12 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -283,6 +285,13 @@ void sandbox_jail_started(struct sandbox *s, int pidfd)
         int fd = fcntl(pidfd, F_DUPFD_CLOEXEC, 3);
         if (fd >= 0)
                 s->jails[s->njails++] = fd;
+}
+
+void sandbox_jails_kill(struct sandbox *s)
+{
+        /* SIGKILL to a jail's init ends its whole pid namespace. */
+        for (size_t i = 0; i < s->njails; i++)
+                syscall(SYS_pidfd_send_signal, s->jails[i], SIGKILL, NULL, 0);
 }
 
 void sandbox_jails_forget(struct sandbox *s)

@@ -109,21 +109,33 @@ const char *sandbox_opts_org(const struct sbx_create_options *opts)
         return opts && opts->org_id ? opts->org_id : SBX_DEFAULT_ORG;
 }
 
-static uint64_t expiry_for(const struct sandbox_options *opt, uint64_t now)
+uint64_t sandbox_expiry_for(const struct sandbox_options *opt, uint64_t now)
 {
         return opt->idle_ttl_ms ? now + opt->idle_ttl_ms : 0;
 }
 
-/* The service-wide caps, checked before anything of a new sandbox exists.
- * Disk is counted as reserved: each sandbox may fill its whole image
- * (its own quota, or limits.workspace_bytes), so the images never need more
- * than the sum of the quotas. */
-static int check_caps(struct sandbox_mgr *m, uint64_t quota, struct err *err)
+int sandbox_tenant_usage(struct sandbox_mgr *m, uint64_t *ret_n, uint64_t *ret_reserved)
 {
         uint64_t n = 0, reserved = 0;
         int r = store_sandbox_count(m->store, &n);
         if (r == 0)
                 r = store_sandbox_disk_reserved(m->store, m->opt.workspace_bytes, &reserved);
+        if (r < 0)
+                return r;
+        *ret_n = n > m->pool_rows ? n - m->pool_rows : 0;
+        *ret_reserved = reserved > m->pool_reserved ? reserved - m->pool_reserved : 0;
+        return 0;
+}
+
+/* The service-wide caps, checked before anything of a new sandbox exists.
+ * Disk is counted as reserved: each sandbox may fill its whole image
+ * (its own quota, or limits.workspace_bytes), so the images never need more
+ * than the sum of the quotas. Only tenants' sandboxes count: the warm pool
+ * yields its place instead (pool_yield). */
+int sandbox_check_caps(struct sandbox_mgr *m, uint64_t quota, struct err *err)
+{
+        uint64_t n = 0, reserved = 0;
+        int r = sandbox_tenant_usage(m, &n, &reserved);
         if (r < 0)
                 return err_set(err, ERR_INTERNAL, -r, "Cannot count sandboxes: %s", strerror(-r));
         if (n >= m->opt.max_sandboxes) {
@@ -140,8 +152,11 @@ static int check_caps(struct sandbox_mgr *m, uint64_t quota, struct err *err)
         return r;
 }
 
+/* A new row: a tenant's (caps checked, idle expiry armed) or, with warm, the
+ * pool's (no tenant cap: the pool keeps itself within them; never
+ * expires). Caller holds m->lock. */
 static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const char *id,
-                              const struct sbx_create_options *opts, struct err *err)
+                              const struct sbx_create_options *opts, bool warm, struct err *err)
 {
         if (opts) {
                 s->row.workspace_bytes = opts->workspace_bytes;
@@ -150,15 +165,17 @@ static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const ch
                 s->row.cpu_millis = opts->cpu_millis;
                 s->row.memory_bytes = opts->memory_bytes;
         }
-        int r = check_caps(m, sandbox_workspace_bytes(m, s), err);
+        int r = warm ? 0 : sandbox_check_caps(m, sandbox_workspace_bytes(m, s), err);
         if (r < 0)
                 return r;
+        if (!warm && m->pool_rows)
+                pool_yield(m);
         uint64_t now = wall_ms();
         snprintf(s->row.id, sizeof(s->row.id), "%s", id);
-        snprintf(s->row.org_id, sizeof(s->row.org_id), "%s", sandbox_opts_org(opts));
+        snprintf(s->row.org_id, sizeof(s->row.org_id), "%s", warm ? SBX_POOL_ORG : sandbox_opts_org(opts));
         s->row.created_at = s->row.last_used = now;
-        s->row.expires_at = expiry_for(&m->opt, now);
-        if (opts && opts->lifetime_ms) {
+        s->row.expires_at = warm ? 0 : sandbox_expiry_for(&m->opt, now);
+        if (!warm && opts && opts->lifetime_ms) {
                 s->row.expires_at = now + opts->lifetime_ms;
                 s->row.expiry_fixed = true;
         }
@@ -168,10 +185,19 @@ static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const ch
         /* A sandbox id reused after destroy/expiry starts empty. */
         workspace_destroy(&s->ws);
         r = store_sandbox_put(m->store, &s->row);
-        return r < 0 ? err_set(err, ERR_INTERNAL, -r, "Cannot store sandbox: %s", strerror(-r)) : 0;
+        if (r < 0)
+                return err_set(err, ERR_INTERNAL, -r, "Cannot store sandbox: %s", strerror(-r));
+        if (warm) {
+                m->pool_rows++;
+                m->pool_reserved += sandbox_workspace_bytes(m, s);
+        }
+        return 0;
 }
 
-static int sandbox_load(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts,
+/* Loads id from the store, or creates it (a warm one with warm) when it
+ * has no row and create is true (else ERR_NOT_FOUND). */
+static int sandbox_load(struct sandbox_mgr *m, const char *id, bool create, const struct sbx_create_options *opts,
+                        bool warm,
                         bool *ret_created, struct sandbox **ret, struct err *err)
 {
         struct sandbox *s = calloc(1, sizeof(*s));
@@ -182,8 +208,10 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, const struct sbx_
         s->netns_fd = -1;
         workspace_init(&s->ws, m->opt.data_dir, id);
         int r = store_sandbox_get(m->store, id, &s->row);
-        if (r == -ENOENT) {
-                r = sandbox_create_row(m, s, id, opts, err);
+        if (r == -ENOENT && !create)
+                sandbox_not_found(id, err);
+        else if (r == -ENOENT) {
+                r = sandbox_create_row(m, s, id, opts, warm, err);
                 if (r == 0 && ret_created)
                         *ret_created = true;
         }
@@ -197,6 +225,7 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, const struct sbx_
                 sandbox_free(m, s);
                 return r;
         }
+        s->warm = strcmp(s->row.org_id, SBX_POOL_ORG) == 0;
         s->env = env_parse(s->row.env_json);
         struct load_ctx lc = { m, s, &s->contexts, 0 };
         r = store_context_each(m->store, id, load_context_row, &lc);
@@ -210,6 +239,15 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, const struct sbx_
 }
 
 static bool sandbox_exists(struct sandbox_mgr *m, const char *id);
+
+/* The loaded sandbox id, or NULL; caller holds m->lock. */
+static struct sandbox *hash_find(struct sandbox_mgr *m, const char *id)
+{
+        struct sandbox *s = m->buckets[hash_id(id)];
+        while (s && strcmp(s->row.id, id) != 0)
+                s = s->hnext;
+        return s;
+}
 
 /* ---- references ---- */
 
@@ -236,6 +274,24 @@ struct sandbox *sandbox_get(struct sandbox_mgr *m, const char *id, struct err *e
 struct sandbox *sandbox_get_opts(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts,
                                  bool *ret_created, struct err *err)
 {
+        return sandbox_lookup(m, id, 0, opts, ret_created, err);
+}
+
+/* Whether a caller with flags may have s (caller holds m->lock). */
+static int lookup_allowed(const struct sandbox *s, unsigned flags, struct err *err)
+{
+        bool want_warm = flags & SANDBOX_GET_WARM;
+        if (s->warm == want_warm)
+                return 0;
+        /* A warm sandbox does not exist for tenants; a tenant's is never
+         * taken back by the pool. */
+        return want_warm ? err_set(err, ERR_EXISTS, EEXIST, "Sandbox %s belongs to a tenant", s->row.id)
+                         : err_set(err, ERR_NOT_FOUND, ENOENT, "Sandbox not found: %s", s->row.id);
+}
+
+struct sandbox *sandbox_lookup(struct sandbox_mgr *m, const char *id, unsigned flags,
+                               const struct sbx_create_options *opts, bool *ret_created, struct err *err)
+{
         if (ret_created)
                 *ret_created = false;
         if (!sbx_id_valid(id)) {
@@ -245,13 +301,11 @@ struct sandbox *sandbox_get_opts(struct sandbox_mgr *m, const char *id, const st
         }
         unsigned h = hash_id(id);
         pthread_mutex_lock(&m->lock);
-        struct sandbox *s = m->buckets[h];
-        while (s && strcmp(s->row.id, id) != 0)
-                s = s->hnext;
+        struct sandbox *s = hash_find(m, id);
         if (!s) {
                 /* Loading under the manager lock keeps two first requests for
                  * one id from creating it twice; it is a few store reads. */
-                int r = sandbox_load(m, id, opts, ret_created, &s, err);
+                int r = sandbox_load(m, id, true, opts, flags & SANDBOX_GET_WARM, ret_created, &s, err);
                 if (r < 0) {
                         pthread_mutex_unlock(&m->lock);
                         err_detail(err, "id", id, (size_t)-1);
@@ -260,8 +314,14 @@ struct sandbox *sandbox_get_opts(struct sandbox_mgr *m, const char *id, const st
                 s->hnext = m->buckets[h];
                 m->buckets[h] = s;
         }
-        /* Another org's sandbox is not there for this caller. */
-        if (strcmp(s->row.org_id, sandbox_opts_org(opts)) != 0) {
+        if (lookup_allowed(s, flags, err) < 0) {
+                pthread_mutex_unlock(&m->lock);
+                err_detail(err, "id", id, (size_t)-1);
+                return NULL;
+        }
+        /* Another org's sandbox is not there for this caller (a warm one
+         * belongs to the pool's org). */
+        if (!(flags & SANDBOX_GET_WARM) && strcmp(s->row.org_id, sandbox_opts_org(opts)) != 0) {
                 pthread_mutex_unlock(&m->lock);
                 sandbox_not_found(id, err);
                 return NULL;
@@ -292,21 +352,18 @@ struct sandbox *sandbox_get_existing(struct sandbox_mgr *m, const char *org_id, 
         }
         unsigned h = hash_id(id);
         pthread_mutex_lock(&m->lock);
-        struct sandbox *s = m->buckets[h];
-        while (s && strcmp(s->row.id, id) != 0)
-                s = s->hnext;
-        if (!s && sandbox_load(m, id, NULL, NULL, &s, err) == 0) {
+        struct sandbox *s = hash_find(m, id);
+        bool failed = false; /* err says why (a store failure is no 404) */
+        if (!s && !(failed = sandbox_load(m, id, false, NULL, false, NULL, &s, err) < 0)) {
                 s->hnext = m->buckets[h];
                 m->buckets[h] = s;
         }
-        /* Loading found no row (destroyed meanwhile): it made one for the
-         * default org; that is no sandbox of this caller either. */
         if (s && org_id && (strcmp(s->row.org_id, org_id) != 0 || sandbox_past_deadline(s)))
                 s = NULL;
         if (s)
                 s->refs++;
         pthread_mutex_unlock(&m->lock);
-        if (!s)
+        if (!s && !failed)
                 sandbox_not_found(id, err);
         return s;
 }
@@ -330,7 +387,7 @@ static void sandbox_touch(struct sandbox_mgr *m, struct sandbox *s)
         s->row.last_used = now;
         if (s->row.expiry_fixed)
                 return;
-        uint64_t want = expiry_for(&m->opt, now);
+        uint64_t want = sandbox_expiry_for(&m->opt, now);
         if (want == 0 || s->row.expires_at == 0 || want - s->row.expires_at > m->opt.idle_ttl_ms / 10) {
                 s->row.expires_at = want;
                 store_sandbox_touch(m->store, s->row.id, now, want);
@@ -361,6 +418,24 @@ struct sandbox *sandbox_enter_org(struct sandbox_mgr *m, const char *org_id, con
 
 void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s)
 {
+        pthread_mutex_unlock(&s->lock);
+        sandbox_put(m, s);
+}
+
+void sandbox_touch_loaded(struct sandbox_mgr *m, const char *id)
+{
+        pthread_mutex_lock(&m->lock);
+        struct sandbox *s = m->buckets[hash_id(id)];
+        while (s && strcmp(s->row.id, id) != 0)
+                s = s->hnext;
+        if (s)
+                s->refs++;
+        pthread_mutex_unlock(&m->lock);
+        if (!s)
+                return;
+        pthread_mutex_lock(&s->lock);
+        if (!s->deleted)
+                sandbox_touch(m, s);
         pthread_mutex_unlock(&s->lock);
         sandbox_put(m, s);
 }
@@ -426,9 +501,12 @@ static void sandbox_unhash(struct sandbox_mgr *m, struct sandbox *s)
 int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
 {
         pthread_mutex_lock(&m->lock);
+        if (s->warm && !s->deleted)
+                pool_forget(m, s); /* once, however many times it is wiped */
         sandbox_unhash(m, s);
         pthread_mutex_unlock(&m->lock);
         tunnels_drop(m, s->row.id);
+        terminals_kill(m, s->row.id);
         pthread_mutex_lock(&s->lock);
         for (struct context *c = s->contexts; c; c = c->next) {
                 c->deleted = true;
@@ -436,6 +514,7 @@ int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
                         kproc_kill(c->kp);
         }
         sessions_kill(s);
+        sandbox_jails_kill(s);
         mounts_drop_all(s);
         int r = store_sandbox_delete(m->store, s->row.id);
         int k = workspace_destroy(&s->ws);
@@ -443,19 +522,19 @@ int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
         return r < 0 ? r : k;
 }
 
-/* Whether id names a sandbox that exists (loaded or stored), without
- * creating it: destroying an unknown id must not count against the caps. */
+/* Whether id names a tenant's sandbox that exists (loaded or stored),
+ * without creating it: destroying an unknown id must not count against the
+ * caps, and a warm one does not exist for tenants. */
 static bool sandbox_exists(struct sandbox_mgr *m, const char *id)
 {
         pthread_mutex_lock(&m->lock);
-        struct sandbox *s = m->buckets[hash_id(id)];
-        while (s && strcmp(s->row.id, id) != 0)
-                s = s->hnext;
+        struct sandbox *s = hash_find(m, id);
+        bool warm = s && s->warm;
         pthread_mutex_unlock(&m->lock);
         if (s)
-                return true;
+                return !warm;
         _cleanup_(sandbox_row_done) struct sandbox_row row = { 0 };
-        return store_sandbox_get(m->store, id, &row) != -ENOENT;
+        return store_sandbox_get(m->store, id, &row) != -ENOENT && strcmp(row.org_id, SBX_POOL_ORG) != 0;
 }
 
 int sbx_create(struct sandbox_mgr *m, const char *id, const struct sbx_create_options *opts, bool *ret_created,
@@ -655,23 +734,24 @@ size_t sbx_resident_count(struct sandbox_mgr *m)
 
 /* ---- idle expiry ---- */
 
-struct expired_ids {
-        char (*ids)[STORE_ID_MAX];
-        size_t n, cap;
-};
-
-static void collect_expired(const char *id, void *userdata)
+void id_list_add(const char *id, void *list)
 {
-        struct expired_ids *e = userdata;
-        if (e->n == e->cap) {
-                size_t cap = e->cap ? e->cap * 2 : 16;
-                void *n = realloc(e->ids, cap * sizeof(*e->ids));
+        struct id_list *l = list;
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 16;
+                void *n = realloc(l->ids, cap * sizeof(*l->ids));
                 if (!n)
                         return;
-                e->ids = n;
-                e->cap = cap;
+                l->ids = n;
+                l->cap = cap;
         }
-        snprintf(e->ids[e->n++], STORE_ID_MAX, "%s", id);
+        snprintf(l->ids[l->n++], STORE_ID_MAX, "%s", id);
+}
+
+void id_list_done(struct id_list *l)
+{
+        free(l->ids);
+        *l = (struct id_list){ 0 };
 }
 
 static void reap_one(struct sandbox_mgr *m, const char *id)
@@ -695,11 +775,11 @@ static void reap_one(struct sandbox_mgr *m, const char *id)
 
 void sbx_reap_expired(struct sandbox_mgr *m)
 {
-        struct expired_ids e = { 0 };
-        store_sandbox_each_expired(m->store, wall_ms(), collect_expired, &e);
+        struct id_list e = { 0 };
+        store_sandbox_each_expired(m->store, wall_ms(), id_list_add, &e);
         for (size_t i = 0; i < e.n; i++)
                 reap_one(m, e.ids[i]);
-        free(e.ids);
+        id_list_done(&e);
 }
 
 static void reaper_loop(void *arg)
@@ -753,9 +833,13 @@ int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct
         mounts_sweep(opt->data_dir);
         int r = bg_thread_init(&m->reaper, NULL);
         if (r == 0)
+                r = terminals_new(&m->terminals);
+        if (r == 0)
                 r = store_org_ensure(store, SBX_DEFAULT_ORG, "Default organisation");
         if (r == 0)
                 r = bg_thread_start(&m->reaper, "sbx-reaper", 1, reaper_loop, m);
+        if (r == 0)
+                r = pool_start(m);
         if (r < 0) {
                 sbx_mgr_free(m);
                 return r;
@@ -769,6 +853,8 @@ void sbx_mgr_free(struct sandbox_mgr *m)
         if (!m)
                 return;
         bg_thread_done(&m->reaper);
+        pool_stop(m);
+        terminals_free(m->terminals);
         for (size_t i = 0; i < SBX_HASH_BUCKETS; i++) {
                 while (m->buckets[i]) {
                         struct sandbox *s = m->buckets[i];

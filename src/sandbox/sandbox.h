@@ -18,10 +18,43 @@
 #include "store/store.h"
 
 #define SBX_DEFAULT_ORG "default"
+/* The owner of warm (prepared, unassigned) sandboxes: no tenant's org, so
+ * no tenant sees them (a lookup by id answers "not found"). */
+#define SBX_POOL_ORG "_warm_pool"
 /* The journal's size is also reported in the seed's 64 KiB "pages". */
 #define SBX_JOURNAL_PAGE_BYTES (64 * 1024)
 
 struct sandbox_mgr;
+
+/* A sandbox's own limits, fixed when it is created (0: the service's
+ * defaults, sandbox_options). A facade whose clients expect a container's
+ * disk (the bridge) creates its sandboxes with larger ones. */
+struct sbx_create_options {
+        uint64_t workspace_bytes, workspace_inodes;
+        uint64_t file_bytes;     /* largest file a guest or a files call may write */
+        const char *org_id;      /* its owner; NULL: SBX_DEFAULT_ORG (must exist) */
+        /* Its parent cgroup's CPU quota (thousandths of a CPU) and memory
+         * limit, made when it is created (ERR_UNAVAILABLE when the host
+         * cannot enforce them: never a silent downgrade). */
+        uint64_t cpu_millis, memory_bytes;
+        /* > 0: it expires lifetime_ms after its creation whatever its
+         * activity; 0: idle expiry (sandbox_options.idle_ttl_ms). */
+        uint64_t lifetime_ms;
+        json_t *env;             /* NULL, or its env {name: string} (validated) */
+};
+
+/* The warm pool of prepared sandboxes (pool.c; the bridge's
+ * WARM_POOL_* variables). */
+struct sbx_pool_options {
+        uint64_t target;             /* warm sandboxes to keep; 0: none */
+        uint64_t refresh_ms;         /* the refill loop re-checks this often */
+        uint64_t max_instances;      /* warm + assigned it fills up to; 0: sandbox.max_sandboxes */
+        uint64_t batch;              /* prepared before the caps are checked again */
+        struct sbx_create_options create; /* the limits of the sandboxes it makes */
+        /* Writes a fresh NUL-terminated id (< STORE_ID_MAX bytes), 0 or
+         * -errno: the ids of the facade that takes them (the bridge's). */
+        int (*new_id)(char *out);
+};
 
 /* What the manager needs from the configuration (main.c fills it). */
 struct sandbox_options {
@@ -41,6 +74,7 @@ struct sandbox_options {
         uint64_t file_bytes;             /* one file, files API */
         uint64_t files_max_depth;        /* levels a recursive delete enters */
         struct exec_limits limits;       /* one execution in a context */
+        struct sbx_pool_options pool;
 };
 
 int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct store *store,
@@ -102,22 +136,6 @@ struct sbx_info {
 };
 void sbx_info_done(struct sbx_info *info);
 
-/* A sandbox's own limits, fixed when it is created (0: the service's
- * defaults, sandbox_options). A facade whose clients expect a container's
- * disk (the bridge) creates its sandboxes with larger ones. */
-struct sbx_create_options {
-        uint64_t workspace_bytes, workspace_inodes;
-        uint64_t file_bytes;     /* largest file a guest or a files call may write */
-        const char *org_id;      /* its owner; NULL: SBX_DEFAULT_ORG (must exist) */
-        /* Its parent cgroup's CPU quota (thousandths of a CPU) and memory
-         * limit, made when it is created (ERR_UNAVAILABLE when the host
-         * cannot enforce them: never a silent downgrade). */
-        uint64_t cpu_millis, memory_bytes;
-        /* > 0: it expires lifetime_ms after its creation whatever its
-         * activity; 0: idle expiry (sandbox_options.idle_ttl_ms). */
-        uint64_t lifetime_ms;
-        json_t *env;             /* NULL, or its env {name: string} (validated) */
-};
 /* Creates id with opts if it does not exist yet (*ret_created, may be
  * NULL, says whether it did); an existing sandbox keeps its limits, and
  * one of another org than opts->org_id is ERR_NOT_FOUND. Counts as
@@ -265,6 +283,36 @@ struct sbx_command {
 int sbx_spawn(struct sandbox_mgr *m, const char *id, const struct sbx_command *cmd, struct proc **ret,
               struct err *err);
 
+/* ---- the warm pool (pool.c) ----
+ * Prepared sandboxes: row, host id, workspace made, mounted and owned,
+ * network namespace and parent cgroup all done ahead of the request, so a
+ * new sandbox's first command costs what a later one does. A warm sandbox
+ * belongs to SBX_POOL_ORG: no API sees it, it counts in no tenant cap and
+ * never expires; taken, it is an ordinary sandbox of the default org. A
+ * background thread refills the pool (never the request path), and the
+ * warm sandboxes left by a previous run are adopted (or destroyed when the
+ * pool no longer wants them) at start. */
+
+/* Prepares the warm sandbox id now (creating it in SBX_POOL_ORG if it does
+ * not exist; an existing warm one is mounted and set up again, as after a
+ * restart). Refused (ERR_EXISTS) for a tenant's sandbox. */
+int sbx_prepare(struct sandbox_mgr *m, const char *id, struct err *err);
+/* Assigns a warm sandbox to the default org and writes its id to ret_id.
+ * -ENOENT (err untouched) when none is warm; ERR_QUOTA when the tenants'
+ * caps are reached. Wakes the refill. */
+int sbx_pool_take(struct sandbox_mgr *m, char ret_id[STORE_ID_MAX], struct err *err);
+
+struct sbx_pool_stats {
+        uint64_t warm;               /* prepared, unassigned */
+        uint64_t assigned;           /* tenants' sandboxes (every API's) */
+        uint64_t limit;              /* warm + assigned the pool fills up to */
+        struct sbx_pool_options config;
+};
+int sbx_pool_stats(struct sandbox_mgr *m, struct sbx_pool_stats *ret, struct err *err);
+/* Destroys every warm sandbox and pauses the refill until sbx_pool_prime. */
+int sbx_pool_shutdown_prewarmed(struct sandbox_mgr *m, struct err *err);
+/* (Re)starts the refill loop: it fills toward the target now. */
+void sbx_pool_prime(struct sandbox_mgr *m);
 /* Tunnels (tunnel.c): a port of a sandbox reached through the daemon. A
  * command's server listens on 127.0.0.1:port in the sandbox's own network
  * namespace (loopback only: no route out); the token is the capability a
@@ -384,6 +432,10 @@ struct proc *sbx_shell_proc(struct sbx_shell *sh);
  * runs, so a large state never blocks the shell. false once it is at its
  * end (stop polling it). */
 bool sbx_shell_pump_state(struct sbx_shell *sh);
+/* A session takes the state its exited shell saved now (before the caller
+ * reports the exit, so whatever the client does next — a terminal, a
+ * command — starts from it); idempotent, sbx_shell_end does it too. */
+void sbx_shell_save_state(struct sbx_shell *sh);
 /* Ends the command: a session takes the state its shell saved (only a
  * complete one from a shell that has exited), the process is killed if
  * still running and buried, the session is free for its next command.

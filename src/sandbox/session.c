@@ -12,6 +12,7 @@
 #include "engine/proc.h"
 #include "jail/jail.h"
 #include "sandbox/session.h"
+#include "sandbox/terminal.h"
 
 int sbx_workspace_path(const char *path, char *out, size_t len)
 {
@@ -177,6 +178,8 @@ int sbx_session_delete(struct sandbox_mgr *m, const char *id, const char *sid, s
         if (se)
                 session_unlink(s, se);
         sandbox_leave(m, s);
+        if (se)
+                sbx_terminal_close(m, id, sid); /* its terminal goes with it */
         return se ? 0 : err_ret(err);
 }
 

@@ -51,6 +51,7 @@ struct sbx_shell {
         json_t *start_env;           /* session: the environment it started with */
         struct buf state;
         bool state_lost;             /* over STATE_MAX */
+        bool state_taken;            /* the session has this command's state */
 };
 
 static const char wrapper[] = "__sbx_c=$(/bin/cat); exec </dev/null; eval \"$1\"; shift; "
@@ -393,8 +394,9 @@ static void state_apply(struct sbx_shell *sh, const struct saved_state *st)
 static void state_take(struct sbx_shell *sh)
 {
         struct proc_status ps;
-        if (!sh->se || !sh->proc || proc_wait(sh->proc, 0, &ps) < 0)
+        if (sh->state_taken || !sh->se || !sh->proc || proc_wait(sh->proc, 0, &ps) < 0)
                 return; /* killed or still running: no state it vouched for */
+        sh->state_taken = true;
         sbx_shell_pump_state(sh);
         struct saved_state st = { .env = json_object() };
         if (!sh->state_lost && st.env && sh->state.len && state_parse(sh->state.data, sh->state.len, &st) == 0) {
@@ -407,6 +409,12 @@ static void state_take(struct sbx_shell *sh)
                          sh->se->id);
         }
         json_decref(st.env);
+}
+
+void sbx_shell_save_state(struct sbx_shell *sh)
+{
+        if (sh)
+                state_take(sh);
 }
 
 void sbx_shell_end(struct sandbox_mgr *m, struct sbx_shell *sh)

@@ -35,7 +35,7 @@ struct store_rows {
 /* Appends a zeroed item and returns it, or NULL on -ENOMEM. */
 void *store_rows_push(struct store_rows *l);
 
-/* Item of a sandbox_list_expired result. */
+/* Item of a sandbox_list_expired or sandbox_ids_in_org result. */
 struct store_id {
         char id[STORE_ID_MAX];
 };
@@ -92,6 +92,8 @@ struct store_ops {
         /* Pushes struct store_id items ordered by expires_at, then id. */
         int (*sandbox_list_expired)(struct store *s, uint64_t now, struct store_rows *out);
         int (*sandbox_count)(struct store *s, uint64_t *ret);
+        /* Pushes struct store_id items of one org, ordered by id. */
+        int (*sandbox_ids_in_org)(struct store *s, const char *org_id, struct store_rows *out);
         /* Pushes struct sandbox_row items of one page; ret_total: the org's count. */
         int (*sandbox_list_org)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
                                 struct store_rows *out, uint64_t *ret_total);

@@ -479,6 +479,15 @@ int store_sandbox_delete(struct store *s, const char *id)
 
 /* Each *_each reads its rows into a store_rows under the lock (the
  * backend's list op) and walks them after releasing it. */
+static int each_id(const struct store_rows *l, int r, void (*fn)(const char *id, void *userdata), void *userdata)
+{
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < l->n; i++)
+                fn(((struct store_id *)rows_at(l, i))->id, userdata);
+        return 0;
+}
+
 int store_sandbox_each_expired(struct store *s, uint64_t now,
                                void (*fn)(const char *id, void *userdata), void *userdata)
 {
@@ -491,11 +500,24 @@ int store_sandbox_each_expired(struct store *s, uint64_t now,
                 STORE_GUARD(s);
                 r = s->ops->sandbox_list_expired(s, now, &l);
         }
-        if (r < 0)
+        return each_id(&l, r, fn, userdata);
+}
+
+int store_sandbox_each_in_org(struct store *s, const char *org_id,
+                              void (*fn)(const char *id, void *userdata), void *userdata)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct store_id) };
+        int r;
+
+        if (!s || !fn)
+                return -EINVAL;
+        if ((r = check_id(org_id)) < 0)
                 return r;
-        for (size_t i = 0; i < l.n; i++)
-                fn(((struct store_id *)rows_at(&l, i))->id, userdata);
-        return 0;
+        {
+                STORE_GUARD(s);
+                r = s->ops->sandbox_ids_in_org(s, org_id, &l);
+        }
+        return each_id(&l, r, fn, userdata);
 }
 
 static void sandbox_item_done(void *item)

@@ -150,6 +150,10 @@ int store_sandbox_delete(struct store *s, const char *id);
 int store_sandbox_each_expired(struct store *s, uint64_t now,
                                void (*fn)(const char *id, void *userdata), void *userdata);
 int store_sandbox_count(struct store *s, uint64_t *ret);
+/* Calls fn for each sandbox of org org_id (ids only, ordered by id); rows
+ * read first, fn run afterwards, as above. */
+int store_sandbox_each_in_org(struct store *s, const char *org_id,
+                              void (*fn)(const char *id, void *userdata), void *userdata);
 /* One page of org_id's sandboxes by created_at then id (fn gets a borrowed
  * row); *ret_total: how many the org has. */
 int store_sandbox_each_org(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,

@@ -121,3 +121,24 @@ def test_a_runtime_api_sandbox_keeps_its_quota_under_the_bridge(bridge):
     status, _, _, out, err, code = exec_sse(bridge, sid, ["bash", "-c", "df -k --output=size . | tail -1"])
     assert code == 0, err
     assert int(out) < 20 * 1024
+
+
+def test_delete_kills_what_runs_in_the_sandbox(bridge):
+    """A sessionless /exec still running when its sandbox is deleted ends
+    at once (killed), rather than running on a copy of a deleted workspace."""
+    import threading
+    import time
+    from bridge_common import exec_sse
+    sid = new_sandbox(bridge)
+    res = {}
+
+    def run():
+        res["r"] = exec_sse(bridge, sid, ["bash", "-c", "sleep 30; echo survived"], timeout=60)
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(1)
+    assert bridge.request("DELETE", f"/v1/sandbox/{sid}")[0] == 204
+    t.join(15)
+    assert not t.is_alive(), "the command outlived its sandbox"
+    status, _, events, out, _, code = res["r"]
+    assert b"survived" not in out and code == 137, events

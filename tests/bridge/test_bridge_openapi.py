@@ -55,15 +55,7 @@ ANCHOR_CODES = {"unauthorized", "invalid_request", "exec_error", "exec_transport
 # Routes of the issue that other parts add in parallel: documented already,
 # tolerated as unserved until their route table lands in src/api/bridge/.
 # Once a route is registered there it is held to the same checks as the rest.
-PENDING = {
-    ("get", "/v1/sandbox/{}/file/{}"), ("put", "/v1/sandbox/{}/file/{}"),
-    ("post", "/v1/sandbox/{}/persist"), ("post", "/v1/sandbox/{}/hydrate"),
-    ("post", "/v1/sandbox/{}/mount"), ("post", "/v1/sandbox/{}/unmount"),
-    ("post", "/v1/sandbox/{}/session"), ("delete", "/v1/sandbox/{}/session/{}"),
-    ("get", "/v1/sandbox/{}/pty"),
-    ("post", "/v1/sandbox/{}/tunnel/{}"), ("delete", "/v1/sandbox/{}/tunnel/{}"),
-    ("get", "/v1/pool/stats"), ("post", "/v1/pool/prime"), ("post", "/v1/pool/shutdown-prewarmed"),
-}
+PENDING = set()  # every bridge route is on main
 
 ROUTE_RE = re.compile(r'\{\s*"(GET|PUT|POST|DELETE|PATCH)"\s*,\s*"(/[^"]*)"')
 

@@ -85,12 +85,15 @@ def sse_events(d, creds, sid, body):
     assert resp.status == 200 and resp.getheader("Content-Type").startswith("text/event-stream")
     try:
         while True:
-            line = resp.fp.readline()
+            line = resp.readline()
             if not line:
                 return
             line = line.decode().rstrip("\n")
             if line.startswith("data:"):
-                yield json.loads(line[5:].strip())
+                event = json.loads(line[5:].strip())
+                yield event
+                if event["type"] in ("done", "error"):
+                    return
     finally:
         conn.close()
 
@@ -136,3 +139,11 @@ def test_cpu_quota_holds(ctl):
     assert res["exit_code"] == 0, res
     share = float(res["stdout"])
     assert 0.02 < share < 0.5, share
+
+
+def test_no_command_outlives_its_sandbox(ctl):
+    creds, sid = sandbox_for(ctl, timeout_seconds=2)
+    t0 = time.time()
+    res = run_ok(ctl, creds, sid, "sleep 30", timeout=60000)
+    assert res["exit_code"] == 124 and res["timed_out"] is True
+    assert time.time() - t0 < 15

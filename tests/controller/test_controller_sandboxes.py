@@ -160,3 +160,16 @@ def test_timeout_is_an_absolute_expiry(ctl):
     time.sleep(1.5)  # the reaper has taken it from the store too
     status, page, _ = raw(ctl, "GET", V1 + "/sandboxes", headers=creds)
     assert page["total"] == 0
+
+
+def test_every_route_needs_auth(ctl):
+    sid = new_sandbox(ctl, creds_of(ctl))["sandbox_id"]
+    routes = [("POST", "/sandbox/create", {}), ("GET", "/sandboxes", None), ("GET", f"/sandbox/{sid}", None),
+              ("GET", f"/sandbox/{sid}/status", None), ("POST", f"/sandbox/{sid}/stop", None),
+              ("DELETE", f"/sandbox/{sid}", None), ("POST", f"/sandbox/{sid}/execute", {"command": "true"}),
+              ("POST", f"/sandbox/{sid}/files", {"files": []}), ("GET", f"/sandbox/{sid}/files?path=x", None),
+              ("GET", f"/sandbox/{sid}/files/download?path=x", None)]
+    for method, path, body in routes:
+        for creds in ({}, apikey("sk_" + "0" * 40)):
+            status, res, _ = raw(ctl, method, V1 + path, body, headers=creds)
+            assert status == 401, (method, path, status, res)

@@ -62,6 +62,8 @@ const struct route *bridge_archive_routes(size_t *ret_n);
 const struct route *bridge_mount_routes(size_t *ret_n);
 const struct route *bridge_openapi_routes(size_t *ret_n);
 const struct route *bridge_tunnel_routes(size_t *ret_n);
+const struct route *bridge_pty_routes(size_t *ret_n);
+const struct route *bridge_pool_routes(size_t *ret_n);
 
 struct buf;
 /* Appends arg quoted as the anchor's shellQuote does (exec.c). 0 or -errno. */

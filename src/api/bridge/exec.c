@@ -113,6 +113,7 @@ static void exec_run(struct http_stream *s, void *ctx)
                 if (send_chunk(s, "stderr", (const unsigned char *)line, n) < 0)
                         return;
         }
+        sbx_shell_save_state(job->sh);
         char data[64];
         snprintf(data, sizeof(data), "{\"exit_code\":%d}", rr.exit_code);
         http_sse_event(s, "exit", NULL, data);

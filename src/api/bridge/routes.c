@@ -98,6 +98,8 @@ int api_bridge_register(struct http_server *srv, struct app *app)
                 bridge_openapi_routes,
                 bridge_tunnel_routes,
                 bridge_session_routes,
+                bridge_pty_routes,
+                bridge_pool_routes,
         };
         return api_group_register(srv, "/v1", &ops, app, tables, ARRAY_SIZE(tables));
 }

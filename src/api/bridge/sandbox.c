@@ -46,9 +46,23 @@ bool bridge_sandbox_ready(struct http_request *req, struct http_response *res, c
         return false;
 }
 
+/* A warm sandbox when the pool has one (its first command then costs what
+ * any later one does); else a new id, provisioned on first use. */
 static void h_create(struct http_request *req, struct http_response *res)
 {
-        char id[27];
+        struct app *app = req->app;
+        struct err err = { 0 };
+        char id[STORE_ID_MAX];
+        int r = sbx_pool_take(app->sandboxes, id, &err);
+        if (r == 0) {
+                http_json(res, 200, json_pack("{s:s}", "id", id));
+                return;
+        }
+        if (r != -ENOENT) {
+                bridge_error_from(res, &err, "pool_error");
+                err_done(&err);
+                return;
+        }
         if (bridge_id_new(id) < 0) {
                 bridge_error(res, 502, "pool_error", "Cannot make a sandbox id");
                 return;

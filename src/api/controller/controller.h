@@ -100,6 +100,12 @@ struct ctl_page {
 bool ctl_page_parse(struct http_request *req, struct http_response *res, struct ctl_page *ret);
 /* {data, total, limit, offset, has_more}; takes data. */
 json_t *ctl_page_body(json_t *data, uint64_t total, const struct ctl_page *p);
+/* A list route's whole answer: ?limit/?offset parsed, fill appends one
+ * page of views to data and sets *ret_total (0 or -errno with err
+ * filled), then the page body or the error. */
+typedef int (*ctl_page_fill)(struct http_request *req, const struct ctl_page *p, json_t *data, uint64_t *ret_total,
+                             struct err *err);
+void ctl_page_reply(struct http_request *req, struct http_response *res, ctl_page_fill fill);
 
 /* ---- cookies (cookie.c) ---- */
 /* The value of cookie name in a Cookie header (RFC 6265 §4.2: pairs split
@@ -133,3 +139,4 @@ const struct route *ctl_health_routes(size_t *ret_n);
 const struct route *ctl_repl_routes(size_t *ret_n);
 const struct route *ctl_sandbox_routes(size_t *ret_n);
 const struct route *ctl_execute_routes(size_t *ret_n);
+const struct route *ctl_file_routes(size_t *ret_n);

@@ -21,6 +21,7 @@
 #include "api/controller/controller.h"
 #include "api/workers/validate.h"
 #include "base/buf.h"
+#include "base/time.h"
 #include "base/utf8.h"
 #include "base/util.h"
 #include "engine/proc.h"
@@ -278,6 +279,7 @@ static void h_execute(struct http_request *req, struct http_response *res)
                 ctl_error_done(res, &err, ERR_OK, 0, NULL);
                 return;
         }
+        uint64_t expires_at = info.expires_at;
         sbx_info_done(&info);
         if (!ctl_body_object(req, res, &b))
                 return;
@@ -286,6 +288,10 @@ static void h_execute(struct http_request *req, struct http_response *res)
                 bad = parse_env(json_object_get(b, "env"), &x);
         if (!bad)
                 bad = parse_rest(b, &x);
+        /* No command outlives its sandbox's deadline. */
+        uint64_t now = wall_ms();
+        if (!bad && expires_at && expires_at > now && expires_at - now < x.timeout_ms)
+                x.timeout_ms = expires_at - now;
         if (bad)
                 ctl_error(res, 400, "VALIDATION_ERROR", bad);
         else

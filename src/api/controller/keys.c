@@ -36,22 +36,17 @@ static void on_key(const struct apikey_row *row, void *userdata)
         json_array_append_new(userdata, key_json(row));
 }
 
-static void h_list(struct http_request *req, struct http_response *res)
+static int fill_keys(struct http_request *req, const struct ctl_page *p, json_t *data, uint64_t *ret_total,
+                     struct err *err)
 {
         struct app *app = req->app;
-        struct ctl_page p;
-        struct err err = {};
-        uint64_t total = 0;
-        if (!ctl_page_parse(req, res, &p))
-                return;
-        json_t *data = json_array();
-        if (tenant_key_each(app->tenant, ctl_caller(req)->who.org_id, p.limit, p.offset, on_key, data, &total,
-                            &err) < 0) {
-                json_decref(data);
-                fail(res, &err);
-                return;
-        }
-        http_json(res, 200, ctl_page_body(data, total, &p));
+        return tenant_key_each(app->tenant, ctl_caller(req)->who.org_id, p->limit, p->offset, on_key, data, ret_total,
+                               err);
+}
+
+static void h_list(struct http_request *req, struct http_response *res)
+{
+        ctl_page_reply(req, res, fill_keys);
 }
 
 static void h_create(struct http_request *req, struct http_response *res)

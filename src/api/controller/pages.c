@@ -37,3 +37,19 @@ json_t *ctl_page_body(json_t *data, uint64_t total, const struct ctl_page *p)
         return json_pack("{s:o, s:I, s:I, s:I, s:b}", "data", data, "total", (json_int_t)total, "limit",
                          (json_int_t)p->limit, "offset", (json_int_t)p->offset, "has_more", more);
 }
+
+void ctl_page_reply(struct http_request *req, struct http_response *res, ctl_page_fill fill)
+{
+        struct ctl_page p;
+        struct err err = {};
+        uint64_t total = 0;
+        if (!ctl_page_parse(req, res, &p))
+                return;
+        json_t *data = json_array();
+        if (fill(req, &p, data, &total, &err) < 0) {
+                json_decref(data);
+                ctl_error_done(res, &err, ERR_OK, 0, NULL);
+                return;
+        }
+        http_json(res, 200, ctl_page_body(data, total, &p));
+}

@@ -109,6 +109,7 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 ctl_key_routes,
                 ctl_sandbox_routes,
                 ctl_execute_routes,
+                ctl_file_routes,
                 ctl_repl_routes,
         };
         return api_group_register(srv, CTL_PREFIX, &ops, app, tables, ARRAY_SIZE(tables));

@@ -177,22 +177,17 @@ static void on_sandbox(const struct sbx_info *info, void *userdata)
         json_array_append_new(userdata, sandbox_json(info, "running"));
 }
 
-static void h_list(struct http_request *req, struct http_response *res)
+static int fill_sandboxes(struct http_request *req, const struct ctl_page *p, json_t *data, uint64_t *ret_total,
+                          struct err *err)
 {
         struct app *app = req->app;
-        struct ctl_page p;
-        struct err err = {};
-        uint64_t total = 0;
-        if (!ctl_page_parse(req, res, &p))
-                return;
-        json_t *data = json_array();
-        if (sbx_list_org(app->sandboxes, ctl_caller(req)->who.org_id, p.limit, p.offset, on_sandbox, data, &total,
-                         &err) < 0) {
-                json_decref(data);
-                fail(res, &err);
-                return;
-        }
-        http_json(res, 200, ctl_page_body(data, total, &p));
+        return sbx_list_org(app->sandboxes, ctl_caller(req)->who.org_id, p->limit, p->offset, on_sandbox, data,
+                            ret_total, err);
+}
+
+static void h_list(struct http_request *req, struct http_response *res)
+{
+        ctl_page_reply(req, res, fill_sandboxes);
 }
 
 /* The caller's sandbox :id into info, or false with a 404 in res. */

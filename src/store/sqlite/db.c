@@ -193,6 +193,7 @@ const struct store_ops store_sqlite_ops = {
         .sandbox_list_expired = sq_sandbox_list_expired,
         .sandbox_count = sq_sandbox_count,
         .sandbox_list_org = sq_sandbox_list_org,
+        .sandbox_ids_in_org = sq_sandbox_ids_in_org,
         .sandbox_disk_reserved = sq_sandbox_disk_reserved,
         .sandbox_free_host_id = sq_sandbox_free_host_id,
         .context_insert = sq_context_insert,

@@ -44,13 +44,10 @@ int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret)
 int sq_sandbox_list_org(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
                         uint64_t *ret_total)
 {
-        int r = sq_query_u64(sq_db(s), "SELECT COUNT(*) FROM sandboxes WHERE org_id = ?", org_id, ret_total);
-        if (r < 0)
-                return r;
-        return sq_list(sq_db(s),
-                       "SELECT " SANDBOX_COLUMNS " FROM sandboxes WHERE org_id = ? ORDER BY created_at, id "
-                       "LIMIT ? OFFSET ?",
-                       out, sandbox_decode, "tuu", org_id, limit, offset);
+        return sq_org_page(sq_db(s), "SELECT COUNT(*) FROM sandboxes WHERE org_id = ?",
+                           "SELECT " SANDBOX_COLUMNS " FROM sandboxes WHERE org_id = ? ORDER BY created_at, id "
+                           "LIMIT ? OFFSET ?",
+                           sandbox_decode, org_id, limit, offset, out, ret_total);
 }
 
 int sq_sandbox_put(struct store *s, const struct sandbox_row *row)
@@ -104,6 +101,12 @@ int sq_sandbox_list_expired(struct store *s, uint64_t now, struct store_rows *ou
         return sq_list(sq_db(s),
                        "SELECT id FROM sandboxes WHERE expires_at > 0 AND expires_at <= ? ORDER BY expires_at, id",
                        out, decode_id, "u", now);
+}
+
+int sq_sandbox_ids_in_org(struct store *s, const char *org_id, struct store_rows *out)
+{
+        return sq_list(sq_db(s), "SELECT id FROM sandboxes WHERE org_id = ? ORDER BY id", out, decode_id, "t",
+                       org_id);
 }
 
 int sq_sandbox_count(struct store *s, uint64_t *ret)

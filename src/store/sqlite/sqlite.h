@@ -74,6 +74,10 @@ int sq_query_row(sqlite3 *db, const char *sql, sqlite3_stmt **ret, const char *t
 typedef int (*sq_decode_fn)(sqlite3_stmt *st, void *item);
 /* The backend's one collect loop: pushes an item per row into out. */
 int sq_list(sqlite3 *db, const char *sql, struct store_rows *out, sq_decode_fn decode, const char *types, ...);
+/* One page of an org's rows: *ret_total from count_sql (one "?" = org_id),
+ * the rows from list_sql ("?" org_id, then LIMIT ? OFFSET ?). */
+int sq_org_page(sqlite3 *db, const char *count_sql, const char *list_sql, sq_decode_fn decode, const char *org_id,
+                uint64_t limit, uint64_t offset, struct store_rows *out, uint64_t *ret_total);
 /* A one-row, one-integer query with an optional text parameter. */
 int sq_query_u64(sqlite3 *db, const char *sql, const char *arg, uint64_t *ret);
 
@@ -125,6 +129,7 @@ int sq_sandbox_set_env(struct store *s, const char *id, const char *env_json);
 int sq_sandbox_delete(struct store *s, const char *id);
 int sq_sandbox_list_expired(struct store *s, uint64_t now, struct store_rows *out);
 int sq_sandbox_count(struct store *s, uint64_t *ret);
+int sq_sandbox_ids_in_org(struct store *s, const char *org_id, struct store_rows *out);
 int sq_sandbox_list_org(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
                         uint64_t *ret_total);
 int sq_sandbox_disk_reserved(struct store *s, uint64_t default_bytes, uint64_t *ret);

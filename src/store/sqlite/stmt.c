@@ -284,3 +284,10 @@ int sq_column_dup(sqlite3_stmt *st, int col, const char *dflt, char **ret)
         *ret = p;
         return 0;
 }
+
+int sq_org_page(sqlite3 *db, const char *count_sql, const char *list_sql, sq_decode_fn decode, const char *org_id,
+                uint64_t limit, uint64_t offset, struct store_rows *out, uint64_t *ret_total)
+{
+        int r = sq_query_u64(db, count_sql, org_id, ret_total);
+        return r < 0 ? r : sq_list(db, list_sql, out, decode, "tuu", org_id, limit, offset);
+}

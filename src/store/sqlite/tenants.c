@@ -119,13 +119,10 @@ int sq_apikey_get(struct store *s, const char *org_id, const char *id, struct ap
 int sq_apikey_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
                    uint64_t *ret_total)
 {
-        int r = sq_query_u64(sq_db(s), "SELECT COUNT(*) FROM api_keys WHERE org_id = ?", org_id, ret_total);
-        if (r < 0)
-                return r;
-        return sq_list(sq_db(s),
-                       "SELECT " APIKEY_COLUMNS " FROM api_keys WHERE org_id = ? ORDER BY created_at, id "
-                       "LIMIT ? OFFSET ?",
-                       out, apikey_decode, "tuu", org_id, limit, offset);
+        return sq_org_page(sq_db(s), "SELECT COUNT(*) FROM api_keys WHERE org_id = ?",
+                           "SELECT " APIKEY_COLUMNS " FROM api_keys WHERE org_id = ? ORDER BY created_at, id "
+                           "LIMIT ? OFFSET ?",
+                           apikey_decode, org_id, limit, offset, out, ret_total);
 }
 
 int sq_apikey_delete(struct store *s, const char *org_id, const char *id)

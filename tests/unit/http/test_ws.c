@@ -1,8 +1,10 @@
 /* WebSocket replies over real TCP with a minimal hand-written client (not
  * wslay, so the server is checked against the RFC, not against itself):
  * handshake, masked text and binary frames echoed, fragments joined, ping
- * answered with pong, close handshake with the code, bad handshakes, and
- * open WebSockets + streams not stopping a blocking route with one worker. */
+ * answered with pong, close handshake with the code, a close queued behind
+ * the messages sent before it, 1002 for frames wslay's parser refuses, bad
+ * handshakes, and open WebSockets + streams not stopping a blocking route
+ * with one worker. */
 #include <stdlib.h>
 
 #include "base/log.h"
@@ -26,6 +28,17 @@ static void on_message(struct http_ws *ws, void *ctx, bool binary, const void *d
         (void)ctx;
         if (!binary && len == 3 && memcmp(data, "bye", 3) == 0) {
                 ASSERT_OK(http_ws_close(ws, 4000, "asked"));
+                return;
+        }
+        if (!binary && len == 5 && memcmp(data, "burst", 5) == 0) {
+                /* Messages then a close: the close must not overtake them. */
+                static char chunk[1000];
+                for (int i = 0; i < 50; i++) {
+                        memset(chunk, 'a' + i % 26, sizeof(chunk));
+                        ASSERT_OK(http_ws_send(ws, true, chunk, sizeof(chunk)));
+                }
+                ASSERT_OK(http_ws_close(ws, 4001, "done"));
+                ASSERT_EQ(http_ws_send(ws, false, "late", 4), -EPIPE);
                 return;
         }
         ASSERT_OK(http_ws_send(ws, binary, data, len)); /* echo */
@@ -187,6 +200,18 @@ static void expect_frame(int fd, unsigned opcode, const void *data, size_t len)
                 TAP_FAIL("frame opcode %u len %zu, want opcode %u len %zu", f.opcode, f.len, opcode, len);
 }
 
+/* The next server frame is a close with code (and reason, when given). */
+static void expect_close(int fd, unsigned code, const char *reason)
+{
+        static struct frame f;
+        size_t rlen = reason ? strlen(reason) : 0;
+        read_frame(fd, &f);
+        ASSERT_EQ(f.opcode, 0x8);
+        if (f.len < 2 || (unsigned)(f.data[0] << 8 | f.data[1]) != code ||
+            (reason && (f.len != 2 + rlen || memcmp(f.data + 2, reason, rlen) != 0)))
+                TAP_FAIL("close frame of %zu bytes, want code %u", f.len, code);
+}
+
 TEST(websocket_echo_ping_and_close)
 {
         struct http_server *s = start();
@@ -233,10 +258,7 @@ TEST(websocket_server_close_and_peer_vanishing)
         int fd = ws_connect(http_server_port(s));
         expect_frame(fd, 0x1, "welcome", 7);
         send_frame(fd, true, 0x1, "bye", 3);
-        static struct frame f;
-        read_frame(fd, &f);
-        ASSERT_EQ(f.opcode, 0x8);
-        ASSERT_TRUE(f.len == 7 && (f.data[0] << 8 | f.data[1]) == 4000 && memcmp(f.data + 2, "asked", 5) == 0);
+        expect_close(fd, 4000, "asked");
         unsigned char ack[] = { 0x0f, 0xa0 }; /* 4000 */
         send_frame(fd, true, 0x8, ack, 2);
         ASSERT_TRUE(wait_flag(&g.freed, 3000));
@@ -251,6 +273,48 @@ TEST(websocket_server_close_and_peer_vanishing)
         ASSERT_TRUE(wait_flag(&g.freed, 3000));
         ASSERT_EQ(g.close_code, 1006);
         ASSERT_EQ(http_server_streams(s), 0);
+        http_server_stop(s);
+}
+
+TEST(websocket_close_follows_the_messages_queued_before_it)
+{
+        struct http_server *s = start();
+        int fd = ws_connect(http_server_port(s));
+        expect_frame(fd, 0x1, "welcome", 7);
+        send_frame(fd, true, 0x1, "burst", 5);
+        static struct frame f;
+        for (int i = 0; i < 50; i++) {
+                read_frame(fd, &f);
+                if (f.opcode != 0x2 || f.len != 1000 || f.data[0] != 'a' + i % 26)
+                        TAP_FAIL("frame %d: opcode %u len %zu", i, f.opcode, f.len);
+        }
+        expect_close(fd, 4001, "done");
+        close(fd);
+        ASSERT_TRUE(wait_flag(&g.freed, 3000));
+        http_server_stop(s);
+}
+
+TEST(websocket_frames_wslay_refuses_get_1002)
+{
+        /* A control frame over 125 bytes and a fragmented one: wslay's
+         * frame parser refuses both without a status of its own. */
+        struct http_server *s = start();
+        for (int round = 0; round < 2; round++) {
+                memset(&g, 0, sizeof(g));
+                int fd = ws_connect(http_server_port(s));
+                expect_frame(fd, 0x1, "welcome", 7);
+                char ping[126];
+                memset(ping, 'p', sizeof(ping));
+                if (round == 0)
+                        send_frame(fd, true, 0x9, ping, sizeof(ping));
+                else
+                        send_frame(fd, false, 0x9, ping, 4);
+                expect_close(fd, 1002, "");
+                char c;
+                ASSERT_EQ(read(fd, &c, 1), 0); /* then a clean end, no reset */
+                close(fd);
+                ASSERT_TRUE(wait_flag(&g.freed, 3000));
+        }
         http_server_stop(s);
 }
 

@@ -1,5 +1,5 @@
 /* Shared fixture of the sandbox domain tests (test_context.c,
- * test_session.c): a real engine (jails), a real SQLite store and a
+ * test_session.c, test_pool.c): a real engine (jails), a real SQLite store and a
  * manager in a temp dir, freed at exit. Needs root (skips otherwise). */
 #pragma once
 
@@ -61,8 +61,9 @@ static void start_engine(void)
         err_done(&e);
 }
 
-/* A manager with at most max_resident live interpreters. */
-static struct sandbox_mgr *mgr(uint64_t max_resident)
+/* Starts the engine and the store, then a manager with opt (its data_dir
+ * is filled in). Skips without root, or without python when need_python. */
+static struct sandbox_mgr *mgr_start(struct sandbox_options *opt, bool need_python)
 {
         if (geteuid() != 0)
                 SKIP("needs root");
@@ -71,20 +72,26 @@ static struct sandbox_mgr *mgr(uint64_t max_resident)
         ASSERT_TRUE(mkdtemp(g.dir) != NULL);
         char missing[128];
         runtime_probe_versions(missing, sizeof(missing));
-        if (!runtime_find("python") || !runtime_find("python")->version[0])
+        if (need_python && (!runtime_find("python") || !runtime_find("python")->version[0]))
                 SKIP("python3 not installed");
         start_engine();
         char url[128];
         snprintf(url, sizeof(url), "sqlite:%s/db", g.dir);
         struct err e = { 0 };
         ASSERT_OK(store_open(url, &g.store, &e));
+        snprintf(opt->data_dir, sizeof(opt->data_dir), "%s", g.dir);
+        ASSERT_OK(sbx_mgr_new(opt, g.engine, g.store, &g.mgr));
+        return g.mgr;
+}
+
+/* A manager with at most max_resident live interpreters. */
+static UNUSED struct sandbox_mgr *mgr(uint64_t max_resident)
+{
         struct sandbox_options opt = {
                 .idle_ttl_ms = 0, .max_contexts = 3, .max_resident_contexts = max_resident,
                 .workspace_bytes = 16 * MiB, .workspace_inodes = 1024, .file_bytes = 1 * MiB, .limits = LIM,
         };
-        snprintf(opt.data_dir, sizeof(opt.data_dir), "%s", g.dir);
-        ASSERT_OK(sbx_mgr_new(&opt, g.engine, g.store, &g.mgr));
-        return g.mgr;
+        return mgr_start(&opt, true);
 }
 
 /* A cell's first result text, or "error:<name>" (static buffer). */

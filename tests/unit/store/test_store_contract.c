@@ -282,6 +282,38 @@ TEST(contract_sandbox_each_expired)
         store_close(s);
 }
 
+TEST(contract_sandbox_each_in_org)
+{
+        struct store *s = open_store();
+        struct sandbox_row row = {};
+        struct seen v = {};
+
+        put_sandbox(s, "b-in-o1", 1, 0);
+        put_sandbox(s, "a-in-o1", 1, 0);
+        put_sandbox(s, "in-o2", 1, 0);
+        ASSERT_OK(store_org_ensure(s, id("o2"), "Org Two"));
+        ASSERT_OK(store_sandbox_get(s, id("in-o2"), &row));
+        snprintf(row.org_id, sizeof(row.org_id), "%s", id("o2"));
+        ASSERT_OK(store_sandbox_put(s, &row));
+        sandbox_row_done(&row);
+
+        ASSERT_OK(store_sandbox_each_in_org(s, id("o2"), on_id, &v));
+        ASSERT_STREQ(v.buf, "in-o2");
+        v = (struct seen){};
+        /* Ordered by id; the callback may delete (rows are read first). */
+        g_reaper_store = s;
+        ASSERT_OK(store_sandbox_each_in_org(s, id("o1"), reap, &v));
+        ASSERT_STREQ(v.buf, "a-in-o1,b-in-o1");
+        v = (struct seen){};
+        ASSERT_OK(store_sandbox_each_in_org(s, id("o1"), on_id, &v));
+        ASSERT_EQ(v.n, 0);
+        ASSERT_OK(store_sandbox_each_in_org(s, id("nobody"), on_id, &v));
+        ASSERT_EQ(v.n, 0);
+        ASSERT_EQ(store_sandbox_each_in_org(s, "", on_id, &v), -EINVAL);
+        ASSERT_EQ(store_sandbox_each_in_org(s, id("o1"), NULL, NULL), -EINVAL);
+        store_close(s);
+}
+
 static void on_sandbox(const struct sandbox_row *row, void *userdata)
 {
         const char *name = unid(row->id);
