@@ -79,6 +79,17 @@ def test_create_and_list(d):
     assert res["sessions"][0] == s
 
 
+def test_idempotent_create(d):
+    creds, sid = org_sandbox(d)
+    hdrs = dict(creds, **{"Idempotency-Key": "repl-create-1"})
+    first = raw(d, "POST", sessions_path(sid), {"language": "python"}, headers=hdrs)
+    again = raw(d, "POST", sessions_path(sid), {"language": "python"}, headers=hdrs)
+    assert first[0] == again[0] == 201 and first[1] == again[1]
+    assert dict(again[2]).get("idempotency-status") == "replayed"
+    status, res, _ = raw(d, "GET", sessions_path(sid), headers=creds)
+    assert [x["id"] for x in res["sessions"]] == [first[1]["session"]["id"]]
+
+
 def test_bad_language_is_400(d):
     creds, sid = org_sandbox(d)
     for body in ({"language": "cobol"}, {"language": "shell"}, {"language": 5}):
