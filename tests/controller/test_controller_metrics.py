@@ -244,3 +244,28 @@ def test_repl_flag_off_unregisters_the_repl_routes():
         assert raw(d, "GET", V1 + f"/sandbox/{sb['sandbox_id']}", headers=creds)[0] == 200
     finally:
         d.cleanup()
+
+
+def test_controller_executions_are_counted(ctl):
+    """The controller's execute (a command) and its REPL cells count as
+    api="controller" executions."""
+    d = ctl
+    creds = apikey(account(d)["api_key"]["key"])
+    status, sb, _ = raw(d, "POST", V1 + "/sandbox/create", {}, headers=creds)
+    assert status in (200, 201), sb
+    sid = sb["sandbox_id"]
+    before = parse(scrape(d)[1].decode())
+    status, out, _ = raw(d, "POST", V1 + f"/sandbox/{sid}/execute", {"command": "exit 3"}, headers=creds)
+    assert status == 200 and out["exit_code"] == 3, out
+    status, s, _ = raw(d, "POST", V1 + f"/sandbox/{sid}/repl/sessions", {}, headers=creds)
+    assert status in (200, 201), s
+    status, cell, _ = raw(d, "POST", V1 + f"/sandbox/{sid}/repl/sessions/{s['session']['id']}/execute",
+                          {"code": "6 * 7"}, headers=creds)
+    assert status == 200 and cell["status"] == "ok", cell
+    after = parse(scrape(d)[1].decode())
+
+    def delta(name, **labels):
+        return value(after, name, **labels) - value(before, name, **labels)
+    assert delta("sandboxd_executions_total", api="controller", outcome="error") == 1   # exit 3
+    assert delta("sandboxd_executions_total", api="controller", outcome="ok") == 1      # the cell
+    assert delta("sandboxd_execution_duration_seconds_count", api="controller") == 2

@@ -27,13 +27,6 @@ def d():
     daemon.cleanup()
 
 
-def have(module):
-    try:
-        __import__(module)
-        return True
-    except ImportError:
-        return False
-
 
 def org_sandbox(d):
     creds = apikey(account(d)["api_key"]["key"])
@@ -84,6 +77,17 @@ def test_create_and_list(d):
     assert status == 200
     assert [x["id"] for x in res["sessions"]] == [s["id"], res["sessions"][1]["id"]]
     assert res["sessions"][0] == s
+
+
+def test_idempotent_create(d):
+    creds, sid = org_sandbox(d)
+    hdrs = dict(creds, **{"Idempotency-Key": "repl-create-1"})
+    first = raw(d, "POST", sessions_path(sid), {"language": "python"}, headers=hdrs)
+    again = raw(d, "POST", sessions_path(sid), {"language": "python"}, headers=hdrs)
+    assert first[0] == again[0] == 201 and first[1] == again[1]
+    assert dict(again[2]).get("idempotency-status") == "replayed"
+    status, res, _ = raw(d, "GET", sessions_path(sid), headers=creds)
+    assert [x["id"] for x in res["sessions"]] == [first[1]["session"]["id"]]
 
 
 def test_bad_language_is_400(d):
@@ -175,34 +179,67 @@ def status_of(d, creds, sid, rid):
     return next(x["status"] for x in res["sessions"] if x["id"] == rid)
 
 
+def interrupt_running(d, creds, sid, rid, run):
+    """Starts run() (a cell that loops) on a thread, interrupts it once the
+    session is busy; (interrupt answer, run()'s result)."""
+    box = {}
+    t = threading.Thread(target=lambda: box.update(res=run()))
+    t.start()
+    deadline = time.monotonic() + 20
+    while status_of(d, creds, sid, rid) != "busy":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)  # in the loop by now
+    status, res, _ = raw(d, "POST", sessions_path(sid, rid, "interrupt"), {}, headers=creds)
+    assert status == 200 and res["status"] == "interrupted", res
+    t.join(20)
+    assert not t.is_alive()
+    assert status_of(d, creds, sid, rid) == "idle"
+    return res, box["res"]
+
+
 def test_interrupt_stops_a_loop_and_keeps_variables(d):
     creds, sid = org_sandbox(d)
     s = new_session(d, creds, sid)
     execute(d, creds, sid, s["id"], "x = 'kept'")
-    box = {}
-    t = threading.Thread(target=lambda: box.update(res=execute(d, creds, sid, s["id"], "while True: pass")))
-    t.start()
-    deadline = time.monotonic() + 20
-    while status_of(d, creds, sid, s["id"]) != "busy":
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    time.sleep(0.3)  # in the loop by now
-    status, res, _ = raw(d, "POST", sessions_path(sid, s["id"], "interrupt"), {}, headers=creds)
-    assert status == 200 and res["status"] == "interrupted" and res["action"] in ("signal", "skip"), res
-    t.join(20)
-    assert not t.is_alive()
-    res = box["res"]
+    answer, res = interrupt_running(d, creds, sid, s["id"],
+                                    lambda: execute(d, creds, sid, s["id"], "while True: pass"))
+    assert answer["action"] in ("signal", "skip"), answer
     assert res["status"] == "error" and res["outputs"][-1]["name"] == "KeyboardInterrupt", res
-    assert status_of(d, creds, sid, s["id"]) == "idle"
     res = execute(d, creds, sid, s["id"], "x")
     assert results(res) == [{"text/plain": "'kept'"}]
+
+
+def test_interrupt_a_stream(d):
+    creds, sid = org_sandbox(d)
+    s = new_session(d, creds, sid)
+    execute(d, creds, sid, s["id"], "n = 3")
+    code = "print('looping', flush=True)\nwhile True: pass"
+    _, events = interrupt_running(d, creds, sid, s["id"],
+                                  lambda: sse(d, creds, sessions_path(sid, s["id"], "stream"), {"code": code}))
+    assert events[0][1] == {"type": "stdout", "text": "looping\n"}
+    assert events[-2][1]["type"] == "error" and events[-2][1]["name"] == "KeyboardInterrupt"
+    assert events[-1][0] == "done" and events[-1][1]["status"] == "error"
+    assert results(execute(d, creds, sid, s["id"], "n * 2")) == [{"text/plain": "6"}]
+
+
+def test_interrupt_restarts_a_kernel_that_cannot_survive_it(d):
+    creds, sid = org_sandbox(d)
+    s = new_session(d, creds, sid, language="javascript")
+    execute(d, creds, sid, s["id"], "globalThis.kept = 'yes'")
+    answer, res = interrupt_running(d, creds, sid, s["id"],
+                                    lambda: execute(d, creds, sid, s["id"], "while (true) {}"))
+    assert answer["action"] in ("restart", "skip"), answer
+    assert res["status"] == "error" and res["outputs"][-1]["name"] == "KeyboardInterrupt", res
+    # Restored from the journal: the variables of earlier cells come back.
+    assert results(execute(d, creds, sid, s["id"], "kept")) == [{"text/plain": "'yes'"}]
     # Nothing running: nothing to do.
     status, res, _ = raw(d, "POST", sessions_path(sid, s["id"], "interrupt"), None, headers=creds)
     assert status == 200 and res == {"status": "interrupted", "action": "none"}
 
 
-@pytest.mark.skipif(not have("matplotlib"), reason="python3-matplotlib not installed")
 def test_matplotlib_figure_is_a_png(d, py):
+    pytest.importorskip("matplotlib")
     creds, sid, s = py
     res = execute(d, creds, sid, s["id"],
                   "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.title('squares')\nplt.show()")
@@ -214,8 +251,8 @@ def test_matplotlib_figure_is_a_png(d, py):
     assert results(execute(d, creds, sid, s["id"], "None")) == []
 
 
-@pytest.mark.skipif(not have("pandas"), reason="python3-pandas not installed")
 def test_pandas_frame_is_html(d, py):
+    pytest.importorskip("pandas")
     creds, sid, s = py
     res = execute(d, creds, sid, s["id"], "import pandas as pd\npd.DataFrame({'n': [1, 2], 'w': ['one', 'two']})")
     (data,) = results(res)

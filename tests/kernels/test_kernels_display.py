@@ -3,6 +3,7 @@
 bundles (matplotlib figures as image/png, a pandas frame as text/html) while
 a request without it is answered exactly as before."""
 import base64
+import importlib.util
 import json
 import os
 import signal
@@ -17,16 +18,10 @@ from test_kernels import Kernel, ok, repl, ws  # noqa: E402,F401  (fixtures)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def have(module):
-    try:
-        __import__(module)
-        return True
-    except ImportError:
-        return False
 
-
-needs_mpl = pytest.mark.skipif(not have("matplotlib"), reason="python3-matplotlib not installed")
-needs_pandas = pytest.mark.skipif(not have("pandas"), reason="python3-pandas not installed")
+needs_mpl = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
+                               reason="python3-matplotlib not installed")
+needs_pandas = pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="python3-pandas not installed")
 
 
 def show(k, code, **kw):

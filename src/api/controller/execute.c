@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "api/app.h"
+#include "api/common/exec_metrics.h"
 #include "api/controller/controller.h"
 #include "api/workers/validate.h"
 #include "base/buf.h"
@@ -186,13 +187,22 @@ static void job_free(struct exec_job *job)
         free(job);
 }
 
+/* sbx_run_wait, counted in /metrics as one controller execution. */
+static int run_counted(const struct sbx_run *run, struct sbx_run_result *rr)
+{
+        uint64_t start = now_ns();
+        int r = sbx_run_wait(run, rr);
+        api_count_run(METRICS_API_CONTROLLER, r < 0 ? NULL : rr, start);
+        return r;
+}
+
 static void stream_run(struct http_stream *s, void *ctx)
 {
         struct exec_job *job = ctx;
         job->s = s;
         struct sbx_run run = { job->proc, job->timeout_ms, job->grace_ms, &stream_ops, job };
         struct sbx_run_result rr;
-        if (sbx_run_wait(&run, &rr) < 0)
+        if (run_counted(&run, &rr) < 0)
                 return;
         char line[96];
         if (rr.timed_out) {
@@ -222,7 +232,7 @@ static void reply_collected(struct http_response *res, struct exec_job *job)
 {
         struct sbx_run run = { job->proc, job->timeout_ms, job->grace_ms, &collect_ops, job };
         struct sbx_run_result rr = { 0 };
-        if (sbx_run_wait(&run, &rr) < 0) {
+        if (run_counted(&run, &rr) < 0) {
                 ctl_error(res, 500, "INTERNAL_ERROR", "The command could not be run");
                 return;
         }

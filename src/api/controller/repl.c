@@ -20,9 +20,11 @@
 #include <string.h>
 
 #include "api/app.h"
+#include "api/common/exec_metrics.h"
 #include "api/controller/controller.h"
 #include "api/workers/result_json.h"
 #include "base/buf.h"
+#include "base/time.h"
 #include "base/utf8.h"
 #include "base/util.h"
 #include "sandbox/sandbox.h"
@@ -330,7 +332,10 @@ static int run_cell(struct cell_job *job, struct sbx_exec_result *r, struct err 
         const struct exec_sink sink = { on_output, job };
         const struct sbx_cell cell = { .org_id = job->org, .context_id = job->cid, .code = job->code,
                                        .display = true, .sink = &sink };
-        return sbx_context_run(job->app->sandboxes, job->id, &cell, r, err);
+        uint64_t start = now_ns();
+        int rc = sbx_context_run(job->app->sandboxes, job->id, &cell, r, err);
+        api_count_execution(METRICS_API_CONTROLLER, rc < 0 ? NULL : &r->outcome, start);
+        return rc;
 }
 
 static void job_free(struct cell_job *job)

@@ -93,3 +93,16 @@ static UNUSED struct sandbox_mgr *mgr(uint64_t max_resident)
         };
         return mgr_start(&opt, true);
 }
+
+/* A cell's first result text, or "error:<name>" (static buffer). */
+static inline const char *cell_answer(const struct exec_outcome *o)
+{
+        static char out[256];
+        json_t *err = json_object_get(o->response, "error");
+        json_t *first = json_array_get(json_object_get(o->response, "results"), 0);
+        if (err && !json_is_null(err))
+                snprintf(out, sizeof(out), "error:%s", json_string_value(json_object_get(err, "name")));
+        else
+                snprintf(out, sizeof(out), "%s", first ? json_string_value(json_object_get(first, "text")) : "");
+        return out;
+}

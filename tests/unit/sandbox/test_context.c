@@ -22,13 +22,7 @@ static const char *run(const char *sbx, const char *cid, const char *code, struc
         int rc = sbx_execute(g.mgr, sbx, runtime_find("python"), "PYTHON", code, cid, NULL, &r, &e);
         if (rc < 0)
                 TAP_FAIL("sbx_execute '%s': %d %s (%s)", code, rc, err_reason_name(e.reason), e.msg);
-        json_t *resp = r.outcome.response;
-        json_t *err = json_object_get(resp, "error");
-        json_t *first = json_array_get(json_object_get(resp, "results"), 0);
-        if (err && !json_is_null(err))
-                snprintf(out, sizeof(out), "error:%s", json_string_value(json_object_get(err, "name")));
-        else
-                snprintf(out, sizeof(out), "%s", first ? json_string_value(json_object_get(first, "text")) : "");
+        snprintf(out, sizeof(out), "%s", cell_answer(&r.outcome));
         if (keep)
                 *keep = r;
         else

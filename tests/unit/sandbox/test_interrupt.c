@@ -45,26 +45,12 @@ static void *cell_thread(void *arg)
         return NULL;
 }
 
-/* The cell's first result text, or "error:<name>" (static buffer). */
-static const char *answer(const struct sbx_exec_result *r)
-{
-        static char out[256];
-        json_t *resp = r->outcome.response;
-        json_t *err = json_object_get(resp, "error");
-        json_t *first = json_array_get(json_object_get(resp, "results"), 0);
-        if (err && !json_is_null(err))
-                snprintf(out, sizeof(out), "error:%s", json_string_value(json_object_get(err, "name")));
-        else
-                snprintf(out, sizeof(out), "%s", first ? json_string_value(json_object_get(first, "text")) : "");
-        return out;
-}
-
 static const char *run(const char *sbx, const char *code)
 {
         struct cell_run c = { .sbx = sbx, .code = code };
         cell_thread(&c);
         ASSERT_OK(c.rc);
-        const char *a = answer(&c.r);
+        const char *a = cell_answer(&c.r.outcome);
         sbx_exec_result_done(&c.r);
         return a;
 }
@@ -79,6 +65,14 @@ static struct sbx_context_info info_of(const char *sbx)
         ci = list[0];
         free(list);
         return ci;
+}
+
+/* A manager and a context of lang in sbx whose first cell answers want. */
+static void setup(const char *sbx, const char *lang, const char *first, const char *want)
+{
+        mgr(8);
+        new_context(sbx, lang);
+        ASSERT_STREQ(run(sbx, first), want);
 }
 
 /* Starts code on a thread, waits until it has run a while, interrupts. */
@@ -101,12 +95,10 @@ static enum sbx_interrupt interrupt_cell(const char *sbx, struct cell_run *c, ui
 
 TEST(sigint_stops_the_cell_and_keeps_the_interpreter)
 {
-        mgr(8);
-        new_context("s1", "python");
-        ASSERT_STREQ(run("s1", "x = 5"), "");
+        setup("s1", "python", "x = 5", "");
         struct cell_run c = { .sbx = "s1", .code = "y = 1\nwhile True: pass" };
         ASSERT_EQ(interrupt_cell("s1", &c, 5000), SBX_INTERRUPT_SIGNALED);
-        ASSERT_STREQ(answer(&c.r), "error:KeyboardInterrupt");
+        ASSERT_STREQ(cell_answer(&c.r.outcome), "error:KeyboardInterrupt");
         ASSERT_FALSE(c.r.outcome.died);
         sbx_exec_result_done(&c.r);
         struct sbx_context_info ci = info_of("s1");
@@ -120,9 +112,7 @@ TEST(sigint_stops_the_cell_and_keeps_the_interpreter)
 
 TEST(a_cell_deaf_to_sigint_is_killed_and_restored)
 {
-        mgr(8);
-        new_context("s2", "python");
-        ASSERT_STREQ(run("s2", "x = 7"), "");
+        setup("s2", "python", "x = 7", "");
         struct cell_run c = { .sbx = "s2",
                               .code = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass" };
         ASSERT_EQ(interrupt_cell("s2", &c, 300), SBX_INTERRUPT_KILLED);
@@ -132,7 +122,7 @@ TEST(a_cell_deaf_to_sigint_is_killed_and_restored)
         struct cell_run next = { .sbx = "s2", .code = "x" };
         cell_thread(&next);
         ASSERT_OK(next.rc);
-        ASSERT_STREQ(answer(&next.r), "7");       /* replayed from the journal */
+        ASSERT_STREQ(cell_answer(&next.r.outcome), "7");       /* replayed from the journal */
         ASSERT_TRUE(next.r.restore.restored);
         ASSERT_STREQ(next.r.restore.reason, "interrupted");
         sbx_exec_result_done(&next.r);
@@ -140,9 +130,7 @@ TEST(a_cell_deaf_to_sigint_is_killed_and_restored)
 
 TEST(other_runtimes_are_killed_at_once)
 {
-        mgr(8);
-        new_context("s3", "perl");
-        ASSERT_STREQ(run("s3", "our $x = 3; 0"), "0");
+        setup("s3", "perl", "our $x = 3; 0", "0");
         struct cell_run c = { .sbx = "s3", .code = "1 while 1;" };
         ASSERT_EQ(interrupt_cell("s3", &c, 5000), SBX_INTERRUPT_KILLED);
         sbx_exec_result_done(&c.r);
@@ -151,9 +139,7 @@ TEST(other_runtimes_are_killed_at_once)
 
 TEST(nothing_running_is_nothing_to_do)
 {
-        mgr(8);
-        new_context("s4", "python");
-        ASSERT_STREQ(run("s4", "1"), "1");
+        setup("s4", "python", "1", "1");
         enum sbx_interrupt what = SBX_INTERRUPT_KILLED;
         struct err e = { 0 };
         ASSERT_OK(sbx_context_interrupt(g.mgr, NULL, "s4", cid, 100, &what, &e));
