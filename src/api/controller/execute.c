@@ -309,8 +309,10 @@ static void h_execute(struct http_request *req, struct http_response *res)
         free(x.argv);
 }
 
+CTL_IDEMPOTENT(h_execute_idem, h_execute)
+
 static const struct route routes[] = {
-        { "POST", CTL_PREFIX "/sandbox/:id/execute", h_execute, ROUTE_JSON | ROUTE_BLOCKING, 0 },
+        { "POST", CTL_PREFIX "/sandbox/:id/execute", h_execute_idem, ROUTE_JSON | ROUTE_BLOCKING, 0 },
 };
 
 const struct route *ctl_execute_routes(size_t *ret_n)

@@ -189,8 +189,10 @@ static size_t files_body_cap(const void *app)
         return FILES_BODY_MAX;
 }
 
+CTL_IDEMPOTENT(h_put_idem, h_put)
+
 static const struct route routes[] = {
-        { "POST", CTL_PREFIX "/sandbox/:id/files", h_put, ROUTE_JSON | ROUTE_BLOCKING, files_body_cap },
+        { "POST", CTL_PREFIX "/sandbox/:id/files", h_put_idem, ROUTE_JSON | ROUTE_BLOCKING, files_body_cap },
         { "GET", CTL_PREFIX "/sandbox/:id/files", h_read, ROUTE_BLOCKING, 0 },
         { "GET", CTL_PREFIX "/sandbox/:id/files/download", h_download, ROUTE_BLOCKING, 0 },
 };

@@ -5,9 +5,10 @@
  *   - the same (org, key, route) within 24 h with the same body: the stored
  *     reply, Idempotency-Status: replayed, the handler does not run;
  *   - with another body: 409 IDEMPOTENCY_KEY_REUSE_MISMATCH.
- * Not for replies that carry a secret (a new API key): those would be
- * stored in the clear. Public routes have no org to scope by: the header is
- * ignored there, as on other methods. Two concurrent first requests with
+ * Every authenticated POST takes it; the stored reply is sealed by the
+ * tenant layer (it may carry a new API key). Streams are not stored (a
+ * retry runs again). Public routes (register, login) have no org to scope
+ * by: the header is ignored there, as on other methods. Two concurrent first requests with
  * one key both run; the first stored reply is the one replayed. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -87,11 +87,14 @@ static void h_regenerate(struct http_request *req, struct http_response *res)
                 reply_new_key(res, 200, &k);
 }
 
+CTL_IDEMPOTENT(h_create_idem, h_create)
+CTL_IDEMPOTENT(h_regenerate_idem, h_regenerate)
+
 static const struct route routes[] = {
         { "GET", CTL_PREFIX "/api-keys", h_list, 0, 0 },
-        { "POST", CTL_PREFIX "/api-keys", h_create, ROUTE_JSON, 0 },
+        { "POST", CTL_PREFIX "/api-keys", h_create_idem, ROUTE_JSON, 0 },
         { "DELETE", CTL_PREFIX "/api-keys/:id", h_delete, 0, 0 },
-        { "POST", CTL_PREFIX "/api-keys/:id/regenerate", h_regenerate, 0, 0 },
+        { "POST", CTL_PREFIX "/api-keys/:id/regenerate", h_regenerate_idem, 0, 0 },
 };
 
 const struct route *ctl_key_routes(size_t *ret_n)

@@ -452,12 +452,16 @@ static void h_stream(struct http_request *req, struct http_response *res)
 }
 
 #define SESSIONS CTL_PREFIX "/sandbox/:id/repl/sessions"
+CTL_IDEMPOTENT(h_execute_idem, h_execute)
+CTL_IDEMPOTENT(h_stream_idem, h_stream)
+CTL_IDEMPOTENT(h_interrupt_idem, h_interrupt)
+
 static const struct route routes[] = {
         { "POST", SESSIONS, h_create_idem, ROUTE_BLOCKING, 0 },
         { "GET", SESSIONS, h_list, ROUTE_BLOCKING, 0 },
-        { "POST", SESSIONS "/:sid/execute", h_execute, ROUTE_JSON | ROUTE_BLOCKING, 0 },
-        { "POST", SESSIONS "/:sid/stream", h_stream, ROUTE_JSON | ROUTE_BLOCKING, 0 },
-        { "POST", SESSIONS "/:sid/interrupt", h_interrupt, ROUTE_BLOCKING, 0 },
+        { "POST", SESSIONS "/:sid/execute", h_execute_idem, ROUTE_JSON | ROUTE_BLOCKING, 0 },
+        { "POST", SESSIONS "/:sid/stream", h_stream_idem, ROUTE_JSON | ROUTE_BLOCKING, 0 },
+        { "POST", SESSIONS "/:sid/interrupt", h_interrupt_idem, ROUTE_BLOCKING, 0 },
         { "DELETE", SESSIONS "/:sid", h_delete, ROUTE_BLOCKING, 0 },
 };
 

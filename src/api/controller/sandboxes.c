@@ -231,12 +231,14 @@ static void h_stop(struct http_request *req, struct http_response *res)
                 http_json(res, 200, json_pack("{s:s, s:s}", "sandbox_id", req->captures[0], "status", "stopped"));
 }
 
+CTL_IDEMPOTENT(h_stop_idem, h_stop)
+
 static const struct route routes[] = {
         { "POST", CTL_PREFIX "/sandbox/create", h_create_idem, ROUTE_JSON | ROUTE_BLOCKING, 0 },
         { "GET", CTL_PREFIX "/sandboxes", h_list, ROUTE_BLOCKING, 0 },
         { "GET", CTL_PREFIX "/sandbox/:id", h_get, ROUTE_BLOCKING, 0 },
         { "GET", CTL_PREFIX "/sandbox/:id/status", h_status, ROUTE_BLOCKING, 0 },
-        { "POST", CTL_PREFIX "/sandbox/:id/stop", h_stop, ROUTE_BLOCKING, 0 },
+        { "POST", CTL_PREFIX "/sandbox/:id/stop", h_stop_idem, ROUTE_BLOCKING, 0 },
         { "DELETE", CTL_PREFIX "/sandbox/:id", h_stop, ROUTE_BLOCKING, 0 },
 };
 
