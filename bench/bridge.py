@@ -3,8 +3,8 @@ baseline measured in the same run:
 
   a. 200 sequential `/exec` of `true` in one sandbox vs the runtime API's
      stateless `POST /execute/shell` of `true`;
-  b. new sandbox (`POST /v1/sandbox`) + first `/exec`, vs the same stateless
-     execution;
+  (a new sandbox + its first `/exec`, with and without the warm pool, is
+  section 6: bench/bridge_pool.py);
   c. 5 MB of command output through SSE (MB/s of decoded bytes) vs host `cat`
      of the same bytes into a pipe;
   d. 50 parallel `PUT /file` of 64 KiB vs 50 threads writing the same files
@@ -29,9 +29,9 @@ import time
 from harness import BenchError, fmt_ms, fmt_x, ratio, summary
 
 BRIDGE_PROFILES = {
-    "full": dict(exec_n=200, new_n=20, sse_bytes=5 * 1024 * 1024, put_n=50, put_bytes=64 * 1024,
+    "full": dict(exec_n=200, sse_bytes=5 * 1024 * 1024, put_n=50, put_bytes=64 * 1024,
                  file_bytes=10 * 1024 * 1024, pty_n=200),
-    "quick": dict(exec_n=10, new_n=3, sse_bytes=1024 * 1024, put_n=10, put_bytes=16 * 1024,
+    "quick": dict(exec_n=10, sse_bytes=1024 * 1024, put_n=10, put_bytes=16 * 1024,
                   file_bytes=2 * 1024 * 1024, pty_n=20),
 }
 
@@ -109,17 +109,6 @@ def row_exec(port, b, res):
     fn()
     res["stateless"] = _timed(fn, b["exec_n"])
     c2.close()
-
-
-def row_new(port, b, res):
-    def fn():
-        sid = _new_sandbox(port)
-        c = _conn(port)
-        _, code = _exec(c, sid, ["true"])
-        c.close()
-        if code != 0:
-            raise BenchError(f"first /exec exit {code}")
-    res["new"] = _timed(fn, b["new_n"])
 
 
 def row_sse(port, b, res):
@@ -278,7 +267,7 @@ def section_bridge(profile, work, run_bin, out):
     d = work.daemon(run_bin).start()
     res = out.setdefault("bridge", {})
     try:
-        for name, fn in (("exec", row_exec), ("new", row_new), ("sse", row_sse), ("put", row_put),
+        for name, fn in (("exec", row_exec), ("sse", row_sse), ("put", row_put),
                          ("file", row_file), ("pty", row_pty)):
             d.settle()
             try:
@@ -304,8 +293,6 @@ def bridge_report(out):
                  f"{fmt_ms(bs['p99'])} | {fmt_x(ratio(s['p50'], bs['p50']))} / {fmt_x(ratio(s['p99'], bs['p99']))} |")
     if "exec" in r:
         row("`/exec` of `true`, one sandbox, sequential", r["exec"], "`POST /execute/shell` `true`", r["stateless"])
-    if "new" in r and "stateless" in r:
-        row("`POST /v1/sandbox` + first `/exec` `true`", r["new"], "`POST /execute/shell` `true`", r["stateless"])
     if "pty" in r:
         row("PTY keystroke echo over the WebSocket", r["pty"], "local pty + bash", r["pty_local"])
     if "put" in r:
@@ -336,7 +323,7 @@ def bridge_compact(out):
     r = out.get("bridge") or {}
     L = []
     for k, label in (("exec", "bridge /exec true"), ("stateless", "bridge baseline /execute/shell"),
-                     ("new", "bridge new sandbox + first /exec"), ("pty", "bridge PTY echo"),
+                     ("pty", "bridge PTY echo"),
                      ("pty_local", "bridge baseline local pty echo")):
         if k in r:
             L.append(f"{label:<48} {fmt_ms(r[k]['p50']):>9} {fmt_ms(r[k]['p99']):>9}")

@@ -21,6 +21,7 @@ import uuid
 from harness import *  # noqa: F401,F403 (constants and formatting helpers)
 from bridge import bridge_compact, bridge_report
 from bridge_pool import compact_bridge_pool, report_bridge_pool
+from controller import controller_compact, controller_report
 
 
 # ---------------------------------------------------------------- report
@@ -236,6 +237,7 @@ def report(out, profile, argv_bin, elapsed):
             L.append("")
     L.extend(bridge_report(out))
     report_bridge_pool(out, L)
+    L.extend(controller_report(out))
     return "\n".join(L).rstrip() + "\n"
 
 
@@ -290,6 +292,7 @@ def compact(out):
                  f"{i['rss0_kb'].get('VmRSS', 0) / 1024:.1f} → {i['rss1_kb'].get('VmRSS', 0) / 1024:.1f} MiB")
     L.extend(bridge_compact(out))
     compact_bridge_pool(out, line)
+    L.extend(controller_compact(out))
     return "\n".join(L)
 
 

@@ -13,8 +13,12 @@ ratios:
   4. sandboxes and contexts: warm context round trip, first call in a new
      sandbox, restore after a daemon restart as a function of journal
      length, daemon RSS with N idle sandboxes;
+  5. the bridge API: /exec back to back, SSE output MB/s, parallel PUTs,
+     a 10 MB file round trip, a PTY keystroke echo (bench/bridge.py);
   6. a new bridge sandbox + its first /exec, with and without the warm
-     pool, beside a warm stateless execution (bench/bridge_pool.py).
+     pool, beside a warm stateless execution (bench/bridge_pool.py);
+  7. the controller API: execute beside the runtime API, and a new
+     tenant's register → create → execute (bench/controller.py).
 
 Usage (`make bench` runs the first form):
 
@@ -45,9 +49,10 @@ import uuid
 from harness import *  # noqa: F401,F403 (the building blocks)
 from bridge import section_bridge
 from bridge_pool import section_bridge_pool
+from controller import section_controller
 from report import compact, report, write_doc
 
-ALL_SECTIONS = {"1", "2", "3", "4", "5", "6"}
+ALL_SECTIONS = {"1", "2", "3", "4", "5", "6", "7"}
 
 
 # ---------------------------------------------------------------- sections
@@ -391,7 +396,7 @@ def main():
     ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                     help="passed to every daemon (repeatable); recorded in the report")
     ap.add_argument("--sections", default=",".join(sorted(ALL_SECTIONS)),
-                    help="comma-separated subset of 1,2,3,4,5,6 (partial runs never write the doc)")
+                    help="comma-separated subset of 1,2,3,4,5,6,7 (partial runs never write the doc)")
     args = ap.parse_args()
 
     binary = os.path.abspath(args.bin)
@@ -494,6 +499,8 @@ def main():
             attempt("5 bridge", section_bridge, profile, work, run_bin, out)
         if "6" in sections:
             attempt("6 bridge warm pool", section_bridge_pool, work, run_bin, out)
+        if "7" in sections:
+            attempt("7 controller", section_controller, profile, work, run_bin, out)
     except BenchError as e:
         failures.append(str(e))
     finally:
