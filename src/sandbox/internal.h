@@ -122,6 +122,8 @@ struct sandbox_mgr {
 };
 
 /* registry.c */
+/* Frees an unreachable sandbox (no references left, unhashed). */
+void sandbox_free(struct sandbox_mgr *m, struct sandbox *s);
 /* Looks up (loading or creating) a sandbox and takes a reference; one it
  * creates gets opts' limits (NULL: the defaults). A warm one is "not
  * found" (ERR_NOT_FOUND) unless flags has SANDBOX_GET_WARM; with it, a
