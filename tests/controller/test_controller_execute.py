@@ -145,5 +145,8 @@ def test_no_command_outlives_its_sandbox(ctl):
     creds, sid = sandbox_for(ctl, timeout_seconds=2)
     t0 = time.time()
     res = run_ok(ctl, creds, sid, "sleep 30", timeout=60000)
-    assert res["exit_code"] == 124 and res["timed_out"] is True
+    # Its timeout is capped at the sandbox's remaining lifetime (124), and
+    # the reaper deleting the expired sandbox kills every jail of it (137):
+    # whichever comes first ends it, well before the 30 s.
+    assert (res["exit_code"], res["timed_out"]) in ((124, True), (137, False)), res
     assert time.time() - t0 < 15
