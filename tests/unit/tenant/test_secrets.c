@@ -256,7 +256,7 @@ TEST(secrets_at_rest_and_tampering)
 
 TEST(secrets_key_from_the_environment_must_be_well_formed)
 {
-        setup();
+        tenant_free(setup()); /* only the store and the data dir are needed */
         struct tenant_options o = { .session_ttl_s = 60 };
         snprintf(o.data_dir, sizeof(o.data_dir), "%s", dir);
         snprintf(o.secrets_key, sizeof(o.secrets_key), "not-a-key");
