@@ -337,7 +337,9 @@ def test_row_21_archive_bomb(daemon):
         status, res = _hydrate(daemon, s, out.getvalue())
         assert status == code and word in res["error"], (count, res)
     assert _workspace(daemon, s) == {}
-    assert daemon_rss_kib(daemon) - rss < 64 * 1024
+    # Never the 300 MiB inflated: the bound leaves room for an ASan build,
+    # whose quarantine keeps freed memory resident.
+    assert daemon_rss_kib(daemon) - rss < 160 * 1024
     assert_alive(daemon)
 
 

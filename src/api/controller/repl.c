@@ -365,7 +365,9 @@ static void stream_run(struct http_stream *s, void *ctx)
                 sbx_exec_result_done(&r);
                 return;
         }
-        _cleanup_free_ char *text = json_dumps(done_json(&r, error), JSON_COMPACT);
+        json_t *done = done_json(&r, error);
+        _cleanup_free_ char *text = done ? json_dumps(done, JSON_COMPACT) : NULL;
+        json_decref(done);
         if (text)
                 (void)http_sse_event(s, "done", NULL, text);
         sbx_exec_result_done(&r);
