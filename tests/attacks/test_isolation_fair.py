@@ -309,9 +309,12 @@ def daemon_root(pid, ctrl):
     """The daemon's cgroup root in controller ctrl's v1 hierarchy, or its
     unified (v2) group."""
     for pattern in (f"/sys/fs/cgroup/{ctrl}/**/sandboxd-{pid}-*", f"/sys/fs/cgroup/**/sandboxd-{pid}-*"):
-        for d in glob.glob(pattern, recursive=True):
-            if os.path.isdir(d):
-                return d
+        found = [d for d in glob.glob(pattern, recursive=True) if os.path.isdir(d)]
+        if found:
+            # Pids wrap (pid_max 32768 and thousands of jails per run): a
+            # SIGKILLed daemon's root with this pid may still be there. The
+            # name ends in the daemon's start time (hex ms): take the newest.
+            return max(found, key=lambda d: int(d.rsplit("-", 1)[1], 16))
     pytest.skip(f"no {ctrl} cgroup for the daemon")
 
 
