@@ -9,7 +9,7 @@
 SANITIZER ?=
 BUILD     ?= build$(if $(SANITIZER),-$(SANITIZER))
 CC        ?= cc
-PKGS      := libmicrohttpd jansson libseccomp sqlite3 libarchive libargon2
+PKGS      := libmicrohttpd jansson libseccomp sqlite3 libarchive libargon2 libcurl
 
 WARN   := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
           -Wmissing-prototypes -Wno-missing-field-initializers -Wvla

@@ -9,7 +9,8 @@
 #   base, jail, runtimes, shim(wire format only) ← engine
 #   base, jail, runtimes, engine, store, tenant ← sandbox
 #   base ← http
-#   everything but main ← api ;  everything ← main.c
+#   base ← client ← mcp ;  base, client, mcp ← cli   (the HTTP client side)
+#   everything but main and cli ← api ;  everything ← main.c
 #
 # Usage: scripts/check-layers.sh [SRC_DIR]   (default: src next to this script)
 # Prints one line per upward include and exits 1 if there is any.
@@ -29,7 +30,10 @@ declare -A allowed=(
   [engine]="base jail runtimes shim"
   [sandbox]="base jail runtimes engine store tenant"
   [http]="base"
-  [api]="base config jail runtimes shim engine store tenant sandbox http"
+  [client]="base"
+  [mcp]="base client"
+  [cli]="base client mcp"
+  [api]="base config jail runtimes shim engine store tenant sandbox http client mcp"
 )
 
 bad=0

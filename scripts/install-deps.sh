@@ -10,7 +10,7 @@ PACKAGES=(
   bubblewrap hyperfine sqlite3 clang libclang-rt-14-dev
   uidmap
   libarchive-dev s3fs fuse3 python3-websocket chromium
-  libargon2-dev
+  libargon2-dev libcurl4-openssl-dev
   python3-matplotlib python3-pandas python3-numpy
 )
 

@@ -17,6 +17,7 @@
 #include "base/metrics.h"
 #include "base/util.h"
 #include "base/version.h"
+#include "cli/cli.h"
 #include "runtimes/runtime.h"
 #include "sandbox/datadir.h"
 
@@ -24,7 +25,8 @@
 static void usage(FILE *f)
 {
         fprintf(f,
-                "Usage: sandboxd [OPTIONS]\n"
+                "Usage: sandboxd [serve] [OPTIONS]\n"
+                "       sandboxd COMMAND [ARGS]   (the client: sandboxd help lists the commands)\n"
                 "Runs untrusted code for AI agents in Linux jails, behind HTTP APIs.\n\n"
                 "  --listen HOST:PORT   address to listen on (default 127.0.0.1:8787)\n"
                 "  --data-dir DIR       data directory (default ./data)\n"
@@ -396,6 +398,14 @@ static void log_start_failure(const char *what, const char *path, struct err *er
 
 int main(int argc, char **argv)
 {
+        /* `sandboxd COMMAND …` is the client; `sandboxd serve …` and a bare
+         * `sandboxd --listen …` serve. */
+        if (argc > 1 && !strcmp(argv[1], "serve")) {
+                argv[1] = argv[0];
+                argc--, argv++;
+        } else if (argc > 1 && cli_is_command(argv[1])) {
+                return cli_main(argc, argv);
+        }
         struct cli cli = { 0 };
         static struct config cfg;
         if (parse_cli(argc, argv, &cli) < 0) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -23,7 +24,14 @@ static inline void closep(int *fd)
         }
 }
 
+static inline void fclosep(FILE **f)
+{
+        if (*f)
+                fclose(*f);
+}
+
 #define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_fclose_ _cleanup_(fclosep)
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_close_ _cleanup_(closep)
 

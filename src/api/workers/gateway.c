@@ -251,7 +251,67 @@ static void h_other(struct http_request *req, struct http_response *res)
 #define SBX "/languages/:lang/sandboxes/:id"
 #define GW (ROUTE_BLOCKING)
 
+/* GET /sandboxes (a sandboxd extension for the playground, the CLI and the
+ * MCP server): the sandboxes this API serves, by creation, each with its
+ * contexts: {sandboxes: [{id, createdAt, lastUsed, expiresAt, envVars,
+ * contexts: [...]}], total, limit, offset}. ?limit 1-1000 (100), ?offset. */
+struct listing {
+        struct app *app;
+        json_t *items;
+};
+
+static void list_one(const struct sbx_info *info, void *userdata)
+{
+        struct listing *l = userdata;
+        struct sbx_info copy = *info;
+        struct sbx_context_info *ctx = NULL;
+        struct err err = { 0 };
+        /* The stored view has no contexts; a vanished sandbox lists none. */
+        if (sbx_context_list_org(l->app->sandboxes, SBX_DEFAULT_ORG, info->id, &ctx, &copy.ncontexts, &err) < 0)
+                copy.ncontexts = 0;
+        copy.contexts = ctx;
+        json_array_append_new(l->items, workers_sandbox_info_json(&copy));
+        free(ctx);
+        err_done(&err);
+}
+
+static bool query_u64(struct http_request *req, const char *name, uint64_t def, uint64_t max, uint64_t *ret)
+{
+        const char *v = http_query(req, name);
+        char *end;
+        if (!v) {
+                *ret = def;
+                return true;
+        }
+        unsigned long long n = strtoull(v, &end, 10);
+        if (!*v || *end || n > max || v[0] == '-')
+                return false;
+        *ret = n;
+        return true;
+}
+
+static void h_list(struct http_request *req, struct http_response *res)
+{
+        struct listing l = { .app = req->app, .items = json_array() };
+        uint64_t limit, offset, total = 0;
+        struct err err = { 0 };
+        if (!query_u64(req, "limit", 100, 1000, &limit) || limit == 0 || !query_u64(req, "offset", 0, UINT32_MAX, &offset)) {
+                json_decref(l.items);
+                workers_error(res, 400, "VALIDATION_FAILED", "limit must be 1-1000 and offset a whole number", NULL);
+                return;
+        }
+        if (sbx_list_org(l.app->sandboxes, SBX_DEFAULT_ORG, limit, offset, list_one, &l, &total, &err) < 0) {
+                json_decref(l.items);
+                workers_error_from(res, &err);
+        } else {
+                http_json(res, 200, json_pack("{s:o, s:I, s:I, s:I}", "sandboxes", l.items, "total", (json_int_t)total,
+                                              "limit", (json_int_t)limit, "offset", (json_int_t)offset));
+        }
+        err_done(&err);
+}
+
 static const struct route routes[] = {
+        { "GET", "/sandboxes", h_list, 0, 0 },
         { "GET", SBX, h_info, GW, 0 },
         { "DELETE", SBX, h_destroy, GW, 0 },
         { "POST", SBX "/execute", h_execute, GW, 0 },
