@@ -109,7 +109,7 @@ $(NODE_STAMP): tests/node/package-lock.json $(DEPS_STAMP)
 node-deps: $(NODE_STAMP)
 
 api: $(BUILD)/sandboxd $(SHIM) $(INIT) $(NODE_STAMP)
-	SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/tools tests/api tests/bridge tests/controller tests/kernels tests/attacks $(PYTEST_ARGS)
+	SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/tools tests/api tests/bridge tests/controller tests/cli tests/web tests/mcp tests/kernels tests/attacks $(PYTEST_ARGS)
 
 # Fuzzers carry their own ASan+UBSan build, so the short fuzz runs happen
 # once, in the plain `make test`, not again under SANITIZER=.

@@ -578,6 +578,12 @@ int sbx_execute(struct sandbox_mgr *m, const char *id, const struct runtime *rt,
         return execute_cell(m, id, rt, binding, &cell, call_env, ret, err);
 }
 
+int sbx_execute_cell(struct sandbox_mgr *m, const char *id, const struct runtime *rt, const char *binding,
+                     const struct sbx_cell *cell, json_t *call_env, struct sbx_exec_result *ret, struct err *err)
+{
+        return execute_cell(m, id, rt, binding, cell, call_env, ret, err);
+}
+
 int sbx_context_run(struct sandbox_mgr *m, const char *id, const struct sbx_cell *cell, struct sbx_exec_result *ret,
                     struct err *err)
 {

@@ -240,6 +240,10 @@ struct sbx_cell {
 };
 int sbx_context_run(struct sandbox_mgr *m, const char *id, const struct sbx_cell *cell, struct sbx_exec_result *ret,
                     struct err *err);
+/* sbx_execute with a cell's options (display, sink): the context is
+ * cell->context_id or the binding's oldest, as sbx_execute. */
+int sbx_execute_cell(struct sandbox_mgr *m, const char *id, const struct runtime *rt, const char *binding,
+                     const struct sbx_cell *cell, json_t *call_env, struct sbx_exec_result *ret, struct err *err);
 /* Interrupts the cell running (or waiting to run) in context_id: SIGINT
  * for an interruptible runtime (struct runtime.interruptible), and if the
  * cell still runs grace_ms later, or for other runtimes at once, the

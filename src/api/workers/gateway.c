@@ -90,13 +90,25 @@ static void h_destroy(struct http_request *req, struct http_response *res)
 }
 
 /* Runs a validated execute request and answers its ExecutionResult. */
-static void gw_execute(struct gw *g, const char *code, const char *context_id, json_t *env,
+/* With "display": true (a sandboxd extension; python), what the kernel
+ * showed: display = the figures, data = the last expression's MIME bundle
+ * (docs/kernel-protocol.md "Display"). */
+static void add_display(json_t *body, const struct sbx_exec_result *r)
+{
+        json_t *display = json_object_get(r->outcome.response, "display");
+        json_t *data = json_object_get(r->outcome.response, "data");
+        json_object_set_new(body, "display", json_is_array(display) ? json_incref(display) : json_array());
+        json_object_set_new(body, "data", json_is_object(data) ? json_incref(data) : json_null());
+}
+
+static void gw_execute(struct gw *g, const char *code, const char *context_id, json_t *env, bool display,
                        struct http_response *res)
 {
         struct err err = { 0 };
         struct sbx_exec_result r;
         uint64_t start = now_ns();
-        int rc = sbx_execute(g->app->sandboxes, g->id, g->rt, g->binding, code, context_id, env, &r, &err);
+        const struct sbx_cell cell = { .context_id = context_id, .code = code, .display = display };
+        int rc = sbx_execute_cell(g->app->sandboxes, g->id, g->rt, g->binding, &cell, env, &r, &err);
         /* A missing sandbox or context is the caller's mistake, not a run. */
         if (rc == 0 || err.reason == ERR_UNAVAILABLE || err.reason == ERR_INTERNAL)
                 api_count_execution(METRICS_API_GATEWAY, rc < 0 ? NULL : &r.outcome, start);
@@ -108,6 +120,8 @@ static void gw_execute(struct gw *g, const char *code, const char *context_id, j
         json_t *body = exec_result_json(r.rt, code, &r.outcome, &r.limits);
         if (body) {
                 workers_add_context_block(body, &r);
+                if (display)
+                        add_display(body, &r);
                 http_json(res, 200, body);
         } else {
                 workers_error(res, 500, "INTERNAL_ERROR", "Cannot encode the result", NULL);
@@ -123,6 +137,7 @@ static void h_execute(struct http_request *req, struct http_response *res)
                 return;
         json_t *code = json_object_get(root, "code");
         json_t *cid = json_object_get(root, "contextId");
+        json_t *display = json_object_get(root, "display");
         json_t *env = NULL;
         if (json_object_get(root, "input")) {
                 workers_error(res, 400, "VALIDATION_FAILED", "input is no longer supported; pass data with envVars", NULL);
@@ -136,9 +151,11 @@ static void h_execute(struct http_request *req, struct http_response *res)
                             (unsigned long long)(g.app->cfg->code_bytes / 1024));
         } else if (cid && !json_is_null(cid) && !json_is_string(cid)) {
                 workers_error(res, 400, "VALIDATION_FAILED", "contextId must be a string", NULL);
+        } else if (display && !json_is_boolean(display)) {
+                workers_error(res, 400, "VALIDATION_FAILED", "display must be a boolean", NULL);
         } else if ((env = validate_env(json_object_get(root, "envVars"), ENV_REJECT_BAD_KEYS, true, res))) {
                 gw_execute(&g, json_string_value(code), json_is_string(cid) ? json_string_value(cid) : NULL, env,
-                           res);
+                           json_is_true(display), res);
         }
         json_decref(env);
         json_decref(root);
