@@ -42,7 +42,7 @@ UNIT_SRCS := $(shell find tests/unit -name 'test_*.c' | sort)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 TAP_OBJ  := $(BUILD)/obj/tests/unit/tap_main.o
 
-.PHONY: all deps node-deps run test unit api attacks check bench fuzz clean layers
+.PHONY: all deps node-deps web run test unit api attacks check bench fuzz clean layers
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/sandboxd $(SHIM) $(INIT)
@@ -107,6 +107,16 @@ $(NODE_STAMP): tests/node/package-lock.json $(DEPS_STAMP)
 	@rm -f tests/node/node_modules/.stamp-* && touch $@
 
 node-deps: $(NODE_STAMP)
+
+# The playground's bundle (web/dist, committed) from web/src: needs npm once
+# for CodeMirror and xterm.js (pinned by web/package-lock.json).
+WEB_STAMP := web/node_modules/.stamp-$(shell md5sum web/package-lock.json 2>/dev/null | cut -c1-12)
+$(WEB_STAMP): web/package-lock.json $(DEPS_STAMP)
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+	@rm -f web/node_modules/.stamp-* && touch $@
+
+web: $(WEB_STAMP)
+	bash web/build.sh
 
 api: $(BUILD)/sandboxd $(SHIM) $(INIT) $(NODE_STAMP)
 	SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/tools tests/api tests/bridge tests/controller tests/cli tests/web tests/mcp tests/kernels tests/attacks $(PYTEST_ARGS)
