@@ -128,6 +128,7 @@ static const struct {
         { "INTERNAL_API_TOKEN", "controller.internal_token", false },
         { "REPL_ENABLED", "controller.repl_enabled", false },
         { "IDEMPOTENCY_ENABLED", "controller.idempotency_enabled", false },
+        { "AUDIT_LOGS_ENABLED", "controller.audit_enabled", false },
         { "WARM_POOL_TARGET", "bridge.warm_pool_target", false },
         { "WARM_POOL_REFRESH_INTERVAL", "bridge.warm_pool_refresh_ms", false },
         { "WARM_POOL_MAX_INSTANCES", "bridge.warm_pool_max_instances", false },
@@ -468,14 +469,18 @@ int main(int argc, char **argv)
                 engine_free(app.engine);
                 return 1;
         }
+        const struct events_options evopt = { cfg.ctl_events_retention, cfg.ctl_events_max_age_s * 1000 };
         struct sandbox_options sbx_opt;
         sandbox_options_from_config(&cfg, &sbx_opt);
-        if ((r = sbx_mgr_new(&sbx_opt, app.engine, app.store, &app.sandboxes)) < 0) {
+        if ((r = events_new(app.store, &evopt, &app.events)) < 0 ||
+            (r = sbx_mgr_new(&sbx_opt, app.engine, app.store, &app.sandboxes)) < 0) {
                 log_error_errno(r, "msg=\"cannot start the sandbox manager\"");
+                events_free(app.events);
                 store_close(app.store);
                 engine_free(app.engine);
                 return 1;
         }
+        sbx_mgr_set_events(app.sandboxes, app.events);
         r = tenant_start(&cfg, cli.rotate_session_key, app.store, &app.tenant);
         if (r >= 0)
                 sbx_mgr_set_org_env(app.sandboxes, org_secrets_env, app.tenant);
@@ -483,6 +488,7 @@ int main(int argc, char **argv)
                 r = start_server(&app, &sigs);
         tenant_free(app.tenant);
         sbx_mgr_free(app.sandboxes);
+        events_free(app.events);
         store_close(app.store);
         engine_free(app.engine);
         log_info("msg=\"stopped\"");

@@ -5,6 +5,7 @@
 #include "engine/exec.h"
 #include "sandbox/sandbox.h"
 #include "store/store.h"
+#include "tenant/events.h"
 #include "tenant/tenant.h"
 #include "http/server.h"
 
@@ -14,6 +15,7 @@ struct app {
         struct store *store;
         struct sandbox_mgr *sandboxes;
         struct tenant *tenant;      /* the controller API's orgs, users, keys, sessions */
+        struct events *events;      /* the event log (tenant/events.h) */
         struct http_server *srv;
         uint64_t started_ms;
 };

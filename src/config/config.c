@@ -121,6 +121,12 @@ static const struct cfg_opt opts[] = {
         STR("controller.internal_token", ctl_internal_token, "", "token of GET /api/v1/metrics (X-Internal-Token or Bearer); env INTERNAL_API_TOKEN; empty: loopback clients only"),
         BOOL("controller.repl_enabled", ctl_repl_enabled, 1, "the controller's REPL session routes (off: 404); env REPL_ENABLED"),
         BOOL("controller.idempotency_enabled", ctl_idempotency_enabled, 1, "honour Idempotency-Key on controller POSTs (off: the header is ignored); env IDEMPOTENCY_ENABLED"),
+        /* Issue 15: the event log behind GET /api/v1/events/stream, and the audit log. */
+        U64("controller.events_retention", ctl_events_retention, 10000, 0, 10000000, "events kept per org for replay (the oldest beyond are dropped on insert; 0: no cap)"),
+        U64("controller.events_max_age_s", ctl_events_max_age_s, 7 * 86400, 0, 365 * 86400, "events older than this are dropped on insert (0: no age cap)"),
+        U64("controller.events_heartbeat_ms", ctl_events_heartbeat_ms, 20000, 50, 600000, "GET /api/v1/events/stream: a ':heartbeat' comment after this long without an event"),
+        BOOL("controller.audit_enabled", ctl_audit_enabled, 1, "record every authenticated controller write in the audit log (off: nothing recorded, /audit answers empty); env AUDIT_LOGS_ENABLED"),
+        U64("controller.audit_retention_days", ctl_audit_retention_days, 90, 0, 3650, "audit rows older than this are dropped on insert (0: kept forever)"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)

@@ -69,6 +69,9 @@ struct config {
         char ctl_internal_token[256];  /* GET /api/v1/metrics; "": loopback clients only */
         bool ctl_repl_enabled;         /* the REPL routes (seed: REPL_ENABLED) */
         bool ctl_idempotency_enabled;  /* Idempotency-Key honoured (seed: IDEMPOTENCY_ENABLED) */
+        uint64_t ctl_events_retention, ctl_events_max_age_s, ctl_events_heartbeat_ms;
+        bool ctl_audit_enabled;        /* the audit log (seed: AUDIT_LOGS_ENABLED) */
+        uint64_t ctl_audit_retention_days;
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;

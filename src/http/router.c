@@ -145,6 +145,7 @@ const struct route *router_find(struct http_server *srv, struct conn_state *st, 
                                         continue;
                                 if (strcmp(r->method, st->req.method) == 0) {
                                         memcpy(st->req.captures, caps, sizeof(caps));
+                                        st->req.route = r->pattern;
                                         st->group = g;
                                         return r;
                                 }

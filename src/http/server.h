@@ -34,6 +34,7 @@ struct http_request {
         const char *method;
         const char *path;           /* decoded path without query */
         const char *captures[HTTP_MAX_CAPTURES]; /* ":name" and "*" pieces, in order */
+        const char *route;          /* the matched route's pattern; NULL when none matched */
         const char *body;           /* NUL-terminated */
         size_t body_len;
         void *app;                  /* the application context given to http_server_new */

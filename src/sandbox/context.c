@@ -476,6 +476,7 @@ static int run_cell(struct sandbox_mgr *m, struct context *c, const struct sbx_c
         c->need_reseed = false;
         ret->snapshot_ms = -1;
         const struct exec_outcome *o = &ret->outcome;
+        sandbox_emit_outcome(m, c->sbx, c->row.id, o);
         if (o->died || o->limit != EXEC_LIMIT_NONE) {
                 /* The interpreter is gone (or was killed for a limit): the
                  * next call restores the state as of the last journaled cell,

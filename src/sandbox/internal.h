@@ -119,7 +119,18 @@ struct sandbox_mgr {
         struct terminals *terminals; /* terminal.c: the live terminals */
         sbx_org_env_fn org_env;      /* orgenv.c; NULL: no org gives env */
         void *org_env_userdata;
+        struct events *events;       /* lifecycle.c; NULL: no event log */
 };
+
+/* lifecycle.c: events about s (org and sandbox id from its row); data is
+ * taken (NULL: {}). Best effort: a failed append is not the caller's. */
+void sandbox_emit(struct sandbox_mgr *m, const struct sandbox *s, const char *name, json_t *data);
+/* sandbox.stopped {reason} then sandbox.deleted. */
+void sandbox_emit_gone(struct sandbox_mgr *m, const struct sandbox *s);
+/* resources.limit_warning when o hit a limit, security.violation when it
+ * had system calls refused. */
+void sandbox_emit_outcome(struct sandbox_mgr *m, const struct sandbox *s, const char *context_id,
+                          const struct exec_outcome *o);
 
 /* registry.c */
 /* Frees an unreachable sandbox (no references left, unhashed). */

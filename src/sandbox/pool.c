@@ -344,7 +344,10 @@ static int assign(struct sandbox_mgr *m, struct sandbox *s, struct err *err)
         s->row.created_at = s->row.last_used = now;
         s->row.expires_at = sandbox_expiry_for(&m->opt, now);
         r = store_sandbox_put(m->store, &s->row);
-        return r < 0 ? err_set(err, ERR_INTERNAL, -r, "Cannot store sandbox: %s", strerror(-r)) : 0;
+        if (r < 0)
+                return err_set(err, ERR_INTERNAL, -r, "Cannot store sandbox: %s", strerror(-r));
+        sandbox_emit(m, s, "sandbox.created", json_pack("{s:b}", "warm", true));
+        return 0;
 }
 
 int sbx_pool_take(struct sandbox_mgr *m, char ret_id[STORE_ID_MAX], struct err *err)

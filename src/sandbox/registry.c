@@ -190,6 +190,8 @@ static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const ch
         if (warm) {
                 m->pool_rows++;
                 m->pool_reserved += sandbox_workspace_bytes(m, s);
+        } else {
+                sandbox_emit(m, s, "sandbox.created", NULL);
         }
         return 0;
 }
@@ -503,8 +505,11 @@ int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
         pthread_mutex_lock(&m->lock);
         if (s->warm && !s->deleted)
                 pool_forget(m, s); /* once, however many times it is wiped */
+        bool tenant_gone = !s->warm && !s->deleted;
         sandbox_unhash(m, s);
         pthread_mutex_unlock(&m->lock);
+        if (tenant_gone)
+                sandbox_emit_gone(m, s);
         tunnels_drop(m, s->row.id);
         terminals_kill(m, s->row.id);
         pthread_mutex_lock(&s->lock);

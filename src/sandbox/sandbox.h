@@ -94,6 +94,12 @@ void sbx_mgr_free(struct sandbox_mgr *m);
  * before the first request. */
 typedef int (*sbx_org_env_fn)(void *userdata, const char *org_id, json_t *env, struct err *err);
 void sbx_mgr_set_org_env(struct sandbox_mgr *m, sbx_org_env_fn fn, void *userdata);
+/* The event log (tenant/events.h) the manager emits into: sandbox.created
+ * / .stopped / .deleted for every org's sandboxes, resources.limit_warning
+ * and security.violation for context executions. Set once, before the
+ * first request; NULL (the default): none. */
+struct events;
+void sbx_mgr_set_events(struct sandbox_mgr *m, struct events *ev);
 
 /* ^[A-Za-z0-9._-]{1,128}$ (a facade may allow fewer), no leading/trailing '-', not all dots, not a
  * reserved name. */

@@ -91,6 +91,21 @@ struct store_ops {
         int (*secret_list)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
                            struct store_rows *out, uint64_t *ret_total);
 
+        /* Append, then trim, in one transaction (store_event_append). */
+        int (*event_append)(struct store *s, const struct event_row *row, uint64_t keep, uint64_t not_before,
+                            uint64_t *ret_id);
+        int (*event_last)(struct store *s, uint64_t *ret);
+        /* Pushes struct event_row items by id. */
+        int (*event_list)(struct store *s, const char *org_id, uint64_t after, uint64_t limit,
+                          struct store_rows *out);
+        int (*audit_append)(struct store *s, const struct audit_row *row, uint64_t not_before);
+        /* Pushes struct audit_row items of one page; f's strings are never
+         * NULL here ("" = any) and f->to is never 0. */
+        int (*audit_list)(struct store *s, const char *org_id, const struct audit_filter *f, uint64_t limit,
+                          uint64_t offset, struct store_rows *out, uint64_t *ret_total);
+        /* Pushes struct audit_count items by action. */
+        int (*audit_summary)(struct store *s, const char *org_id, const char *sandbox_id, struct store_rows *out);
+
         int (*sandbox_get)(struct store *s, const char *id, struct sandbox_row *ret);
         int (*sandbox_put)(struct store *s, const struct sandbox_row *row);
         int (*sandbox_touch)(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at);
@@ -135,3 +150,12 @@ extern const struct store_ops store_sqlite_ops;
 
 /* snprintf into an optional message buffer (NULL or 0 length: no-op). */
 void store_set_msg(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The core's helpers for its files beyond store.c (logs.c): store_rows
+ * release and indexing, the argument checks, the serialising lock. */
+void store_core_rows_done(struct store_rows *l);
+void *store_core_row(const struct store_rows *l, size_t i);
+int store_core_check_id(const char *id);
+int store_core_check_str(const char *v, size_t size);
+pthread_mutex_t *store_core_lock(struct store *s);   /* NULL when the backend needs none */
+void store_core_unlockp(pthread_mutex_t **m);

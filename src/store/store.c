@@ -723,3 +723,35 @@ int store_cell_stats(struct store *s, const char *context_id, uint64_t *ret_coun
 {
         STORE_CALL(s, ret_count && ret_bytes, context_id, s->ops->cell_stats(s, context_id, ret_count, ret_bytes));
 }
+
+/* ---- for the core's other files (backend.h) ---------------------------- */
+
+void store_core_rows_done(struct store_rows *l)
+{
+        store_rows_done(l);
+}
+
+void *store_core_row(const struct store_rows *l, size_t i)
+{
+        return rows_at(l, i);
+}
+
+int store_core_check_id(const char *id)
+{
+        return check_id(id);
+}
+
+int store_core_check_str(const char *v, size_t size)
+{
+        return check_str(v, size);
+}
+
+pthread_mutex_t *store_core_lock(struct store *s)
+{
+        return store_lock(s);
+}
+
+void store_core_unlockp(pthread_mutex_t **m)
+{
+        unlockp(m);
+}

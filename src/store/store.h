@@ -239,3 +239,63 @@ int store_cells_delete(struct store *s, const char *context_id);
  * rows, not the context row's snap_* copy, are the source of truth (a crash
  * can fall between appending a cell and updating the context row). */
 int store_cell_stats(struct store *s, const char *context_id, uint64_t *ret_count, uint64_t *ret_bytes);
+
+/* ---- events (issue 15): an org's durable event log ---- */
+
+struct event_row {
+        uint64_t id;                   /* the store's: increasing, never reused */
+        char org_id[STORE_ID_MAX];
+        char name[64];                 /* "sandbox.created", … */
+        char sandbox_id[STORE_ID_MAX]; /* "" when none */
+        char *payload;                 /* owned (malloc): JSON object text, opaque here */
+        uint64_t created_at;           /* epoch ms */
+};
+void event_row_done(struct event_row *r);   /* frees payload */
+/* Appends row (its id is ignored) and puts the new id in *ret_id; then,
+ * in the same transaction, drops the org's oldest rows beyond keep (0:
+ * keep all) and every row made before not_before (0: none). */
+int store_event_append(struct store *s, const struct event_row *row, uint64_t keep, uint64_t not_before,
+                       uint64_t *ret_id);
+/* The highest id ever given to an event of any org (0: none). */
+int store_event_last(struct store *s, uint64_t *ret);
+/* The org's events with an id above after, by id, at most limit. fn gets
+ * a borrowed row. */
+int store_event_each(struct store *s, const char *org_id, uint64_t after, uint64_t limit,
+                     void (*fn)(const struct event_row *row, void *userdata), void *userdata);
+
+/* ---- audit (issue 15): who did what to an org, when, from where ---- */
+
+struct audit_row {
+        uint64_t id;                   /* the store's */
+        char org_id[STORE_ID_MAX];
+        char user_id[STORE_ID_MAX];    /* "" when none */
+        char key_id[STORE_ID_MAX];     /* "" unless an API key */
+        char action[64];               /* "sandbox.create", … */
+        char method[16];
+        char path[512];
+        int status;
+        char sandbox_id[STORE_ID_MAX]; /* "" when none */
+        char ip[64];
+        char request_id[STORE_ID_MAX];
+        uint64_t created_at;           /* epoch ms */
+};
+/* Which rows: NULL/"" strings and 0 times mean any; from ≤ created_at < to. */
+struct audit_filter {
+        const char *action, *sandbox_id, *user_id, *key_id;
+        uint64_t from, to;
+};
+/* Appends row; also drops every row (any org) made before not_before (0: none). */
+int store_audit_append(struct store *s, const struct audit_row *row, uint64_t not_before);
+/* One page of the org's rows matching f, newest first (created_at, then
+ * id); *ret_total: how many match. fn gets a borrowed row. */
+int store_audit_each(struct store *s, const char *org_id, const struct audit_filter *f, uint64_t limit,
+                     uint64_t offset, void (*fn)(const struct audit_row *row, void *userdata), void *userdata,
+                     uint64_t *ret_total);
+/* Per action of the org's rows about sandbox_id: how many, first and last
+ * created_at, by action. */
+struct audit_count {
+        char action[64];
+        uint64_t count, first_at, last_at;
+};
+int store_audit_summary(struct store *s, const char *org_id, const char *sandbox_id,
+                        void (*fn)(const struct audit_count *c, void *userdata), void *userdata);

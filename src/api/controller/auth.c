@@ -3,7 +3,8 @@
  *   Bearer <jwt>           a login session
  *   Bearer sk_…            an API key too (clients pick the scheme by
  *                          whether the token has a '.'; accept both)
- * or, with no Authorization header, the stateset_session cookie; a cookie
+ * or, with no Authorization header, the stateset_session cookie (and on
+ * GET /events/stream only, ?token= or ?apiKey=&orgId= first); a cookie
  * only authorises a write (anything but GET/HEAD/OPTIONS) along with an
  * X-CSRF-Token header equal to the session's CSRF token, because a browser
  * attaches the cookie to requests other sites make. A header is never sent
@@ -52,6 +53,17 @@ static const char *scheme_token(const char *authz, const char *scheme)
         return authz;
 }
 
+/* A bearer token: a session JWT when it has a '.', else an API key. */
+static int from_token(struct tenant *t, const char *tok, struct ctl_caller *c)
+{
+        if (!strchr(tok, '.')) {
+                c->via = CTL_VIA_API_KEY;
+                return tenant_key_authenticate(t, tok, &c->who);
+        }
+        c->via = CTL_VIA_BEARER;
+        return tenant_session_authenticate(t, tok, &c->who);
+}
+
 /* 0, or the failure as the tenant layer gave it. */
 static int from_header(struct tenant *t, const char *authz, struct ctl_caller *c)
 {
@@ -61,14 +73,38 @@ static int from_header(struct tenant *t, const char *authz, struct ctl_caller *c
                 return tenant_key_authenticate(t, tok, &c->who);
         }
         tok = scheme_token(authz, "Bearer");
-        if (!tok)
-                return -EPERM;
-        if (!strchr(tok, '.')) {
-                c->via = CTL_VIA_API_KEY;
-                return tenant_key_authenticate(t, tok, &c->who);
-        }
-        c->via = CTL_VIA_BEARER;
-        return tenant_session_authenticate(t, tok, &c->who);
+        return tok ? from_token(t, tok, c) : -EPERM;
+}
+
+/* GET /events/stream only: a browser's EventSource cannot send headers,
+ * so the seed lets the credential ride in the query (?token=, or
+ * ?apiKey=&orgId=). Nowhere else: a URL ends up in logs and histories.
+ * -ENOENT when the query has none. */
+static int from_query(struct tenant *t, struct http_request *req, struct ctl_caller *c)
+{
+        if (!req->route || strcmp(req->route, CTL_EVENTS_STREAM) != 0)
+                return -ENOENT;
+        const char *tok = http_query(req, "token"), *key = http_query(req, "apiKey");
+        if (tok)
+                return from_token(t, tok, c);
+        if (!key)
+                return -ENOENT;
+        const char *org = http_query(req, "orgId");
+        c->via = CTL_VIA_API_KEY;
+        int r = org ? tenant_key_authenticate(t, key, &c->who) : -EPERM;
+        /* The org named must be the key's, as X-Org-Id below. */
+        return r == 0 && strcmp(org, c->who.org_id) != 0 ? -EPERM : r;
+}
+
+/* The session cookie; -ENOENT when there is none. */
+static int from_cookie(struct tenant *t, struct http_request *req, struct ctl_caller *c)
+{
+        char token[JWT_MAX_LEN + 1];
+        int r = ctl_cookie_get(http_header(req, "Cookie"), CTL_SESSION_COOKIE, token, sizeof(token));
+        if (r == -ENOENT)
+                return r;
+        c->via = CTL_VIA_COOKIE;
+        return r == 0 ? tenant_session_authenticate(t, token, &c->who) : -EINVAL;
 }
 
 static bool refuse(struct http_response *res, int r)
@@ -88,20 +124,13 @@ bool ctl_auth_hook(void *cls, struct http_request *req, struct http_response *re
         struct ctl_caller c = {};
         const char *authz = http_header(req, "Authorization");
         int r;
-        if (authz) {
+        if (authz)
                 r = from_header(app->tenant, authz, &c);
-        } else {
-                char token[JWT_MAX_LEN + 1];
-                r = ctl_cookie_get(http_header(req, "Cookie"), CTL_SESSION_COOKIE, token, sizeof(token));
-                if (r == -ENOENT) {
-                        ctl_error(res, 401, "AUTH_REQUIRED", "Authentication required");
-                        return false;
-                }
-                c.via = CTL_VIA_COOKIE;
-                if (r == 0)
-                        r = tenant_session_authenticate(app->tenant, token, &c.who);
-                else
-                        r = -EINVAL;
+        else if ((r = from_query(app->tenant, req, &c)) == -ENOENT)
+                r = from_cookie(app->tenant, req, &c);
+        if (r == -ENOENT) {
+                ctl_error(res, 401, "AUTH_REQUIRED", "Authentication required");
+                return false;
         }
         if (r < 0)
                 return refuse(res, r);

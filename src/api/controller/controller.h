@@ -25,6 +25,8 @@ struct app;
 #define CTL_PREFIX "/api/v1"
 #define CTL_SESSION_COOKIE "stateset_session"
 #define CTL_CSRF_COOKIE "__stateset_csrf"
+/* The one route that also takes its credential from the query (auth.c). */
+#define CTL_EVENTS_STREAM CTL_PREFIX "/events/stream"
 
 /* Adds the /api/v1 group. app (with app->tenant) must outlive the server. */
 int api_controller_register(struct http_server *srv, struct app *app);
@@ -142,3 +144,11 @@ const struct route *ctl_execute_routes(size_t *ret_n);
 const struct route *ctl_file_routes(size_t *ret_n);
 const struct route *ctl_secret_routes(size_t *ret_n);
 const struct route *ctl_metrics_routes(size_t *ret_n);
+const struct route *ctl_event_routes(size_t *ret_n);
+const struct route *ctl_audit_routes(size_t *ret_n);
+
+/* ---- audit (audit.c) ---- */
+/* From the group's finish hook: one audit row for an authenticated write
+ * (anything but GET/HEAD/OPTIONS) when controller.audit_enabled. */
+void ctl_audit_record(struct app *app, struct http_request *req, const struct http_response *res,
+                      const char *request_id);

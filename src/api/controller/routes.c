@@ -39,6 +39,7 @@ static void ctl_finish(void *cls, struct http_request *req, struct http_response
         char id[STORE_ID_MAX];
         request_id(req, id);
         (void)http_response_header(res, "X-Request-Id", id);
+        ctl_audit_record(app, req, res, id);
         const struct ctl_caller *c = ctl_caller(req);
         bool safe = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0 ||
                     strcmp(req->method, "OPTIONS") == 0;
@@ -113,6 +114,8 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 ctl_repl_routes,
                 ctl_secret_routes,
                 ctl_metrics_routes,
+                ctl_event_routes,
+                ctl_audit_routes,
         };
         /* REPL_ENABLED=false: the REPL routes are not registered (the seed's
          * optional features), so they answer 404 as any unknown path. */

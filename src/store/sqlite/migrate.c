@@ -130,6 +130,38 @@ static const char *const migrations[] = {
         "  created_at INTEGER NOT NULL DEFAULT 0,"
         "  updated_at INTEGER NOT NULL DEFAULT 0,"
         "  PRIMARY KEY(org_id, name));",
+
+        /* 8: the event log (issue 15): what happened to an org's sandboxes,
+         * replayed to SSE clients after their Last-Event-ID. AUTOINCREMENT:
+         * an id is never reused, even after the retention cap trimmed the
+         * newest row, so a client's Last-Event-ID never names another event. */
+        "CREATE TABLE events("
+        "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        "  org_id TEXT NOT NULL,"
+        "  name TEXT NOT NULL,"
+        "  sandbox_id TEXT NOT NULL DEFAULT '',"
+        "  payload TEXT NOT NULL DEFAULT '{}',"
+        "  created_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX events_org_id ON events(org_id, id);",
+
+        /* 9: the audit log (issue 15): one row per authenticated write of
+         * the controller API; no bodies, no secrets. */
+        "CREATE TABLE audit("
+        "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        "  org_id TEXT NOT NULL,"
+        "  user_id TEXT NOT NULL DEFAULT '',"
+        "  key_id TEXT NOT NULL DEFAULT '',"
+        "  action TEXT NOT NULL,"
+        "  method TEXT NOT NULL,"
+        "  path TEXT NOT NULL,"
+        "  status INTEGER NOT NULL,"
+        "  sandbox_id TEXT NOT NULL DEFAULT '',"
+        "  ip TEXT NOT NULL DEFAULT '',"
+        "  request_id TEXT NOT NULL DEFAULT '',"
+        "  created_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX audit_org_created ON audit(org_id, created_at, id);"
+        "CREATE INDEX audit_org_sandbox ON audit(org_id, sandbox_id, created_at);"
+        "CREATE INDEX audit_created ON audit(created_at);",
 };
 
 int sq_schema_latest(void)

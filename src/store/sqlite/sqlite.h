@@ -8,7 +8,8 @@
  *
  * Files: db.c connection, pragmas, open/close, the ops table; stmt.c
  * statement, transaction and error helpers; migrate.c schema migrations;
- * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c one table each;
+ * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, events.c (events and
+ * audit) one table family each;
  * tenants.c users, api_keys and sessions. */
 #pragma once
 
@@ -127,6 +128,15 @@ int sq_secret_update(struct store *s, const struct secret_row *row);
 int sq_secret_delete(struct store *s, const char *org_id, const char *name);
 int sq_secret_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
                    uint64_t *ret_total);
+
+int sq_event_append(struct store *s, const struct event_row *row, uint64_t keep, uint64_t not_before,
+                    uint64_t *ret_id);
+int sq_event_last(struct store *s, uint64_t *ret);
+int sq_event_list(struct store *s, const char *org_id, uint64_t after, uint64_t limit, struct store_rows *out);
+int sq_audit_append(struct store *s, const struct audit_row *row, uint64_t not_before);
+int sq_audit_list(struct store *s, const char *org_id, const struct audit_filter *f, uint64_t limit, uint64_t offset,
+                  struct store_rows *out, uint64_t *ret_total);
+int sq_audit_summary(struct store *s, const char *org_id, const char *sandbox_id, struct store_rows *out);
 
 int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret);
 int sq_sandbox_put(struct store *s, const struct sandbox_row *row);
