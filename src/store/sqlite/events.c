@@ -126,14 +126,14 @@ int sq_audit_list(struct store *s, const char *org_id, const struct audit_filter
 {
         sqlite3 *db = sq_db(s);
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r = sq_query_row(db, "SELECT COUNT(*)" AUDIT_WHERE, &st, "ttttttttuu", AUDIT_ARGS(org_id, f));
+        int r = sq_query_row(db, "SELECT COUNT(*)" AUDIT_WHERE, &st, "tttttttttuu", AUDIT_ARGS(org_id, f));
         if (r < 0)
                 return r;
         *ret_total = sq_column_u64(st, 0);
         return sq_list(db,
                        "SELECT id, org_id, user_id, key_id, action, method, path, status, sandbox_id, ip, request_id, "
                        "created_at" AUDIT_WHERE " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
-                       out, audit_decode, "ttttttttuuuu", AUDIT_ARGS(org_id, f), limit, offset);
+                       out, audit_decode, "tttttttttuuuu", AUDIT_ARGS(org_id, f), limit, offset);
 }
 
 static int count_decode(sqlite3_stmt *st, void *item)
