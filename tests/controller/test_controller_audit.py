@@ -9,10 +9,8 @@ from controller_common import CTL_SETS, V1, Daemon, account, apikey, bearer, raw
 
 
 @pytest.fixture(scope="module")
-def d():
-    daemon = Daemon(sets=CTL_SETS)
-    yield daemon
-    daemon.cleanup()
+def d(ctl):
+    return ctl  # conftest.py's daemon of this module
 
 
 def org(d):

@@ -275,6 +275,23 @@ def test_limit_warning_and_security_violation(d):
     s.close()
 
 
+def test_execute_events(d):
+    _, creds = org(d)
+    sid = create(d, creds)
+    s = Stream(d, creds)
+    run = V1 + f"/sandbox/{sid}/execute"
+    status, res, _ = raw(d, "POST", run, {"command": "exit 3"}, headers=creds)
+    assert status == 200 and res["exit_code"] == 3, res
+    got = s.until(about(sid, "execution.completed"))
+    assert [e["event"] for e in got] == ["execution.started", "execution.completed"]
+    assert got[-1]["data"]["exitCode"] == 3 and got[-1]["data"]["timedOut"] is False
+    status, res, _ = raw(d, "POST", run, {"command": "sleep 30", "timeout": 200}, headers=creds)
+    assert status == 200 and res["timed_out"], res
+    ev = s.until(about(sid, "resources.limit_warning"))[-1]
+    assert ev["data"]["limit"] == "timeout" and ev["data"]["timeoutMs"] == 200
+    s.close()
+
+
 def test_disconnects_free_everything(d):
     _, creds = org(d)
     for _ in range(20):

@@ -12,7 +12,9 @@
  * stream true: SSE `data: {"type": ...}` events as output comes: stdout /
  * stderr {data}, then exit {exit_code, timed_out}, then done; a client
  * that leaves kills the command. Output is text: bytes that are not UTF-8
- * become U+FFFD (a character split between two stream chunks too). */
+ * become U+FFFD (a character split between two stream chunks too).
+ * Events (tenant/events.h): execution.started, execution.completed, and
+ * resources.limit_warning for a timeout or a capped output. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +127,9 @@ static const char *parse_rest(json_t *b, struct exec_req *x)
 struct exec_job {
         struct proc *proc;
         uint64_t timeout_ms, grace_ms;
+        struct events *events;       /* the event log: execution.* and limit warnings */
+        char org_id[STORE_ID_MAX], sandbox_id[STORE_ID_MAX];
+        uint64_t started_ns;
         struct http_stream *s;       /* stream: the client */
         struct buf out[2];           /* no stream: stdout, stderr */
         bool truncated[2];
@@ -187,12 +192,36 @@ static void job_free(struct exec_job *job)
         free(job);
 }
 
-/* sbx_run_wait, counted in /metrics as one controller execution. */
-static int run_counted(const struct sbx_run *run, struct sbx_run_result *rr)
+static void emit(struct exec_job *job, const char *name, json_t *data)
+{
+        (void)events_emit(job->events, job->org_id, name, job->sandbox_id, data, NULL);
+}
+
+/* execution.completed, and a limit warning for what this runner knows of
+ * limits: its timeout and the output cap (the cgroup's verdicts are the
+ * code contexts'; sandbox/lifecycle.c). */
+static void emit_outcome(struct exec_job *job, const struct sbx_run_result *rr)
+{
+        emit(job, "execution.completed",
+             json_pack("{s:i, s:b, s:I}", "exitCode", rr->exit_code, "timedOut", rr->timed_out, "durationMs",
+                       (json_int_t)((now_ns() - job->started_ns) / 1000000)));
+        if (rr->timed_out)
+                emit(job, "resources.limit_warning",
+                     json_pack("{s:s, s:I}", "limit", "timeout", "timeoutMs", (json_int_t)job->timeout_ms));
+        if (job->truncated[0] || job->truncated[1])
+                emit(job, "resources.limit_warning",
+                     json_pack("{s:s, s:I}", "limit", "output", "maxBytes", (json_int_t)EXEC_OUTPUT_MAX));
+}
+
+/* sbx_run_wait, counted in /metrics as one controller execution, and
+ * told to the event log. */
+static int run_counted(struct exec_job *job, const struct sbx_run *run, struct sbx_run_result *rr)
 {
         uint64_t start = now_ns();
         int r = sbx_run_wait(run, rr);
         api_count_run(METRICS_API_CONTROLLER, r < 0 ? NULL : rr, start);
+        if (r == 0)
+                emit_outcome(job, rr);
         return r;
 }
 
@@ -202,7 +231,7 @@ static void stream_run(struct http_stream *s, void *ctx)
         job->s = s;
         struct sbx_run run = { job->proc, job->timeout_ms, job->grace_ms, &stream_ops, job };
         struct sbx_run_result rr;
-        if (run_counted(&run, &rr) < 0)
+        if (run_counted(job, &run, &rr) < 0)
                 return;
         char line[96];
         if (rr.timed_out) {
@@ -232,7 +261,7 @@ static void reply_collected(struct http_response *res, struct exec_job *job)
 {
         struct sbx_run run = { job->proc, job->timeout_ms, job->grace_ms, &collect_ops, job };
         struct sbx_run_result rr = { 0 };
-        if (run_counted(&run, &rr) < 0) {
+        if (run_counted(job, &run, &rr) < 0) {
                 ctl_error(res, 500, "INTERNAL_ERROR", "The command could not be run");
                 return;
         }
@@ -260,6 +289,9 @@ static void run_request(struct http_request *req, struct http_response *res, str
         buf_init(&job->out[1], EXEC_OUTPUT_MAX + 128);
         job->timeout_ms = x->timeout_ms;
         job->grace_ms = app->cfg->bridge_exec_grace_ms;
+        job->events = app->events;
+        snprintf(job->org_id, sizeof(job->org_id), "%s", ctl_caller(req)->who.org_id);
+        snprintf(job->sandbox_id, sizeof(job->sandbox_id), "%s", req->captures[0]);
         const struct sbx_command cmd = { .argv = x->argv, .env = x->env, .cwd = x->cwd[0] ? x->cwd : NULL,
                                          .org_id = ctl_caller(req)->who.org_id };
         struct err err = {};
@@ -268,6 +300,8 @@ static void run_request(struct http_request *req, struct http_response *res, str
                 ctl_error_done(res, &err, ERR_OK, 0, NULL);
                 return;
         }
+        job->started_ns = now_ns();
+        emit(job, "execution.started", json_pack("{s:b}", "stream", x->stream));
         if (!x->stream) {
                 reply_collected(res, job);
                 job_free(job);
