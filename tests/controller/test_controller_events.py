@@ -146,6 +146,18 @@ def test_reconnect_with_last_event_id_misses_nothing(d):
         s.close()
 
 
+def test_an_expired_sandbox_says_why(d):
+    _, creds = org(d)
+    s = Stream(d, creds)
+    status, sb, _ = raw(d, "POST", V1 + "/sandbox/create", {"timeout_seconds": 1}, headers=creds)
+    assert status == 201, sb
+    sid = sb["sandbox_id"]
+    got = s.until(about(sid, "sandbox.deleted"))
+    stopped = [e for e in got if e["event"] == "sandbox.stopped" and e["data"]["sandboxId"] == sid]
+    assert stopped[0]["data"]["reason"] == "expired"
+    s.close()
+
+
 def test_without_last_event_id_only_live_events(d):
     _, creds = org(d)
     old = create(d, creds)
