@@ -62,8 +62,9 @@ $(BUILD)/obj/%.o: %.c $(DEPS_STAMP)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
 # Files assembled into an object (.incbin): -MMD does not see them.
-EMBEDDED := src/api/bridge/openapi.json src/api/bridge/openapi.html
-$(BUILD)/obj/src/api/bridge/openapi.o: $(EMBEDDED)
+$(BUILD)/obj/src/api/bridge/openapi.o: src/api/bridge/openapi.json
+$(BUILD)/obj/src/api/workers/openapi.o: src/api/workers/openapi.json
+$(BUILD)/obj/src/api/common/openapi.o: src/api/common/openapi.html
 
 $(BUILD)/libsandboxd.a: $(OBJS)
 	@rm -f $@
