@@ -64,6 +64,7 @@ $(BUILD)/obj/%.o: %.c $(DEPS_STAMP)
 # Files assembled into an object (.incbin): -MMD does not see them.
 $(BUILD)/obj/src/api/bridge/openapi.o: src/api/bridge/openapi.json
 $(BUILD)/obj/src/api/workers/openapi.o: src/api/workers/openapi.json
+$(BUILD)/obj/src/api/controller/openapi.o: src/api/controller/openapi.json
 $(BUILD)/obj/src/api/common/openapi.o: src/api/common/openapi.html
 
 $(BUILD)/libsandboxd.a: $(OBJS)

@@ -142,3 +142,4 @@ const struct route *ctl_execute_routes(size_t *ret_n);
 const struct route *ctl_file_routes(size_t *ret_n);
 const struct route *ctl_secret_routes(size_t *ret_n);
 const struct route *ctl_metrics_routes(size_t *ret_n);
+const struct route *ctl_openapi_routes(size_t *ret_n);
