@@ -128,6 +128,10 @@ static const struct {
         { "INTERNAL_API_TOKEN", "controller.internal_token", false },
         { "REPL_ENABLED", "controller.repl_enabled", false },
         { "IDEMPOTENCY_ENABLED", "controller.idempotency_enabled", false },
+        { "ORG_BUDGET__MAX_CONCURRENT_SANDBOXES", "controller.budget_sandboxes", false },
+        { "ORG_BUDGET__MAX_CONCURRENT_EXECUTES", "controller.budget_executes", false },
+        { "QUEUE_MODE_ENABLED", "controller.queue_mode", false },
+        { "QUEUE_MAX_DEPTH", "controller.queue_max_depth", false },
         { "WARM_POOL_TARGET", "bridge.warm_pool_target", false },
         { "WARM_POOL_REFRESH_INTERVAL", "bridge.warm_pool_refresh_ms", false },
         { "WARM_POOL_MAX_INSTANCES", "bridge.warm_pool_max_instances", false },
@@ -272,6 +276,7 @@ static void drain_and_stop(struct app *app)
         if (http_server_busy(app->srv) > 0)
                 log_warn("msg=\"drain timeout; killing remaining executions\" busy=%zu", http_server_busy(app->srv));
         engine_kill_all(app->engine);
+        ctl_queue_stop(app);
         http_server_stop(app->srv);
         app->srv = NULL;
 }
@@ -333,6 +338,7 @@ static int start_server(struct app *app, sigset_t *sigs)
         if (r >= 0)
                 r = http_server_start(app->srv);
         if (r < 0) {
+                ctl_queue_stop(app);
                 http_server_stop(app->srv);
                 app->srv = NULL;
                 return log_error_errno(r, "msg=\"cannot listen\" listen=\"%s\"", app->cfg->listen);

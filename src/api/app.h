@@ -15,6 +15,7 @@ struct app {
         struct sandbox_mgr *sandboxes;
         struct tenant *tenant;      /* the controller API's orgs, users, keys, sessions */
         struct http_server *srv;
+        struct ctl_queue *ctl_queue;  /* the controller's budgets and queue mode (api/controller/queue.c) */
         uint64_t started_ms;
 };
 

@@ -69,6 +69,10 @@ struct config {
         char ctl_internal_token[256];  /* GET /api/v1/metrics; "": loopback clients only */
         bool ctl_repl_enabled;         /* the REPL routes (seed: REPL_ENABLED) */
         bool ctl_idempotency_enabled;  /* Idempotency-Key honoured (seed: IDEMPOTENCY_ENABLED) */
+        /* Concurrency budgets and queue mode (issue 15). 0: the org's plan's. */
+        uint64_t ctl_budget_sandboxes, ctl_budget_executes;
+        bool ctl_queue_mode;
+        uint64_t ctl_queue_max_depth, ctl_queue_ttl_s;
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;

@@ -91,6 +91,17 @@ struct store_ops {
         int (*secret_list)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
                            struct store_rows *out, uint64_t *ret_total);
 
+        int (*queue_insert)(struct store *s, const struct queue_row *row);
+        int (*queue_get)(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
+        int (*queue_update)(struct store *s, const struct queue_row *row);
+        /* Pushes struct queue_row items: each org's oldest queued request. */
+        int (*queue_heads)(struct store *s, struct store_rows *out);
+        int (*queue_position)(struct store *s, const char *org_id, const char *id, uint64_t *ret_ahead,
+                              uint64_t *ret_depth);
+        int (*queue_stats)(struct store *s, const char *org_id, uint64_t since, struct queue_stats *ret);
+        int (*queue_settle)(struct store *s, bool at_start, uint32_t failed_status, const char *failed_body,
+                            uint64_t now, uint64_t expire_before, uint64_t forget_before);
+
         int (*sandbox_get)(struct store *s, const char *id, struct sandbox_row *ret);
         int (*sandbox_put)(struct store *s, const struct sandbox_row *row);
         int (*sandbox_touch)(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at);

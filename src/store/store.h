@@ -140,6 +140,48 @@ int store_secret_each(struct store *s, const char *org_id, uint64_t limit, uint6
                       void (*fn)(const struct secret_row *row, void *userdata), void *userdata,
                       uint64_t *ret_total);
 
+/* A request of the controller API waiting for its org's concurrency budget
+ * (issue 15, queue mode): what to run, as whom, and once run, its answer.
+ * Queue order is insertion order, per org. */
+struct queue_row {
+        char id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        char kind[16];              /* "sandbox" (a create) or "execute" */
+        char route[512];            /* the request path */
+        char sandbox_id[STORE_ID_MAX];  /* the route's :id, "" for a create */
+        char *body;                 /* owned: the request body (JSON text) */
+        char *caller;               /* owned: who asked (JSON text, the facade's) */
+        char status[16];            /* queued, processing, completed, failed, expired */
+        uint32_t response_status;   /* once run */
+        char *response_body;        /* owned, once run; may be NULL */
+        uint64_t created_at, started_at, finished_at;   /* epoch ms; 0 = not yet */
+};
+void queue_row_done(struct queue_row *r);   /* frees the owned texts */
+int store_queue_insert(struct store *s, const struct queue_row *row);
+/* Scoped by org: another org's request is -ENOENT. */
+int store_queue_get(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
+/* Writes status, response_status, response_body, started_at, finished_at. */
+int store_queue_update(struct store *s, const struct queue_row *row);
+/* The oldest queued request of every org that has one (fn gets a borrowed row). */
+int store_queue_heads(struct store *s, void (*fn)(const struct queue_row *row, void *userdata), void *userdata);
+/* How many of the org's queued requests are ahead of id, and how many it
+ * has queued in all. */
+int store_queue_position(struct store *s, const char *org_id, const char *id, uint64_t *ret_ahead,
+                         uint64_t *ret_depth);
+struct queue_stats {
+        uint64_t depth, processing;     /* now */
+        uint64_t oldest_created_at;     /* of the queued ones; 0 when none */
+        uint64_t completed, failed, expired;   /* finished since `since` */
+        uint64_t started, avg_wait_ms, p95_wait_ms;  /* of those started since `since` */
+};
+int store_queue_stats(struct store *s, const char *org_id, uint64_t since, struct queue_stats *ret);
+/* Housekeeping: requests still "processing" (a daemon that died while
+ * running them; at start only) become failed with failed_status/body; queued
+ * ones created before expire_before become expired; finished ones before
+ * forget_before are dropped. */
+int store_queue_settle(struct store *s, bool at_start, uint32_t failed_status, const char *failed_body, uint64_t now,
+                       uint64_t expire_before, uint64_t forget_before);
+
 struct sandbox_row {
         char id[STORE_ID_MAX];
         char org_id[STORE_ID_MAX];

@@ -132,6 +132,36 @@ void ctl_idempotent(struct http_request *req, struct http_response *res, http_ha
                 ctl_idempotent(req, res, fn);                                         \
         }
 
+/* ---- concurrency budgets and queue mode (queue.c) ---- */
+/* What a budget counts: sandboxes an org holds, executions it runs. */
+enum ctl_slot {
+        CTL_SLOT_SANDBOX,
+        CTL_SLOT_EXECUTE,
+        _CTL_SLOT_MAX,
+};
+/* Runs the handler registered for kind within the caller's org budget
+ * (seed "Concurrency Budgets & Queue Mode"): at once when a slot is free
+ * and nothing of the org waits; else 429 CONCURRENT_LIMIT_EXCEEDED, or in
+ * queue mode 202 {status: queued, requestId, …} and the request runs later
+ * in order (a stream is never queued). */
+void ctl_budgeted(struct http_request *req, struct http_response *res, enum ctl_slot kind);
+/* Registers fn as kind's handler (a queued request runs it later, after
+ * a restart too). */
+void ctl_budget_handler(enum ctl_slot kind, http_handler fn);
+/* Defines handler `name`: fn within the budget of kind. */
+#define CTL_BUDGETED(name, kind, fn)                                                  \
+        __attribute__((constructor)) static void name##_register(void)                \
+        {                                                                             \
+                ctl_budget_handler(kind, fn);                                         \
+        }                                                                             \
+        static void name(struct http_request *req, struct http_response *res)        \
+        {                                                                             \
+                ctl_budgeted(req, res, kind);                                         \
+        }
+/* Starts (at registration) and stops (after the drain) the queue runner. */
+int ctl_queue_start(struct app *app);
+void ctl_queue_stop(struct app *app);
+
 /* ---- route tables, one per file ---- */
 const struct route *ctl_identity_routes(size_t *ret_n);
 const struct route *ctl_key_routes(size_t *ret_n);
@@ -143,3 +173,4 @@ const struct route *ctl_file_routes(size_t *ret_n);
 const struct route *ctl_secret_routes(size_t *ret_n);
 const struct route *ctl_metrics_routes(size_t *ret_n);
 const struct route *ctl_openapi_routes(size_t *ret_n);
+const struct route *ctl_queue_routes(size_t *ret_n);

@@ -309,7 +309,8 @@ static void h_execute(struct http_request *req, struct http_response *res)
         free(x.argv);
 }
 
-CTL_IDEMPOTENT(h_execute_idem, h_execute)
+CTL_BUDGETED(h_execute_budgeted, CTL_SLOT_EXECUTE, h_execute)
+CTL_IDEMPOTENT(h_execute_idem, h_execute_budgeted)
 
 static const struct route routes[] = {
         { "POST", CTL_PREFIX "/sandbox/:id/execute", h_execute_idem, ROUTE_JSON | ROUTE_BLOCKING, 0 },

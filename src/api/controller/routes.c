@@ -114,6 +114,7 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 ctl_secret_routes,
                 ctl_metrics_routes,
                 ctl_openapi_routes,
+                ctl_queue_routes,
         };
         /* REPL_ENABLED=false: the REPL routes are not registered (the seed's
          * optional features), so they answer 404 as any unknown path. */
@@ -122,5 +123,8 @@ int api_controller_register(struct http_server *srv, struct app *app)
         for (size_t i = 0; i < ARRAY_SIZE(tables); i++)
                 if (tables[i] != ctl_repl_routes || app->cfg->ctl_repl_enabled)
                         on[n++] = tables[i];
+        int r = ctl_queue_start(app);
+        if (r < 0)
+                return r;
         return api_group_register(srv, CTL_PREFIX, &ops, app, on, n);
 }

@@ -170,7 +170,8 @@ static void h_create(struct http_request *req, struct http_response *res)
         http_json(res, 201, j);
 }
 
-CTL_IDEMPOTENT(h_create_idem, h_create)
+CTL_BUDGETED(h_create_budgeted, CTL_SLOT_SANDBOX, h_create)
+CTL_IDEMPOTENT(h_create_idem, h_create_budgeted)
 
 static void on_sandbox(const struct sbx_info *info, void *userdata)
 {

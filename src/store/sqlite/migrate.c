@@ -130,6 +130,26 @@ static const char *const migrations[] = {
         "  created_at INTEGER NOT NULL DEFAULT 0,"
         "  updated_at INTEGER NOT NULL DEFAULT 0,"
         "  PRIMARY KEY(org_id, name));",
+
+        /* queue mode (issue 15): controller requests waiting for their
+         * org's concurrency budget, in seq order per org, and their
+         * answers once run (kept a day for GET /requests/:id). */
+        "CREATE TABLE queued_requests("
+        "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+        "  id TEXT NOT NULL UNIQUE,"
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  kind TEXT NOT NULL,"
+        "  route TEXT NOT NULL,"
+        "  sandbox_id TEXT NOT NULL DEFAULT '',"
+        "  body TEXT NOT NULL,"
+        "  caller TEXT NOT NULL,"
+        "  status TEXT NOT NULL,"
+        "  response_status INTEGER NOT NULL DEFAULT 0,"
+        "  response_body TEXT,"
+        "  created_at INTEGER NOT NULL,"
+        "  started_at INTEGER NOT NULL DEFAULT 0,"
+        "  finished_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX queued_requests_org ON queued_requests(org_id, status, seq);",
 };
 
 int sq_schema_latest(void)
