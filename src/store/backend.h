@@ -94,6 +94,8 @@ struct store_ops {
         int (*queue_insert)(struct store *s, const struct queue_row *row);
         int (*queue_get)(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
         int (*queue_update)(struct store *s, const struct queue_row *row);
+        int (*queue_list)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                          struct store_rows *out, uint64_t *ret_total);
         /* Pushes struct queue_row items: each org's oldest queued request. */
         int (*queue_heads)(struct store *s, struct store_rows *out);
         int (*queue_position)(struct store *s, const char *org_id, const char *id, uint64_t *ret_ahead,

@@ -545,6 +545,16 @@ int store_queue_update(struct store *s, const struct queue_row *row)
         STORE_CALL(s, true, row ? row->id : NULL, check_queue_row(row) ?: s->ops->queue_update(s, row));
 }
 
+int store_queue_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                     void (*fn)(const struct queue_row *row, void *userdata), void *userdata, uint64_t *ret_total)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct queue_row), .done = queue_item_done };
+        int r = fn ? org_page(s, org_id, limit, offset, s ? s->ops->queue_list : NULL, &l, ret_total) : -EINVAL;
+        for (size_t i = 0; r >= 0 && i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        return r;
+}
+
 int store_queue_heads(struct store *s, void (*fn)(const struct queue_row *row, void *userdata), void *userdata)
 {
         _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct queue_row), .done = queue_item_done };

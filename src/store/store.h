@@ -162,6 +162,10 @@ int store_queue_insert(struct store *s, const struct queue_row *row);
 int store_queue_get(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
 /* Writes status, response_status, response_body, started_at, finished_at. */
 int store_queue_update(struct store *s, const struct queue_row *row);
+/* One page of the org's requests, newest first (fn gets a borrowed row);
+ * *ret_total: how many it has. */
+int store_queue_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                     void (*fn)(const struct queue_row *row, void *userdata), void *userdata, uint64_t *ret_total);
 /* The oldest queued request of every org that has one (fn gets a borrowed row). */
 int store_queue_heads(struct store *s, void (*fn)(const struct queue_row *row, void *userdata), void *userdata);
 /* How many of the org's queued requests are ahead of id, and how many it

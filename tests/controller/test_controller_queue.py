@@ -116,8 +116,13 @@ def test_queue_mode_runs_in_order_and_keeps_answers(queued):
     other = account(queued)["api_key"]["key"]
     s, body, _ = raw(queued, "GET", f"{V1}/requests/{rids[0]}", headers=apikey(other))
     assert s == 404 and body["error"]["code"] == "NOT_FOUND"
+    s, body, _ = raw(queued, "GET", V1 + "/requests?limit=1", headers=apikey(key))
+    assert s == 200 and body["total"] == 2 and body["has_more"] is True
+    assert [r["requestId"] for r in body["data"]] == [rids[1]]
+    assert raw(queued, "GET", V1 + "/requests", headers=apikey(other))[1]["total"] == 0
     s, body, _ = raw(queued, "GET", V1 + "/queue/health", headers=apikey(key))
     assert s == 200 and body["queue_mode"] is True and body["completed_count"] == 2
+    assert body["seconds_per_queue_position"] >= 1
     assert body["queue_depth"] == 0 and body["p95_wait_ms"] >= body["average_wait_ms"] > 0
 
 

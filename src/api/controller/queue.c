@@ -535,6 +535,33 @@ static void h_request(struct http_request *req, struct http_response *res)
         queue_row_done(&row);
 }
 
+struct listing {
+        struct ctl_queue *q;
+        json_t *data;
+};
+
+static void list_one(const struct queue_row *row, void *userdata)
+{
+        struct listing *l = userdata;
+        json_array_append_new(l->data, request_json(l->q, row));
+}
+
+static int fill_requests(struct http_request *req, const struct ctl_page *p, json_t *data, uint64_t *ret_total,
+                         struct err *err)
+{
+        struct app *app = req->app;
+        struct listing l = { app->ctl_queue, data };
+        int r = store_queue_each(app->store, ctl_caller(req)->who.org_id, p->limit, p->offset, list_one, &l,
+                                 ret_total);
+        return r < 0 ? err_set(err, ERR_INTERNAL, -r, "Cannot read the queue") : 0;
+}
+
+/* GET /requests: the org's queued and finished requests, newest first. */
+static void h_requests(struct http_request *req, struct http_response *res)
+{
+        ctl_page_reply(req, res, fill_requests);
+}
+
 static void h_health(struct http_request *req, struct http_response *res)
 {
         struct app *app = req->app;
@@ -562,6 +589,8 @@ static void h_health(struct http_request *req, struct http_response *res)
                               (json_int_t)st.completed, "failed_count", (json_int_t)st.failed, "expired_count",
                               (json_int_t)st.expired, "average_wait_ms", (json_int_t)st.avg_wait_ms, "p95_wait_ms",
                               (json_int_t)st.p95_wait_ms);
+        json_object_set_new(j, "seconds_per_queue_position",
+                            json_integer((json_int_t)estimated_wait_s(q, 1, b.max[CTL_SLOT_EXECUTE])));
         json_object_set_new(j, "budget",
                             json_pack("{s:s, s:I, s:I, s:I, s:I}", "plan", b.plan, "max_concurrent_sandboxes",
                                       (json_int_t)b.max[CTL_SLOT_SANDBOX], "max_concurrent_executes",
@@ -574,6 +603,7 @@ static void h_health(struct http_request *req, struct http_response *res)
 const struct route *ctl_queue_routes(size_t *ret_n)
 {
         static const struct route routes[] = {
+                { "GET", CTL_PREFIX "/requests", h_requests, ROUTE_BLOCKING, 0 },
                 { "GET", CTL_PREFIX "/requests/:id", h_request, ROUTE_BLOCKING, 0 },
                 { "GET", CTL_PREFIX "/queue/health", h_health, ROUTE_BLOCKING, 0 },
         };

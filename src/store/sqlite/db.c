@@ -188,6 +188,7 @@ const struct store_ops store_sqlite_ops = {
         .queue_insert = sq_queue_insert,
         .queue_get = sq_queue_get,
         .queue_update = sq_queue_update,
+        .queue_list = sq_queue_list,
         .queue_heads = sq_queue_heads,
         .queue_position = sq_queue_position,
         .queue_stats = sq_queue_stats,

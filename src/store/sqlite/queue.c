@@ -64,6 +64,15 @@ int sq_queue_update(struct store *s, const struct queue_row *row)
                               row->started_at, row->finished_at, row->id);
 }
 
+int sq_queue_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
+                  uint64_t *ret_total)
+{
+        return sq_org_page(sq_db(s), "SELECT COUNT(*) FROM queued_requests WHERE org_id = ?",
+                           "SELECT " QUEUE_COLUMNS " FROM queued_requests WHERE org_id = ? ORDER BY seq DESC "
+                           "LIMIT ? OFFSET ?",
+                           queue_decode, org_id, limit, offset, out, ret_total);
+}
+
 int sq_queue_heads(struct store *s, struct store_rows *out)
 {
         return sq_list(sq_db(s),

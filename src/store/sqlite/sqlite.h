@@ -128,6 +128,8 @@ int sq_idem_put(struct store *s, const struct idem_row *row, uint64_t not_before
 int sq_queue_insert(struct store *s, const struct queue_row *row);
 int sq_queue_get(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
 int sq_queue_update(struct store *s, const struct queue_row *row);
+int sq_queue_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
+                  uint64_t *ret_total);
 int sq_queue_heads(struct store *s, struct store_rows *out);
 int sq_queue_position(struct store *s, const char *org_id, const char *id, uint64_t *ret_ahead, uint64_t *ret_depth);
 int sq_queue_stats(struct store *s, const char *org_id, uint64_t since, struct queue_stats *ret);
