@@ -106,6 +106,10 @@ const char *mcp_arg_str(json_t *args, const char *name);
 /* An integer argument (a whole real too), or def when absent. */
 long long mcp_arg_int(json_t *args, const char *name, long long def);
 
+/* {id, language, cwd, executions} of each context of a SandboxInfo's
+ * contexts array (sandboxes.c). New reference. */
+json_t *mcp_contexts_summary(json_t *contexts);
+
 /* ---- files (files.c), shared by the file tools and the resources ---- */
 
 /* One op of the gateway's files API on sandbox (checked to exist first):
