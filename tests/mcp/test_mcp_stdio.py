@@ -294,3 +294,31 @@ def test_the_key_is_the_servers_auth():
             assert p.close()[0] == 0
     finally:
         d.cleanup()
+
+
+def tool(p, name, args, id=1):
+    r = p.request("tools/call", {"name": name, "arguments": args}, id=id)
+    return r["result"]["isError"], "\n".join(c["text"] for c in r["result"]["content"] if c["type"] == "text")
+
+
+def test_long_output_keeps_its_start_and_end(pipe):
+    pipe.initialize()
+    err, text = tool(pipe, "create_sandbox", {})
+    sandbox = text.split()[2].rstrip(".")
+    err, text = tool(pipe, "run_command", {"sandbox": sandbox, "command": "seq 1 200000; echo failed-at-end >&2"})
+    assert not err, text
+    assert text.startswith("exit code: 0\n[stdout]\n1\n2\n3\n")
+    assert "bytes of stdout not shown ...]" in text
+    assert text.endswith("199999\n200000\n[stderr]\nfailed-at-end\n")
+    assert len(text) < 100 * 1024
+    err, text = tool(pipe, "run_command", {"sandbox": sandbox, "command": ["printenv", "GREETING"],
+                                           "env": {"GREETING": "hi there"}, "cwd": "sub", "timeout": 5})
+    assert text.startswith("exit code: 1\n") and "sub" in text  # cwd must exist: bash's cd error
+    err, text = tool(pipe, "run_command", {"sandbox": sandbox, "command": ["printenv", "GREETING"],
+                                           "env": {"GREETING": "hi there"}, "timeout": 5})
+    assert (err, text) == (False, "exit code: 0\n[stdout]\nhi there\n")
+    err, text = tool(pipe, "run_command", {"sandbox": sandbox, "command": "sleep 30", "timeout": 1})
+    assert text.startswith("exit code: 124\n") and "timed out" in text, text
+    err, text = tool(pipe, "run_command", {"sandbox": sandbox, "command": "true", "env": {"1BAD": "x"}})
+    assert err and "not an environment variable name" in text
+    assert tool(pipe, "delete_sandbox", {"sandbox": sandbox})[0] is False
