@@ -2,7 +2,7 @@
  * The methods are a table; the tools and resources live in their own
  * files. */
 #include <errno.h>
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +26,11 @@ static const char instructions[] =
         "(delete_sandbox). Limits (time, memory, output, file sizes, sandboxes at once) are the server's; a "
         "refused call says why.";
 
+/* An atomic, not a lock: mcp_session_protocol() is read by transports on
+ * every message, and the field is set once. (notifications/initialized
+ * changes nothing here: we send no requests that would wait for it.) */
 struct mcp_session {
-        pthread_mutex_t lock;
-        char protocol[16];      /* "" until initialize */
-        bool initialized;       /* notifications/initialized came */
+        _Atomic(const char *) protocol;  /* an entry of protocols[], NULL until initialize */
 };
 
 bool mcp_protocol_supported(const char *version)
@@ -53,23 +54,19 @@ int mcp_session_new(struct mcp_session **ret)
         struct mcp_session *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        pthread_mutex_init(&s->lock, NULL);
+        atomic_init(&s->protocol, NULL);
         *ret = s;
         return 0;
 }
 
 void mcp_session_free(struct mcp_session *s)
 {
-        if (!s)
-                return;
-        pthread_mutex_destroy(&s->lock);
         free(s);
 }
 
 const char *mcp_session_protocol(const struct mcp_session *s)
 {
-        /* Written once, under the lock, before anyone can see it set. */
-        return s->protocol[0] ? s->protocol : NULL;
+        return atomic_load(&((struct mcp_session *)s)->protocol);
 }
 
 json_t *mcp_error_response(json_t *id, int code, const char *message)
@@ -98,12 +95,8 @@ static json_t *m_initialize(struct rpc *rq)
                 return NULL;
         }
         const char *version = mcp_protocol_negotiate(asked);
-        pthread_mutex_lock(&rq->s->lock);
-        bool again = rq->s->protocol[0] != '\0';
-        if (!again)
-                snprintf(rq->s->protocol, sizeof(rq->s->protocol), "%s", version);
-        pthread_mutex_unlock(&rq->s->lock);
-        if (again) {
+        const char *none = NULL;
+        if (!atomic_compare_exchange_strong(&rq->s->protocol, &none, version)) {
                 rq->code = MCP_INVALID_REQUEST;
                 snprintf(rq->msg, sizeof(rq->msg), "this session is initialized already");
                 return NULL;
@@ -161,17 +154,6 @@ static const struct method {
         { "resources/read", false, m_resources_read },
 };
 
-static void on_notification(struct mcp_session *s, const char *method)
-{
-        /* notifications/cancelled: a call runs to its end (its answer is
-         * then dropped by the client); others need nothing from us. */
-        if (!strcmp(method, "notifications/initialized")) {
-                pthread_mutex_lock(&s->lock);
-                s->initialized = true;
-                pthread_mutex_unlock(&s->lock);
-        }
-}
-
 static json_t *dispatch(struct rpc *rq, json_t *id, const char *method)
 {
         const struct method *m = NULL;
@@ -211,10 +193,10 @@ json_t *mcp_session_handle(struct mcp_session *s, struct client *client, json_t 
         const char *jsonrpc = json_string_value(json_object_get(msg, "jsonrpc"));
         if (!jsonrpc || strcmp(jsonrpc, "2.0"))
                 return id ? mcp_error_response(id_ok ? id : NULL, MCP_INVALID_REQUEST, "jsonrpc must be \"2.0\"") : NULL;
-        if (!id) {
-                on_notification(s, json_string_value(method));
+        /* Notifications (initialized, cancelled: a call runs to its end,
+         * its answer is then dropped by the client, …) get no answer. */
+        if (!id)
                 return NULL;
-        }
         if (!id_ok)
                 return mcp_error_response(NULL, MCP_INVALID_REQUEST, "id must be a string or a number");
         json_t *params = json_object_get(msg, "params");

@@ -177,6 +177,8 @@ class Pipe:
         rc = self.proc.wait(timeout=60)
         rest = self.proc.stdout.read() if not self.proc.stdout.closed else b""
         err = self.proc.stderr.read().decode()
+        for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+            assert marker not in err, err  # ASan/UBSan passes of make test
         return rc, rest, err
 
 
