@@ -179,7 +179,7 @@ void mcp_tool_run_command(struct mcp_call *c, json_t *args)
                 buf_init(&run.out[i].head, KEEP_HEAD);
                 buf_init(&run.out[i].tail, 2 * KEEP_TAIL);
         }
-        int r = client_sse(c->client, "POST", path, body, on_event, &run, &reply, &err);
+        int r = client_sse_stoppable(c->client, "POST", path, body, on_event, &run, c->cancelled, &reply, &err);
         if (mcp_reply_check(c, r, &reply, &err) == 0) {
                 run_result(&run);
                 client_reply_clear(&reply);

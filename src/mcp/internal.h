@@ -4,6 +4,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -68,6 +69,7 @@ struct mcp_call {
         struct client *client;
         const struct mcp_out *out;
         json_t *progress_token;         /* borrowed, or NULL: no progress wanted */
+        const atomic_bool *cancelled;   /* the client cancelled the call */
         json_t *content;                /* the result's content array (owned) */
         bool is_error;
 };
@@ -154,8 +156,9 @@ void mcp_tool_delete_sandbox(struct mcp_call *c, json_t *args);
  * returns the result (new reference), or NULL with *code and msg set to a
  * JSON-RPC error. ---- */
 json_t *mcp_tools_list(json_t *params, int *code, char *msg, size_t len);
-json_t *mcp_tools_call(struct client *client, const struct mcp_out *out, json_t *params, int *code, char *msg,
-                       size_t len);
+/* cancelled: set when the client cancels the call (tools stop early). */
+json_t *mcp_tools_call(struct client *client, const struct mcp_out *out, const atomic_bool *cancelled,
+                       json_t *params, int *code, char *msg, size_t len);
 json_t *mcp_resources_list(struct client *client, json_t *params, int *code, char *msg, size_t len);
 json_t *mcp_resource_templates_list(json_t *params, int *code, char *msg, size_t len);
 json_t *mcp_resources_read(struct client *client, json_t *params, int *code, char *msg, size_t len);

@@ -324,3 +324,21 @@ def test_long_output_keeps_its_start_and_end(pipe):
     err, text = tool(pipe, "run_command", {"sandbox": sandbox, "command": "true", "env": {"1BAD": "x"}})
     assert err and "not an environment variable name" in text
     assert tool(pipe, "delete_sandbox", {"sandbox": sandbox})[0] is False
+
+
+def test_cancelled_call_stops_and_gets_no_answer(pipe):
+    pipe.initialize()
+    err, text = tool(pipe, "create_sandbox", {})
+    sandbox = text.split()[2].rstrip(".")
+    pipe.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "run_command", "arguments": {"sandbox": sandbox, "command": "echo started; sleep 600", "timeout": 900},
+        "_meta": {"progressToken": "tok"}}})
+    n = pipe.recv()
+    assert n["method"] == "notifications/progress" and n["params"]["progressToken"] == "tok", n
+    assert n["params"]["message"] == "started\n"
+    pipe.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9, "reason": "test"}})
+    assert pipe.request("ping", id=10) == {"jsonrpc": "2.0", "id": 10, "result": {}}
+    # EOF waits for the calls in flight: a command still sleeping would
+    # keep the server past close()'s wait; and id 9 gets no response.
+    rc, rest, _ = pipe.close()
+    assert rc == 0 and rest == b""
