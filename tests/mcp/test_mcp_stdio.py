@@ -134,11 +134,11 @@ def test_sandbox_deleted(sdk_run):
 class Pipe:
     """`sandboxd mcp` with its stdout read line by line on a thread."""
 
-    def __init__(self, url, key=None):
+    def __init__(self, url, key=None, args=()):
         env = {"PATH": "/usr/bin:/bin", "SANDBOXD_URL": url, "SANDBOXD_CLIENT_CONFIG": "/nonexistent"}
         if key:
             env["SANDBOXD_API_KEY"] = key
-        self.proc = subprocess.Popen([SANDBOXD_BIN, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([SANDBOXD_BIN, "mcp", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env)
         self.lines = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -279,6 +279,21 @@ def test_server_unreachable_is_a_tool_error(server):
     assert r["result"]["isError"] is True
     assert "did not answer" in r["result"]["content"][0]["text"]
     assert p.close()[0] == 0
+
+
+def test_url_flag_wins_over_the_environment(server):
+    p = Pipe("http://127.0.0.1:9", args=["--url", url_of(server)])
+    p.initialize()
+    r = p.request("tools/call", {"name": "run_code", "arguments": {"language": "javascript", "code": "6*7"}})
+    assert r["result"] == {"content": [{"type": "text", "text": "42\n"}], "isError": False}
+    assert p.close()[0] == 0
+
+
+def test_usage():
+    p = subprocess.run([SANDBOXD_BIN, "mcp", "--help"], capture_output=True, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0 and b'"args": ["mcp"]' in p.stdout
+    p = subprocess.run([SANDBOXD_BIN, "mcp", "extra"], capture_output=True, stdin=subprocess.DEVNULL)
+    assert p.returncode == 2 and p.stdout == b"" and b"unexpected argument 'extra'" in p.stderr
 
 
 def test_the_key_is_the_servers_auth():
