@@ -357,3 +357,31 @@ def test_cancelled_call_stops_and_gets_no_answer(pipe):
     # keep the server past close()'s wait; and id 9 gets no response.
     rc, rest, _ = pipe.close()
     assert rc == 0 and rest == b""
+
+
+def test_binary_files_and_blob_resources(pipe):
+    pipe.initialize()
+    sandbox = tool(pipe, "create_sandbox", {})[1].split()[2].rstrip(".")
+    data = b"\x89PNG\r\n\x1a\n\x00\x01\xff binary"
+    b64 = base64.b64encode(data).decode()
+    assert tool(pipe, "write_file", {"sandbox": sandbox, "path": "a/b/c.png", "content": b64,
+                                     "encoding": "base64"}) == (False, "Wrote /workspace/a/b/c.png.")
+    r = pipe.request("tools/call", {"name": "read_file", "arguments": {"sandbox": sandbox, "path": "a/b/c.png"}})
+    content = r["result"]["content"]
+    assert content[0]["text"] == f"a/b/c.png: {len(data)} bytes of binary data image/png, base64:"
+    assert content[1]["text"] == b64
+    assert content[2] == {"type": "image", "data": b64, "mimeType": "image/png"}
+    r = pipe.request("resources/read", {"uri": f"sandbox://{sandbox}/a/b/c.png"})
+    assert r["result"]["contents"] == [{"uri": f"sandbox://{sandbox}/a/b/c.png", "mimeType": "image/png",
+                                        "blob": b64}]
+    # a name that needs percent-encoding in the URI
+    assert not tool(pipe, "write_file", {"sandbox": sandbox, "path": "with space é.txt", "content": "é\n"})[0]
+    uris = [x["uri"] for x in pipe.request("resources/list")["result"]["resources"]]
+    assert f"sandbox://{sandbox}/with%20space%20%C3%A9.txt" in uris, uris
+    r = pipe.request("resources/read", {"uri": f"sandbox://{sandbox}/with%20space%20%C3%A9.txt"})
+    assert r["result"]["contents"][0]["text"] == "é\n"
+    assert tool(pipe, "delete_file", {"sandbox": sandbox, "path": "a"})[0] is True  # a directory
+    assert tool(pipe, "delete_file", {"sandbox": sandbox, "path": "a", "recursive": True}) == (False,
+                                                                                            "Deleted /workspace/a.")
+    assert "a/" not in tool(pipe, "list_files", {"sandbox": sandbox})[1]
+    tool(pipe, "delete_sandbox", {"sandbox": sandbox})
