@@ -93,6 +93,10 @@ int cli_sandbox_find(struct cli_ctx *ctx, const char *id, json_t **ret);
 const char *cli_date(const char *iso, char *out, size_t len);
 /* The whole of FILE or stdin ("-"), NUL-terminated (malloc); at most
  * CLI_INPUT_MAX bytes. 0, or 1 after printing why. */
+/* cli_call that leaves a non-2xx answer to the caller: 0 (2xx), -1 (an
+ * answer that is not 2xx, kept in reply, nothing printed), or 1 after
+ * printing why no answer came (reply empty). Clear the reply after 0 or -1. */
+int cli_call_raw(struct cli_ctx *ctx, const char *method, const char *path, json_t *body, struct client_reply *reply);
 /* -e NAME=VALUE into the env object (NAME -> VALUE); 0, 2 (usage) or 1. */
 int cli_env_add(const struct cli_ctx *ctx, json_t *env, const char *kv);
 #define CLI_INPUT_MAX ((size_t)16 << 20)

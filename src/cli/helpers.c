@@ -166,3 +166,14 @@ int cli_env_add(const struct cli_ctx *ctx, json_t *env, const char *kv)
                 return cli_fail(ctx, "-e %s: not valid UTF-8", kv);
         return 0;
 }
+
+int cli_call_raw(struct cli_ctx *ctx, const char *method, const char *path, json_t *body, struct client_reply *reply)
+{
+        struct err err = { 0 };
+        if (client_json(ctx->client, method, path, body, reply, &err) < 0) {
+                cli_fail_err(ctx, &err);
+                err_done(&err);
+                return 1;
+        }
+        return reply->status >= 200 && reply->status < 300 ? 0 : -1;
+}
