@@ -30,18 +30,20 @@ static const char help[] =
         "  sandboxd ls mybox:src/lib\n"
         "  sandboxd ls --json | jq -r '.sandboxes[].id'\n";
 
-/* "3 (python, javascript)": the contexts of one sandbox. */
+/* "3 (python, javascript)": how many contexts, of which languages. */
 static void contexts_summary(json_t *contexts, char *out, size_t len)
 {
-        size_t i, o;
+        json_auto_t *langs = json_object();
+        size_t i, o = (size_t)snprintf(out, len, "%zu", json_array_size(contexts));
         json_t *c;
-        o = (size_t)snprintf(out, len, "%zu", json_array_size(contexts));
         json_array_foreach(contexts, i, c) {
                 const char *lang = json_string_value(json_object_get(c, "language")) ?: "?";
-                if (o < len && strstr(out, lang) == NULL)
-                        o += (size_t)snprintf(out + o, len - o, "%s%s", o && strchr(out, '(') ? ", " : " (", lang);
+                if (o >= len || json_object_get(langs, lang))
+                        continue;
+                o += (size_t)snprintf(out + o, len - o, "%s%s", json_object_size(langs) ? ", " : " (", lang);
+                json_object_set_new(langs, lang, json_true());
         }
-        if (o < len && strchr(out, '('))
+        if (o < len && json_object_size(langs))
                 snprintf(out + o, len - o, ")");
 }
 

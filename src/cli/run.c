@@ -12,6 +12,7 @@
 
 static const char help[] =
         "Usage: sandboxd run LANG [-c CODE | FILE | -] [--sandbox ID [--context CID]] [-e K=V]...\n"
+        "       sandboxd run FILE.py|.js|.ts|.pl|.rb|.sh [OPTIONS]\n"
         "\n"
         "Runs code once in a fresh jail (POST /execute/LANG), or with --sandbox in a\n"
         "code context of that sandbox (created on first use), where variables stay\n"
@@ -19,7 +20,8 @@ static const char help[] =
         "stdin is not a terminal). Output lines go to stdout and stderr, the value of\n"
         "the last expression to stdout, an error and its traceback to stderr.\n"
         "\n"
-        "LANG: python, javascript, typescript, perl, ruby, shell (and their aliases).\n"
+        "LANG: python, javascript, typescript, perl, ruby, shell (and their aliases);\n"
+        "without LANG, a FILE's extension names it.\n"
         "\n"
         "Options:\n"
         "  -c, --code CODE      the code to run\n"
@@ -32,7 +34,7 @@ static const char help[] =
         "\n"
         "Examples:\n"
         "  sandboxd run python -c 'print(1)'\n"
-        "  sandboxd run javascript script.js\n"
+        "  sandboxd run javascript script.js     (or: sandboxd run script.js)\n"
         "  echo 'puts 6*7' | sandboxd run ruby -\n"
         "  sandboxd run python --sandbox demo -c 'x = 41'; sandboxd run python --sandbox demo -c 'x + 1'\n";
 
@@ -40,6 +42,23 @@ struct run_args {
         const char *lang, *code, *file, *sandbox, *context;
         json_t *env;
 };
+
+/* `sandboxd run hello.py`: a lone operand that is a file with a known
+ * extension names its language. */
+static const char *lang_of_file(const char *path)
+{
+        static const char *const ext[][2] = {
+                { ".py", "python" }, { ".js", "javascript" }, { ".mjs", "javascript" }, { ".ts", "typescript" },
+                { ".pl", "perl" },   { ".rb", "ruby" },       { ".sh", "shell" },
+        };
+        const char *dot = strrchr(path, '.');
+        if (!dot || access(path, R_OK) < 0)
+                return NULL;
+        for (size_t i = 0; i < ARRAY_SIZE(ext); i++)
+                if (!strcmp(dot, ext[i][0]))
+                        return ext[i][1];
+        return NULL;
+}
 
 static int parse(struct cli_ctx *ctx, int argc, char **argv, struct run_args *a)
 {
@@ -74,6 +93,12 @@ static int parse(struct cli_ctx *ctx, int argc, char **argv, struct run_args *a)
         }
         if (optind < argc)
                 return cli_usage_error(ctx, "unexpected argument '%s'", argv[optind]);
+        if (a->lang && !a->file && !a->code && lang_of_file(a->lang)) {
+                a->file = a->lang;
+                a->lang = lang_of_file(a->file);
+        }
+        if (a->lang && strpbrk(a->lang, "/."))
+                return cli_usage_error(ctx, "'%s' is neither a language nor a readable file", a->lang);
         if (a->file && a->code)
                 return cli_usage_error(ctx, "both -c and a FILE");
         if (!a->lang)

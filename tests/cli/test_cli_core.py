@@ -63,6 +63,17 @@ def test_run_each_language_code_file_stdin(server, home, lang, code, want):
     assert (p.returncode, p.stdout) == (0, want + "\n"), p.stderr
 
 
+def test_run_file_names_its_language(server, home):
+    for name, code in (("hello.py", "print('hi from', 'python')"), ("hello.rb", "puts 'hi from ruby'")):
+        path = os.path.join(home, name)
+        with open(path, "w") as f:
+            f.write(code)
+        p = cli(server, "run", path, home=home)
+        assert p.returncode == 0 and p.stdout.startswith("hi from"), p.stderr
+    p = cli(server, "run", os.path.join(home, "missing.py"), home=home)
+    assert p.returncode == 2 and "neither a language nor a readable file" in p.stderr
+
+
 def test_run_streams_result_and_error(server, home):
     p = cli(server, "run", "python", "-c", "import sys\nprint('out')\nprint('err', file=sys.stderr)\n{'a': 1}",
             home=home)
@@ -185,6 +196,10 @@ def test_ls_rm_round_trip(server, home):
     assert set(listing) == {"sandboxes", "total"} and listing["total"] == len(listing["sandboxes"])
     mine = [s for s in listing["sandboxes"] if s["id"] == box]
     assert len(mine) == 1 and {"id", "createdAt", "lastUsed", "contexts"} <= set(mine[0])
+    for lang in ("python", "python", "javascript"):
+        assert cli(server, "contexts", box, "create", lang, home=home).returncode == 0
+    row = [line for line in cli(server, "ls", home=home).stdout.splitlines() if line.startswith(box)]
+    assert row[0].endswith("  3 (python, javascript)")
 
     p = cli(server, "ls", box, home=home)
     assert p.returncode == 0 and [line.split()[-1] for line in p.stdout.splitlines()] == ["d/"]
