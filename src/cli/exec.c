@@ -121,6 +121,7 @@ static json_t *exec_body(const struct exec_args *a)
 struct exec_state {
         const struct cli_ctx *ctx;
         int exit_code;          /* -1 until the exit event */
+        unsigned events;        /* how many came: a cut stream is not "no server" */
         char error[512];
         struct buf out[2];      /* --json: stdout, stderr */
 };
@@ -128,6 +129,7 @@ struct exec_state {
 static int on_event(void *cls, const char *event, const char *data, size_t len)
 {
         struct exec_state *s = cls;
+        s->events++;
         int fd = !strcmp(event, "stdout") ? 1 : !strcmp(event, "stderr") ? 2 : 0;
         if (fd) {
                 _cleanup_free_ unsigned char *bytes = NULL;
@@ -179,7 +181,9 @@ static int run_exec(struct cli_ctx *ctx, const struct exec_args *a)
         struct client_reply reply;
         struct err err = { 0 };
         int r = client_sse(ctx->client, "POST", path, body, on_event, &s, &reply, &err), status;
-        if (r < 0 && !reply.status)
+        if (r < 0 && !reply.status && s.events > 0)
+                status = cli_fail(ctx, "the stream was cut before the command ended: %s", err.msg);
+        else if (r < 0 && !reply.status)
                 status = cli_fail_err(ctx, &err);
         else if (r < 0)
                 status = cli_fail(ctx, "reading the output: %s", strerror(-r));
