@@ -1,11 +1,8 @@
 /* The client library without a server (src/client/client.c, its statics
- * included, and config.c): the SSE parser fed in awkward chunks, the error
- * messages of the three APIs' shapes, path escaping, and where the server
- * URL and key come from. */
+ * included): the SSE parser fed in awkward chunks, and the error messages
+ * of the three APIs' shapes. (Server/key resolution and path escaping:
+ * test_client_config.c.) */
 #include "../../../src/client/client.c"
-
-#include <stdlib.h>
-#include <unistd.h>
 
 #include "tap.h"
 
@@ -80,72 +77,4 @@ TEST(reply_message_of_each_api)
         ASSERT_STREQ(m, "Authentication required (AUTH_REQUIRED, HTTP 401)");
         message_of("<html>bad gateway</html>", 502, m, sizeof(m));
         ASSERT_STREQ(m, "HTTP 502: <html>bad gateway</html>");
-}
-
-TEST(escape_path)
-{
-        char out[64];
-        ASSERT_OK(client_escape_path("a b/ü?#%.txt", out, sizeof(out)));
-        ASSERT_STREQ(out, "a%20b/%C3%BC%3F%23%25.txt");
-        ASSERT_ERR(client_escape_path("a b c", out, 6), ENAMETOOLONG);
-}
-
-static void write_text(const char *path, const char *text)
-{
-        FILE *f = fopen(path, "we");
-        ASSERT_NOT_NULL(f);
-        fputs(text, f);
-        fclose(f);
-}
-
-/* flags > SANDBOXD_URL / SANDBOXD_API_KEY (SANDBOX_API_KEY) > the config
- * file > the default; separately for the url and the key. */
-TEST(config_precedence)
-{
-        char dir[] = "/tmp/client-conf-XXXXXX", path[128];
-        ASSERT_NOT_NULL(mkdtemp(dir));
-        snprintf(path, sizeof(path), "%s/client.conf", dir);
-        setenv("SANDBOXD_CLIENT_CONFIG", path, 1);
-        unsetenv("SANDBOXD_URL");
-        unsetenv("SANDBOXD_API_KEY");
-        unsetenv("SANDBOX_API_KEY");
-        struct client_config cfg;
-        struct err err = { 0 };
-
-        ASSERT_OK(client_config_resolve(&cfg, NULL, NULL, &err));
-        ASSERT_STREQ(cfg.url, CLIENT_DEFAULT_URL);
-        ASSERT_STREQ(cfg.key, "");
-        ASSERT_STREQ(cfg.source, "default");
-
-        write_text(path, "# mine\nurl = http://file:1\n  key =  filekey  \n");
-        ASSERT_OK(client_config_resolve(&cfg, NULL, NULL, &err));
-        ASSERT_STREQ(cfg.url, "http://file:1");
-        ASSERT_STREQ(cfg.key, "filekey");
-
-        setenv("SANDBOX_API_KEY", "bridgekey", 1);
-        ASSERT_OK(client_config_resolve(&cfg, NULL, NULL, &err));
-        ASSERT_STREQ(cfg.key, "bridgekey");
-        setenv("SANDBOXD_API_KEY", "envkey", 1);
-        setenv("SANDBOXD_URL", "https://env:2", 1);
-        ASSERT_OK(client_config_resolve(&cfg, NULL, NULL, &err));
-        ASSERT_STREQ(cfg.url, "https://env:2");
-        ASSERT_STREQ(cfg.key, "envkey");
-        ASSERT_STREQ(cfg.source, "env");
-
-        ASSERT_OK(client_config_resolve(&cfg, "http://flag:3", NULL, &err));
-        ASSERT_STREQ(cfg.url, "http://flag:3");
-        ASSERT_STREQ(cfg.key, "envkey");
-        ASSERT_OK(client_config_resolve(&cfg, NULL, "flagkey", &err));
-        ASSERT_STREQ(cfg.url, "https://env:2");
-        ASSERT_STREQ(cfg.key, "flagkey");
-
-        ASSERT_ERR(client_config_resolve(&cfg, "ftp://x", NULL, &err), EINVAL);
-        err_done(&err);
-        unsetenv("SANDBOXD_URL");
-        write_text(path, "url = http://x\ncolour = blue\n");
-        ASSERT_ERR(client_config_resolve(&cfg, NULL, NULL, &err), EINVAL);
-        ASSERT_TRUE(strstr(err.msg, "unknown key 'colour'") != NULL);
-        err_done(&err);
-        unlink(path);
-        rmdir(dir);
 }
