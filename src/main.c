@@ -409,7 +409,7 @@ int main(int argc, char **argv)
         if (argc > 1 && !strcmp(argv[1], "serve")) {
                 argv[1] = argv[0];
                 argc--, argv++;
-        } else if (argc > 1 && cli_is_command(argv[1])) {
+        } else if (argc > 1 && cli_take_command(argc, argv)) {
                 return cli_main(argc, argv);
         }
         struct cli cli = { 0 };
