@@ -8,6 +8,8 @@
 #include "tenant/tenant.h"
 #include "http/server.h"
 
+struct ctl_templates;
+
 struct app {
         const struct config *cfg;
         struct engine *engine;
@@ -15,6 +17,7 @@ struct app {
         struct sandbox_mgr *sandboxes;
         struct tenant *tenant;      /* the controller API's orgs, users, keys, sessions */
         struct http_server *srv;
+        struct ctl_templates *templates; /* the controller's sandbox templates (read-only) */
         uint64_t started_ms;
 };
 

@@ -121,6 +121,10 @@ static const struct cfg_opt opts[] = {
         STR("controller.internal_token", ctl_internal_token, "", "token of GET /api/v1/metrics (X-Internal-Token or Bearer); env INTERNAL_API_TOKEN; empty: loopback clients only"),
         BOOL("controller.repl_enabled", ctl_repl_enabled, 1, "the controller's REPL session routes (off: 404); env REPL_ENABLED"),
         BOOL("controller.idempotency_enabled", ctl_idempotency_enabled, 1, "honour Idempotency-Key on controller POSTs (off: the header is ignored); env IDEMPOTENCY_ENABLED"),
+        /* Issue 15: templates shipped as data files, checkpoints in the data dir. */
+        STR("controller.templates_dir", ctl_templates_dir, "", "sandbox templates (<id>/template.json + files/; default: templates/ of the binary's source tree)"),
+        U64("controller.checkpoints_max", ctl_checkpoints_max, 100, 1, 1000000, "checkpoints one org may keep (413 CHECKPOINT_QUOTA_EXCEEDED beyond)"),
+        U64("controller.checkpoint_bytes", ctl_checkpoint_bytes, 1 * GiB, 64 * KiB, UINT64_MAX / 2, "bytes of checkpoint archives one org may keep (413 CHECKPOINT_QUOTA_EXCEEDED beyond)"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)

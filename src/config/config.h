@@ -69,6 +69,8 @@ struct config {
         char ctl_internal_token[256];  /* GET /api/v1/metrics; "": loopback clients only */
         bool ctl_repl_enabled;         /* the REPL routes (seed: REPL_ENABLED) */
         bool ctl_idempotency_enabled;  /* Idempotency-Key honoured (seed: IDEMPOTENCY_ENABLED) */
+        char ctl_templates_dir[4096];  /* "": templates/ next to the binary's source tree */
+        uint64_t ctl_checkpoints_max, ctl_checkpoint_bytes; /* per org */
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;

@@ -132,6 +132,22 @@ void ctl_idempotent(struct http_request *req, struct http_response *res, http_ha
                 ctl_idempotent(req, res, fn);                                         \
         }
 
+/* ---- making sandboxes (sandboxes.c; templates and checkpoints too) ---- */
+/* Creates a sandbox in the caller's org from b's create options (cpus,
+ * memory, timeout_seconds, isolation, env: POST /sandbox/create's body);
+ * env_base (may be NULL) is its env under b's. true with *ret_view (owned:
+ * the 201 body of POST /sandbox/create, "sandbox_id" its id); false with
+ * the error in res. */
+bool ctl_sandbox_create(struct http_request *req, struct http_response *res, json_t *b, json_t *env_base,
+                        json_t **ret_view);
+/* Runs cmd in org_id's sandbox id to its end, output collected as
+ * POST /sandbox/:id/execute's (each stream capped): *ret is {exit_code,
+ * stdout, stderr, timed_out, stdout_truncated, stderr_truncated} (owned).
+ * 0 or -errno with err filled. */
+struct sbx_command;
+int ctl_run_collected(struct app *app, const char *id, const struct sbx_command *cmd, uint64_t timeout_ms,
+                      json_t **ret, struct err *err);
+
 /* ---- route tables, one per file ---- */
 const struct route *ctl_identity_routes(size_t *ret_n);
 const struct route *ctl_key_routes(size_t *ret_n);
@@ -142,3 +158,4 @@ const struct route *ctl_execute_routes(size_t *ret_n);
 const struct route *ctl_file_routes(size_t *ret_n);
 const struct route *ctl_secret_routes(size_t *ret_n);
 const struct route *ctl_metrics_routes(size_t *ret_n);
+const struct route *ctl_template_routes(size_t *ret_n);
