@@ -130,6 +130,22 @@ static const char *const migrations[] = {
         "  created_at INTEGER NOT NULL DEFAULT 0,"
         "  updated_at INTEGER NOT NULL DEFAULT 0,"
         "  PRIMARY KEY(org_id, name));",
+        /* 10 (issue 15; the lead orders 8-10 on merge): checkpoints, their
+         * tar files in <data_dir>/checkpoints/<org>/<id>.tar. No foreign
+         * key to sandboxes: a checkpoint outlives its sandbox. */
+        "CREATE TABLE checkpoints("
+        "  id TEXT PRIMARY KEY,"
+        "  org_id TEXT NOT NULL,"
+        "  sandbox_id TEXT NOT NULL,"
+        "  name TEXT NOT NULL,"
+        "  description TEXT NOT NULL DEFAULT '',"
+        "  checksum TEXT NOT NULL,"
+        "  size_bytes INTEGER NOT NULL DEFAULT 0,"
+        "  file_count INTEGER NOT NULL DEFAULT 0,"
+        "  meta_json TEXT NOT NULL DEFAULT '{}',"
+        "  created_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX checkpoints_org_created ON checkpoints(org_id, created_at, id);"
+        "CREATE INDEX checkpoints_org_sandbox ON checkpoints(org_id, sandbox_id, created_at);",
 };
 
 int sq_schema_latest(void)

@@ -66,7 +66,7 @@ TEST(sqlite_schema_on_disk)
         sqlite3 *db;
 
         ASSERT_STREQ(store_backend_name(s), "sqlite");
-        ASSERT_EQ(store_schema_version(s), 7);
+        ASSERT_EQ(store_schema_version(s), 8);
         ASSERT_EQ(store_schema_version(s), sq_schema_latest());
         store_close(s);
 
@@ -248,7 +248,7 @@ TEST(sqlite_migrates_a_version_1_database)
         sqlite3_close(db);
 
         s = open_sqlite();
-        ASSERT_EQ(store_schema_version(s), 7);
+        ASSERT_EQ(store_schema_version(s), 8);
         /* Old sandboxes have no host id yet (given when next loaded). */
         struct sandbox_row sb = {};
         ASSERT_OK(store_sandbox_get(s, "sb1", &sb));
@@ -283,7 +283,7 @@ TEST(sqlite_migrates_a_version_1_database)
         store_close(s);
 
         s = open_sqlite();   /* a second open migrates nothing */
-        ASSERT_EQ(store_schema_version(s), 7);
+        ASSERT_EQ(store_schema_version(s), 8);
         ASSERT_OK(store_sandbox_delete(s, "sb1"));
         ASSERT_EQ(store_context_get(s, "c1", &got), -ENOENT);
         store_close(s);
