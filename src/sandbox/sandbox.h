@@ -180,6 +180,8 @@ int sbx_info(struct sandbox_mgr *m, const char *id, struct sbx_info *ret, struct
 int sbx_destroy(struct sandbox_mgr *m, const char *id, struct err *err);
 /* env values: string sets, null unsets. Already validated. */
 int sbx_set_env(struct sandbox_mgr *m, const char *id, json_t *env, struct err *err);
+/* The same for org_id's existing sandbox (NULL: as sbx_set_env). */
+int sbx_set_env_org(struct sandbox_mgr *m, const char *org_id, const char *id, json_t *env, struct err *err);
 int sbx_context_create(struct sandbox_mgr *m, const char *id, const struct runtime *rt, const char *binding,
                        const char *cwd, json_t *env, struct sbx_context_info *ret, struct err *err);
 /* *ret is a malloc'd array (free()) of *ret_n contexts, by creation. */

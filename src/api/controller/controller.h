@@ -159,3 +159,4 @@ const struct route *ctl_file_routes(size_t *ret_n);
 const struct route *ctl_secret_routes(size_t *ret_n);
 const struct route *ctl_metrics_routes(size_t *ret_n);
 const struct route *ctl_template_routes(size_t *ret_n);
+const struct route *ctl_checkpoint_routes(size_t *ret_n);

@@ -114,6 +114,7 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 ctl_secret_routes,
                 ctl_metrics_routes,
                 ctl_template_routes,
+                ctl_checkpoint_routes,
         };
         /* REPL_ENABLED=false: the REPL routes are not registered (the seed's
          * optional features), so they answer 404 as any unknown path. */
