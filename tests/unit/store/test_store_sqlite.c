@@ -78,7 +78,7 @@ TEST(sqlite_schema_on_disk)
         store_close(s);
         /* Reopening must not re-run a migration. */
         db = open_raw();
-        ASSERT_EQ(raw_int(db, "SELECT COUNT(*) FROM schema_migrations"), 7);
+        ASSERT_EQ(raw_int(db, "SELECT COUNT(*) FROM schema_migrations"), 8);
         ASSERT_TRUE(raw_int(db, "SELECT applied_at FROM schema_migrations WHERE version = 2") > 0);
         ASSERT_EQ(raw_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN "
                               "('sandboxes_expires_at', 'contexts_sandbox_created')"),
@@ -289,7 +289,7 @@ TEST(sqlite_migrates_a_version_1_database)
         store_close(s);
 
         db = open_raw();
-        ASSERT_EQ(raw_int(db, "SELECT COUNT(*) FROM schema_migrations"), 7);
+        ASSERT_EQ(raw_int(db, "SELECT COUNT(*) FROM schema_migrations"), 8);
         ASSERT_EQ(raw_int(db, "SELECT COUNT(*) FROM cells"), 0);
         sqlite3_close(db);
 }
