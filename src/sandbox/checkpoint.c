@@ -113,14 +113,43 @@ static json_t *patterns_json(const char *const *v, size_t n)
         return a;
 }
 
-static char *meta_text(const struct sbx_checkpoint_spec *spec, json_t *env)
+static json_t *meta_new(const struct sbx_checkpoint_spec *spec, json_t *env)
 {
-        _cleanup_(json_decrefp) json_t *meta =
-                json_pack("{s:o, s:o}", "include_paths", patterns_json(spec->filter.include, spec->filter.ninclude),
-                          "exclude_paths", patterns_json(spec->filter.exclude, spec->filter.nexclude));
+        json_t *meta = json_pack("{s:o, s:o}", "include_paths", patterns_json(spec->filter.include, spec->filter.ninclude),
+                                 "exclude_paths", patterns_json(spec->filter.exclude, spec->filter.nexclude));
         if (meta && env)
                 json_object_set(meta, "env", env);
-        return meta ? json_dumps(meta, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        return meta;
+}
+
+/* The contexts' side file <id>.contexts.json (0600); its count and
+ * SHA-256 go into meta. */
+static int write_contexts(struct sandbox_mgr *m, const char *org_id, const char *id, json_t *ctxs, json_t *meta,
+                          struct err *err)
+{
+        char path[4400], sum[72];
+        int r = path_of(m, org_id, id, ".contexts.json", path, sizeof(path));
+        if (r < 0)
+                return fail_errno(err, r, "keep the code contexts");
+        _cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return fail_errno(err, -errno, "keep the code contexts");
+        if (json_dumpfd(ctxs, fd, JSON_COMPACT) < 0 || fsync(fd) < 0 || (r = checksum_fd(fd, sum)) < 0) {
+                unlink(path);
+                return fail_errno(err, r < 0 ? r : -EIO, "keep the code contexts");
+        }
+        json_object_set_new(meta, "contexts", json_integer((json_int_t)json_array_size(ctxs)));
+        json_object_set_new(meta, "contexts_sha256", json_string(sum));
+        return 0;
+}
+
+static void unlink_files(struct sandbox_mgr *m, const char *org_id, const char *id)
+{
+        char path[4400];
+        if (path_of(m, org_id, id, ".tar", path, sizeof(path)) == 0)
+                unlink(path);
+        if (path_of(m, org_id, id, ".contexts.json", path, sizeof(path)) == 0)
+                unlink(path);
 }
 
 /* The tar of the sandbox's scope into fd; *ret_files its regular files. */
@@ -178,6 +207,24 @@ static int create_file(struct sandbox_mgr *m, const struct sbx_checkpoint_spec *
         return 0;
 }
 
+/* The files, then the row (under create_lock). */
+static int create_locked(struct sandbox_mgr *m, const struct sbx_checkpoint_spec *spec, json_t *meta, json_t *ctxs,
+                         struct checkpoint_row *row, struct err *err)
+{
+        int r = create_file(m, spec, row, err);
+        if (r < 0)
+                return r;
+        if (ctxs)
+                r = write_contexts(m, spec->org_id, row->id, ctxs, meta, err);
+        if (r == 0 && !(row->meta_json = json_dumps(meta, JSON_COMPACT | JSON_SORT_KEYS)))
+                r = fail_errno(err, -ENOMEM, "take a checkpoint");
+        if (r == 0 && (r = store_checkpoint_create(m->store, row)) < 0)
+                fail_errno(err, r, "store the checkpoint");
+        if (r < 0)
+                unlink_files(m, spec->org_id, row->id);
+        return r;
+}
+
 int sbx_checkpoint_create(struct sandbox_mgr *m, const struct sbx_checkpoint_spec *spec, struct checkpoint_row *ret,
                           struct err *err)
 {
@@ -185,25 +232,21 @@ int sbx_checkpoint_create(struct sandbox_mgr *m, const struct sbx_checkpoint_spe
         int r = sbx_find(m, spec->org_id, spec->sandbox_id, &info, err);
         if (r < 0)
                 return r;
+        _cleanup_(json_decrefp) json_t *meta = meta_new(spec, spec->include_env ? info.env : NULL), *ctxs = NULL;
+        sbx_info_done(&info);
+        if (spec->include_contexts && (r = sbx_contexts_export(m, spec->org_id, spec->sandbox_id, &ctxs, err)) < 0)
+                return r;
         struct checkpoint_row row = { .created_at = wall_ms() };
         snprintf(row.org_id, sizeof(row.org_id), "%s", spec->org_id);
         snprintf(row.sandbox_id, sizeof(row.sandbox_id), "%s", spec->sandbox_id);
         row.name = strdup(spec->name);
         row.description = strdup(spec->description ? spec->description : "");
-        row.meta_json = meta_text(spec, spec->include_env ? info.env : NULL);
-        sbx_info_done(&info);
-        if (!row.name || !row.description || !row.meta_json) {
+        if (!row.name || !row.description || !meta) {
                 checkpoint_row_done(&row);
                 return fail_errno(err, -ENOMEM, "take a checkpoint");
         }
         pthread_mutex_lock(&create_lock);
-        r = create_file(m, spec, &row, err);
-        if (r == 0 && (r = store_checkpoint_create(m->store, &row)) < 0) {
-                char final[4400];
-                if (path_of(m, spec->org_id, row.id, ".tar", final, sizeof(final)) == 0)
-                        unlink(final);
-                fail_errno(err, r, "store the checkpoint");
-        }
+        r = create_locked(m, spec, meta, ctxs, &row, err);
         pthread_mutex_unlock(&create_lock);
         if (r < 0) {
                 checkpoint_row_done(&row);
@@ -240,14 +283,12 @@ int sbx_checkpoint_list(struct sandbox_mgr *m, const char *org_id, const char *s
 
 int sbx_checkpoint_delete(struct sandbox_mgr *m, const char *org_id, const char *id, struct err *err)
 {
-        char path[4400];
         int r = store_checkpoint_delete(m->store, org_id, id);
         if (r == -ENOENT || r == -ENAMETOOLONG || r == -EINVAL)
                 return not_found(err, id);
         if (r < 0)
                 return fail_errno(err, r, "delete the checkpoint");
-        if (path_of(m, org_id, id, ".tar", path, sizeof(path)) == 0)
-                unlink(path);
+        unlink_files(m, org_id, id);
         return 0;
 }
 
@@ -350,6 +391,24 @@ static int restore_files(struct sandbox_mgr *m, const char *org_id, const char *
         return r;
 }
 
+/* The saved contexts replace the target's: with their ids when restored
+ * into the sandbox they came from (REPL session ids stay valid). */
+static int restore_contexts(struct sandbox_mgr *m, const char *org_id, const char *target, struct opened *o,
+                            struct err *err)
+{
+        char path[4400], sum[72];
+        int r = path_of(m, org_id, o->row.id, ".contexts.json", path, sizeof(path));
+        _cleanup_close_ int fd = r < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || (r = checksum_fd(fd, sum)) < 0)
+                return fail_errno(err, r < 0 ? r : -errno, "read the checkpoint's code contexts");
+        if (strcmp(sum, json_string_value(json_object_get(o->meta, "contexts_sha256")) ?: "") != 0)
+                return fail_errno(err, -EBADMSG, "restore code contexts that do not match their checksum");
+        _cleanup_(json_decrefp) json_t *ctxs = json_loadfd(fd, 0, NULL);
+        if (!json_is_array(ctxs))
+                return fail_errno(err, -EBADMSG, "read the checkpoint's code contexts");
+        return sbx_contexts_import(m, org_id, target, ctxs, !strcmp(target, o->row.sandbox_id), err);
+}
+
 int sbx_checkpoint_restore(struct sandbox_mgr *m, const char *org_id, const char *id, const char *target,
                            bool with_env, struct err *err)
 {
@@ -362,6 +421,8 @@ int sbx_checkpoint_restore(struct sandbox_mgr *m, const char *org_id, const char
                 _cleanup_(json_decrefp) json_t *patch = env_patch(m, org_id, target, env, err);
                 r = patch ? sbx_set_env_org(m, org_id, target, patch, err) : err_ret(err);
         }
+        if (r == 0 && json_object_get(o.meta, "contexts"))
+                r = restore_contexts(m, org_id, target, &o, err);
         if (r == 0)
                 sbx_checkpoint_event(m, "checkpoint.restored", &o.row, target);
         return r;

@@ -29,6 +29,7 @@ struct sbx_checkpoint_spec {
         const char *description;         /* NULL: "" */
         struct files_filter filter;      /* patterns relative to /workspace */
         bool include_env;
+        bool include_contexts;           /* the code contexts' journals too */
         uint64_t max_count, max_bytes;   /* the org's caps; 0: none */
 };
 
@@ -57,6 +58,17 @@ int sbx_checkpoint_restore(struct sandbox_mgr *m, const char *org_id, const char
 int sbx_checkpoint_entries(struct sandbox_mgr *m, const char *org_id, const char *id,
                            int (*fn)(void *userdata, const struct files_tar_entry *e), void *userdata,
                            struct err *err);
+
+/* ---- code contexts as data (context_snapshot.c) ----
+ * [{id, binding, language, cwd, env, executions, build, stale, cells:
+ * [{code, env (JSON text), cwd, typescript}]}]: each context's row and
+ * cell journal (the interpreter itself is rebuilt from the journal). */
+int sbx_contexts_export(struct sandbox_mgr *m, const char *org_id, const char *id, json_t **ret, struct err *err);
+/* Replaces every code context of org_id's sandbox id (their interpreters
+ * killed) by those saved; keep_ids: they keep their saved ids where free.
+ * Each is rebuilt from its journal on its next cell. */
+int sbx_contexts_import(struct sandbox_mgr *m, const char *org_id, const char *id, json_t *saved, bool keep_ids,
+                        struct err *err);
 
 /* ---- hook for the event log (issue 15, item 1) ----
  * Called after a checkpoint was created ("checkpoint.created") or restored

@@ -184,6 +184,48 @@ def test_clone_into_new_sandbox(ctl):
     assert sh(ctl, creds, sb2["sandbox_id"], "echo $STAGE") == "one\n"
 
 
+def repl(d, creds, sid, rid=None, code=None):
+    base = V1 + f"/sandbox/{sid}/repl/sessions"
+    if rid is None:
+        status, res, _ = raw(d, "GET" if code is None else "POST", base, None if code is None else {}, headers=creds)
+        assert status in (200, 201), res
+        return res
+    status, res, _ = raw(d, "POST", f"{base}/{rid}/execute", {"code": code}, headers=creds)
+    assert status == 200, res
+    return "".join(o["text"] for o in res["outputs"] if o["type"] == "stdout")
+
+
+def test_code_contexts_restore_and_clone(ctl):
+    creds, _ = new_org(ctl)
+    sid = new_sandbox(ctl, creds)
+    s = repl(ctl, creds, sid, code="new")["session"]["id"]
+    repl(ctl, creds, sid, s, "x = 41\nimport os\nos.chdir('/workspace')")
+    assert repl(ctl, creds, sid, s, "print(x)") == "41\n"
+    plain = checkpoint(ctl, creds, sid)
+    assert plain["include_contexts"] is False and plain["contexts"] == 0
+    cp = checkpoint(ctl, creds, sid, include_contexts=True)
+    assert cp["include_contexts"] is True and cp["contexts"] == 1
+    repl(ctl, creds, sid, s, "x = 100")
+    other = repl(ctl, creds, sid, code="new")["session"]["id"]
+    repl(ctl, creds, sid, other, "z = 1")
+    restore(ctl, creds, cp["id"])
+    # the same session (its id kept), its state rebuilt from the journal; the
+    # session made after the checkpoint is gone
+    assert [x["id"] for x in repl(ctl, creds, sid)["sessions"]] == [s]
+    assert repl(ctl, creds, sid, s, "print(x)") == "41\n"
+    # a clone gets its own copy under a new id
+    status, sb, _ = raw(ctl, "POST", V1 + f"/checkpoints/{cp['id']}/clone", {}, headers=creds)
+    assert status == 201, sb
+    sessions = repl(ctl, creds, sb["sandbox_id"])["sessions"]
+    assert len(sessions) == 1 and sessions[0]["id"] != s
+    assert repl(ctl, creds, sb["sandbox_id"], sessions[0]["id"], "print(x + 1)") == "42\n"
+    assert repl(ctl, creds, sid, s, "print(x)") == "41\n"  # independent
+    # a checkpoint without contexts leaves the sessions alone
+    repl(ctl, creds, sid, s, "x = 7")
+    restore(ctl, creds, plain["id"])
+    assert repl(ctl, creds, sid, s, "print(x)") == "7\n"
+
+
 def test_compare(ctl):
     creds, _ = new_org(ctl)
     sid = new_sandbox(ctl, creds)
@@ -269,7 +311,7 @@ def test_validation_errors(ctl):
     sid = new_sandbox(ctl, creds)
     for body in ({}, {"name": ""}, {"name": 5}, {"name": "x", "include_paths": "*.py"},
                  {"name": "x", "include_paths": ["../etc"]}, {"name": "x", "exclude_paths": ["a/../../b"]},
-                 {"name": "x", "include_env": "yes"}, {"name": "x", "include_contexts": True},
+                 {"name": "x", "include_env": "yes"}, {"name": "x", "include_contexts": "yes"},
                  {"name": "x" * 300}):
         status, res, _ = raw(ctl, "POST", V1 + f"/sandbox/{sid}/checkpoints", body, headers=creds)
         assert status == 400 and res["error"]["code"] == "VALIDATION_ERROR", (body, res)

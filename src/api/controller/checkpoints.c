@@ -12,8 +12,8 @@
  *   GET    /checkpoints/:id/compare/:other   added / removed / modified
  *
  * Paths are relative to /workspace ("/workspace/" and "./" prefixes are
- * dropped); include_contexts: true is refused (400) until code contexts
- * can be checkpointed. Quotas: controller.checkpoints_max and
+ * dropped); include_contexts keeps the code contexts (REPL sessions) as
+ * their cell journals, replayed on their next cell after a restore. Quotas: controller.checkpoints_max and
  * controller.checkpoint_bytes per org → 413 CHECKPOINT_QUOTA_EXCEEDED. */
 #include <string.h>
 
@@ -39,12 +39,14 @@ static json_t *checkpoint_json(const struct checkpoint_row *row)
 {
         _cleanup_json_ json_t *meta = json_loads(row->meta_json, 0, NULL);
         json_t *inc = json_object_get(meta, "include_paths"), *exc = json_object_get(meta, "exclude_paths");
-        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:O, s:O, s:b, s:b}", "id", row->id,
+        json_t *ctxs = json_object_get(meta, "contexts");
+        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:O, s:O, s:b, s:b, s:I}", "id", row->id,
                               "sandbox_id", row->sandbox_id, "org_id", row->org_id, "name", row->name, "description",
                               row->description, "size_bytes", (json_int_t)row->size_bytes, "file_count",
                               (json_int_t)row->file_count, "checksum", row->checksum, "include_paths",
                               inc ? inc : json_array(), "exclude_paths", exc ? exc : json_array(), "include_env",
-                              json_object_get(meta, "env") != NULL, "include_contexts", 0);
+                              json_object_get(meta, "env") != NULL, "include_contexts", ctxs != NULL, "contexts",
+                              json_integer_value(ctxs));
         put_time(j, "created_at", row->created_at);
         return j;
 }
@@ -114,7 +116,6 @@ static bool opt_bool(json_t *b, const char *name, bool *ret, struct http_respons
 static bool parse_spec(json_t *b, struct sbx_checkpoint_spec *spec, const char **inc, const char **exc,
                        struct http_response *res)
 {
-        bool contexts = false;
         if (!ctl_opt_string(b, "name", &spec->name, res) || !ctl_opt_string(b, "description", &spec->description, res))
                 return false;
         if (!spec->name || !spec->name[0] || strlen(spec->name) > CKPT_NAME_BYTES ||
@@ -125,13 +126,9 @@ static bool parse_spec(json_t *b, struct sbx_checkpoint_spec *spec, const char *
         }
         if (!parse_patterns(b, "include_paths", inc, &spec->filter.ninclude, res) ||
             !parse_patterns(b, "exclude_paths", exc, &spec->filter.nexclude, res) ||
-            !opt_bool(b, "include_env", &spec->include_env, res) || !opt_bool(b, "include_contexts", &contexts, res))
+            !opt_bool(b, "include_env", &spec->include_env, res) ||
+            !opt_bool(b, "include_contexts", &spec->include_contexts, res))
                 return false;
-        if (contexts) {
-                ctl_error(res, 400, "VALIDATION_ERROR",
-                          "include_contexts is not supported: a checkpoint holds the workspace and env");
-                return false;
-        }
         spec->filter.include = inc;
         spec->filter.exclude = exc;
         return true;
