@@ -72,6 +72,9 @@ struct files_tar_entry {
         uint64_t size;
         char sha256[65];
 };
+/* SHA-256 (hex) of fd's bytes from offset 0 to its end, streamed with
+ * pread (fd's offset is left alone). 0 or -errno. */
+int files_sha256_fd(int fd, char out[65]);
 /* Reads the (uncompressed or gzip) tar of fd from its current offset to
  * its end, streaming: fn per entry (< 0 stops with that value). */
 int files_tar_each(int fd, int (*fn)(void *userdata, const struct files_tar_entry *e), void *userdata,

@@ -4,7 +4,6 @@
 #include "sandbox/checkpoint.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -55,36 +54,11 @@ static int new_id(char out[STORE_ID_MAX])
         return 0;
 }
 
-static void md_ctxp(EVP_MD_CTX **c)
-{
-        EVP_MD_CTX_free(*c);
-}
-
-/* "sha256:<hex>" of fd's bytes from offset 0 (streamed). */
+/* "sha256:<hex>" of fd's bytes (streamed). */
 static int checksum_fd(int fd, char out[72])
 {
-        _cleanup_(md_ctxp) EVP_MD_CTX *c = EVP_MD_CTX_new();
-        unsigned char buf[65536], md[EVP_MAX_MD_SIZE];
-        unsigned len = 0;
-        off_t off = 0;
-        if (!c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t n = pread(fd, buf, sizeof(buf), off);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                EVP_DigestUpdate(c, buf, (size_t)n);
-                off += n;
-        }
-        EVP_DigestFinal_ex(c, md, &len);
-        size_t k = (size_t)snprintf(out, 72, "sha256:");
-        for (unsigned i = 0; i < len && i < 32; i++)
-                k += (size_t)snprintf(out + k, 3, "%02x", md[i]);
-        return 0;
+        memcpy(out, "sha256:", 7);
+        return files_sha256_fd(fd, out + 7);
 }
 
 static int fail_errno(struct err *err, int r, const char *what)
@@ -391,29 +365,38 @@ static int restore_files(struct sandbox_mgr *m, const char *org_id, const char *
         return r;
 }
 
-/* The saved contexts replace the target's: with their ids when restored
- * into the sandbox they came from (REPL session ids stay valid). */
-static int restore_contexts(struct sandbox_mgr *m, const char *org_id, const char *target, struct opened *o,
-                            struct err *err)
+/* The saved contexts, checked against their SHA-256 (*ret NULL when the
+ * checkpoint has none). */
+static int load_contexts(struct sandbox_mgr *m, const char *org_id, struct opened *o, json_t **ret,
+                         struct err *err)
 {
         char path[4400], sum[72];
+        *ret = NULL;
+        if (!json_object_get(o->meta, "contexts"))
+                return 0;
         int r = path_of(m, org_id, o->row.id, ".contexts.json", path, sizeof(path));
         _cleanup_close_ int fd = r < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0 || (r = checksum_fd(fd, sum)) < 0)
                 return fail_errno(err, r < 0 ? r : -errno, "read the checkpoint's code contexts");
         if (strcmp(sum, json_string_value(json_object_get(o->meta, "contexts_sha256")) ?: "") != 0)
                 return fail_errno(err, -EBADMSG, "restore code contexts that do not match their checksum");
-        _cleanup_(json_decrefp) json_t *ctxs = json_loadfd(fd, 0, NULL);
-        if (!json_is_array(ctxs))
+        json_t *ctxs = json_loadfd(fd, 0, NULL);
+        if (!json_is_array(ctxs)) {
+                json_decref(ctxs);
                 return fail_errno(err, -EBADMSG, "read the checkpoint's code contexts");
-        return sbx_contexts_import(m, org_id, target, ctxs, !strcmp(target, o->row.sandbox_id), err);
+        }
+        *ret = ctxs;
+        return 0;
 }
 
 int sbx_checkpoint_restore(struct sandbox_mgr *m, const char *org_id, const char *id, const char *target,
                            bool with_env, struct err *err)
 {
         _cleanup_(opened_done) struct opened o;
+        _cleanup_(json_decrefp) json_t *ctxs = NULL;
         int r = open_checkpoint(m, org_id, id, &o, err);
+        if (r == 0)
+                r = load_contexts(m, org_id, &o, &ctxs, err);
         if (r == 0)
                 r = restore_files(m, org_id, target, &o, err);
         json_t *env = json_object_get(o.meta, "env");
@@ -421,8 +404,10 @@ int sbx_checkpoint_restore(struct sandbox_mgr *m, const char *org_id, const char
                 _cleanup_(json_decrefp) json_t *patch = env_patch(m, org_id, target, env, err);
                 r = patch ? sbx_set_env_org(m, org_id, target, patch, err) : err_ret(err);
         }
-        if (r == 0 && json_object_get(o.meta, "contexts"))
-                r = restore_contexts(m, org_id, target, &o, err);
+        /* Saved contexts replace the target's: with their ids when restored
+         * into the sandbox they came from (REPL session ids stay valid). */
+        if (r == 0 && ctxs)
+                r = sbx_contexts_import(m, org_id, target, ctxs, !strcmp(target, o.row.sandbox_id), err);
         if (r == 0)
                 sbx_checkpoint_event(m, "checkpoint.restored", &o.row, target);
         return r;

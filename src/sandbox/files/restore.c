@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/util.h"
 #include "sandbox/archive.h"
@@ -62,17 +63,19 @@ static char entry_type(struct archive_entry *e)
         }
 }
 
-static int hash_data(struct archive *a, char out[65], struct err *err)
+/* SHA-256 of what read() yields until it returns 0, as hex into out;
+ * read's negative value is returned as is. */
+static long sha256_stream(long (*read)(void *src, void *buf, size_t len), void *src, char out[65])
 {
         _cleanup_(md_ctxp) EVP_MD_CTX *c = EVP_MD_CTX_new();
         unsigned char md[EVP_MAX_MD_SIZE], buf[65536];
         unsigned len = 0;
         if (!c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1)
-                return err_set(err, ERR_INTERNAL, ENOMEM, "Cannot hash: out of memory");
+                return -ENOMEM;
         for (;;) {
-                la_ssize_t n = archive_read_data(a, buf, sizeof(buf));
+                long n = read(src, buf, sizeof(buf));
                 if (n < 0)
-                        return read_fail(a, err, "checkpoint.read");
+                        return n;
                 if (n == 0)
                         break;
                 EVP_DigestUpdate(c, buf, (size_t)n);
@@ -81,6 +84,45 @@ static int hash_data(struct archive *a, char out[65], struct err *err)
         for (unsigned i = 0; i < len && i < 32; i++)
                 snprintf(out + 2 * i, 3, "%02x", md[i]);
         return 0;
+}
+
+static long read_archive(void *src, void *buf, size_t len)
+{
+        la_ssize_t n = archive_read_data(src, buf, len);
+        return n < 0 ? -EIO : (long)n;
+}
+
+struct fd_at {
+        int fd;
+        off_t off;
+};
+
+static long read_fd(void *src, void *buf, size_t len)
+{
+        struct fd_at *f = src;
+        for (;;) {
+                ssize_t n = pread(f->fd, buf, len, f->off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                f->off += n;
+                return n;
+        }
+}
+
+int files_sha256_fd(int fd, char out[65])
+{
+        struct fd_at f = { fd, 0 };
+        return (int)sha256_stream(read_fd, &f, out);
+}
+
+static int hash_data(struct archive *a, char out[65], struct err *err)
+{
+        long r = sha256_stream(read_archive, a, out);
+        if (r == -ENOMEM)
+                return err_set(err, ERR_INTERNAL, ENOMEM, "Cannot hash: out of memory");
+        return r < 0 ? read_fail(a, err, "checkpoint.read") : 0;
 }
 
 static int open_reader(struct archive **ret)
