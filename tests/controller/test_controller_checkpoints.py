@@ -130,6 +130,18 @@ def test_corrupt_archive_is_refused(ctl):
     status, res, _ = raw(ctl, "POST", V1 + f"/checkpoints/{cp['id']}/restore", {}, headers=creds)
     assert status == 500 and res["error"]["code"] == "INTERNAL_ERROR"
     assert sh(ctl, creds, sid, "cat /workspace/main.py") == "changed\n"  # untouched
+    # the same for a checkpoint's code contexts: checked before anything moves
+    cp = checkpoint(ctl, creds, sid, include_contexts=True)
+    side = os.path.join(ctl.data_dir, "checkpoints", org, cp["id"] + ".contexts.json")
+    assert stat.S_IMODE(os.stat(side).st_mode) == 0o600 and open(side).read() == "[]"
+    with open(side, "w") as f:
+        f.write('[{"language": "python", "cells": []}]')
+    sh(ctl, creds, sid, "echo again > /workspace/main.py")
+    status, res, _ = raw(ctl, "POST", V1 + f"/checkpoints/{cp['id']}/restore", {}, headers=creds)
+    assert status == 500 and res["error"]["code"] == "INTERNAL_ERROR"
+    assert sh(ctl, creds, sid, "cat /workspace/main.py") == "again\n"
+    status, _, _ = raw(ctl, "DELETE", V1 + f"/checkpoints/{cp['id']}", headers=creds)
+    assert status == 200 and not os.path.exists(side)
 
 
 def test_include_and_exclude(ctl):
