@@ -23,13 +23,16 @@
  * both see room for one more. A create costs one workspace walk. */
 static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void sbx_checkpoint_event(struct sandbox_mgr *m, const char *event, const struct checkpoint_row *row,
-                          const char *target)
+void sbx_mgr_set_checkpoint_events(struct sandbox_mgr *m, sbx_checkpoint_event_fn fn, void *userdata)
 {
-        /* EVENT HOOK (ctl-events): emit `event` ("checkpoint.created" /
-         * "checkpoint.restored") for row->org_id with checkpointId row->id,
-         * sandboxId target (restored into) or row->sandbox_id. */
-        (void)m, (void)event, (void)row, (void)target;
+        m->checkpoint_event = fn;
+        m->checkpoint_event_userdata = userdata;
+}
+
+static void emit(struct sandbox_mgr *m, const char *event, const struct checkpoint_row *row, const char *sandbox_id)
+{
+        if (m->checkpoint_event)
+                m->checkpoint_event(m->checkpoint_event_userdata, event, row, sandbox_id);
 }
 
 static int path_of(struct sandbox_mgr *m, const char *org_id, const char *id, const char *suffix, char *out,
@@ -226,7 +229,7 @@ int sbx_checkpoint_create(struct sandbox_mgr *m, const struct sbx_checkpoint_spe
                 checkpoint_row_done(&row);
                 return r;
         }
-        sbx_checkpoint_event(m, "checkpoint.created", &row, row.sandbox_id);
+        emit(m, "checkpoint.created", &row, row.sandbox_id);
         *ret = row;
         return 0;
 }
@@ -409,6 +412,6 @@ int sbx_checkpoint_restore(struct sandbox_mgr *m, const char *org_id, const char
         if (r == 0 && ctxs)
                 r = sbx_contexts_import(m, org_id, target, ctxs, !strcmp(target, o.row.sandbox_id), err);
         if (r == 0)
-                sbx_checkpoint_event(m, "checkpoint.restored", &o.row, target);
+                emit(m, "checkpoint.restored", &o.row, target);
         return r;
 }

@@ -71,8 +71,9 @@ int sbx_contexts_import(struct sandbox_mgr *m, const char *org_id, const char *i
                         struct err *err);
 
 /* ---- hook for the event log (issue 15, item 1) ----
- * Called after a checkpoint was created ("checkpoint.created") or restored
- * ("checkpoint.restored"; target is the sandbox restored into). A no-op
- * until the event log exists: its author fills it in (checkpoint.c). */
-void sbx_checkpoint_event(struct sandbox_mgr *m, const char *event, const struct checkpoint_row *row,
-                          const char *target);
+ * fn is called after a checkpoint was created (event "checkpoint.created",
+ * sandbox_id its sandbox) or restored ("checkpoint.restored", sandbox_id
+ * the sandbox restored into or cloned to), on the request's thread, with
+ * a borrowed row. Set it once, before the first request (as
+ * sbx_mgr_set_org_env); none is set until the event log exists. */
+void sbx_mgr_set_checkpoint_events(struct sandbox_mgr *m, sbx_checkpoint_event_fn fn, void *userdata);

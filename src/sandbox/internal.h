@@ -119,6 +119,8 @@ struct sandbox_mgr {
         struct terminals *terminals; /* terminal.c: the live terminals */
         sbx_org_env_fn org_env;      /* orgenv.c; NULL: no org gives env */
         void *org_env_userdata;
+        sbx_checkpoint_event_fn checkpoint_event; /* checkpoint.c; NULL: none */
+        void *checkpoint_event_userdata;
 };
 
 /* registry.c */

@@ -93,6 +93,10 @@ void sbx_mgr_free(struct sandbox_mgr *m);
  * holds a value in clear) and gets the org's again on replay. Set it once,
  * before the first request. */
 typedef int (*sbx_org_env_fn)(void *userdata, const char *org_id, json_t *env, struct err *err);
+/* The checkpoints' event hook (sandbox/checkpoint.h). */
+struct checkpoint_row;
+typedef void (*sbx_checkpoint_event_fn)(void *userdata, const char *event, const struct checkpoint_row *row,
+                                        const char *sandbox_id);
 void sbx_mgr_set_org_env(struct sandbox_mgr *m, sbx_org_env_fn fn, void *userdata);
 
 /* ^[A-Za-z0-9._-]{1,128}$ (a facade may allow fewer), no leading/trailing '-', not all dots, not a
