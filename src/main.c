@@ -12,6 +12,7 @@
 #include "api/workers/result_json.h"
 #include "api/bridge/bridge.h"
 #include "api/controller/controller.h"
+#include "api/controller/template_catalog.h"
 #include "api/workers/routes.h"
 #include "base/log.h"
 #include "base/metrics.h"
@@ -183,6 +184,11 @@ static int build_config(const struct cli *cli, struct config *cfg)
                 cfg->insecure = true;
         if (!cfg->kernels_dir[0])
                 default_kernels_dir(cfg->kernels_dir, sizeof(cfg->kernels_dir));
+        if (!cfg->ctl_templates_dir[0]) { /* the repo's templates/, as the kernels */
+                char exe[PATH_MAX - 64];
+                exe_dir(exe, sizeof(exe));
+                snprintf(cfg->ctl_templates_dir, sizeof(cfg->ctl_templates_dir), "%s/../templates", exe);
+        }
         if (!cfg->forkserver_dir[0]) /* the build puts the shim next to the binary */
                 exe_dir(cfg->forkserver_dir, sizeof(cfg->forkserver_dir));
         return 0;
@@ -483,10 +489,13 @@ int main(int argc, char **argv)
                 return 1;
         }
         r = tenant_start(&cfg, cli.rotate_session_key, app.store, &app.tenant);
+        if (r >= 0 && (r = ctl_templates_load(cfg.ctl_templates_dir, &app.templates, &err)) < 0)
+                log_start_failure("cannot load the sandbox templates", cfg.ctl_templates_dir, &err);
         if (r >= 0)
                 sbx_mgr_set_org_env(app.sandboxes, org_secrets_env, app.tenant);
         if (r >= 0)
                 r = start_server(&app, &sigs);
+        ctl_templates_free(app.templates);
         tenant_free(app.tenant);
         sbx_mgr_free(app.sandboxes);
         store_close(app.store);

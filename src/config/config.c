@@ -127,6 +127,10 @@ static const struct cfg_opt opts[] = {
         BOOL("controller.queue_mode", ctl_queue_mode, 0, "over budget: queue the request (202) instead of 429 CONCURRENT_LIMIT_EXCEEDED; env QUEUE_MODE_ENABLED"),
         U64("controller.queue_max_depth", ctl_queue_max_depth, 100, 1, 1000000, "queued requests per org before 429 QUEUE_DEPTH_EXCEEDED; env QUEUE_MAX_DEPTH"),
         U64("controller.queue_ttl_s", ctl_queue_ttl_s, 3600, 1, 7 * 86400, "a queued request not started within this many seconds expires"),
+        /* Issue 15: templates shipped as data files, checkpoints in the data dir. */
+        STR("controller.templates_dir", ctl_templates_dir, "", "sandbox templates (<id>/template.json + files/; default: templates/ of the binary's source tree)"),
+        U64("controller.checkpoints_max", ctl_checkpoints_max, 100, 1, 1000000, "checkpoints one org may keep (413 CHECKPOINT_QUOTA_EXCEEDED beyond)"),
+        U64("controller.checkpoint_bytes", ctl_checkpoint_bytes, 1 * GiB, 64 * KiB, UINT64_MAX / 2, "bytes of checkpoint archives one org may keep (413 CHECKPOINT_QUOTA_EXCEEDED beyond)"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)

@@ -90,6 +90,13 @@ struct store_ops {
         /* Pushes struct secret_row items of one page; ret_total: the org's count. */
         int (*secret_list)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
                            struct store_rows *out, uint64_t *ret_total);
+        int (*checkpoint_create)(struct store *s, const struct checkpoint_row *row);
+        int (*checkpoint_get)(struct store *s, const char *org_id, const char *id, struct checkpoint_row *ret);
+        int (*checkpoint_delete)(struct store *s, const char *org_id, const char *id);
+        /* Pushes struct checkpoint_row items; sandbox_id NULL: all the org's. */
+        int (*checkpoint_list)(struct store *s, const char *org_id, const char *sandbox_id, uint64_t limit,
+                               uint64_t offset, struct store_rows *out, uint64_t *ret_total);
+        int (*checkpoint_usage)(struct store *s, const char *org_id, uint64_t *ret_count, uint64_t *ret_bytes);
 
         int (*queue_insert)(struct store *s, const struct queue_row *row);
         int (*queue_get)(struct store *s, const char *org_id, const char *id, struct queue_row *ret);

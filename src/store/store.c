@@ -593,6 +593,81 @@ int store_queue_settle(struct store *s, bool at_start, uint32_t failed_status, c
         return s->ops->queue_settle(s, at_start, failed_status, failed_body, now, expire_before, forget_before);
 }
 
+/* ---- checkpoints ------------------------------------------------------ */
+
+void checkpoint_row_done(struct checkpoint_row *r)
+{
+        if (!r)
+                return;
+        free(r->name);
+        free(r->description);
+        free(r->meta_json);
+        r->name = r->description = r->meta_json = NULL;
+}
+
+static void checkpoint_item_done(void *item)
+{
+        checkpoint_row_done(item);
+}
+
+static int check_checkpoint(const struct checkpoint_row *row)
+{
+        int r;
+
+        if (!row || !row->name || !row->description || !row->meta_json)
+                return -EINVAL;
+        if ((r = check_id(row->org_id)) < 0 || (r = check_id(row->sandbox_id)) < 0 ||
+            (r = CHECK_FIELD(row, checksum)) < 0 || row->size_bytes > INT64_MAX || row->file_count > INT64_MAX)
+                return r < 0 ? r : -ERANGE;
+        return 0;
+}
+
+int store_checkpoint_create(struct store *s, const struct checkpoint_row *row)
+{
+        STORE_CALL(s, true, row ? row->id : NULL, check_checkpoint(row) ?: s->ops->checkpoint_create(s, row));
+}
+
+int store_checkpoint_get(struct store *s, const char *org_id, const char *id, struct checkpoint_row *ret)
+{
+        int r = check_id(org_id);
+        if (r < 0)
+                return r;
+        STORE_CALL(s, ret, id, s->ops->checkpoint_get(s, org_id, id, ret));
+}
+
+int store_checkpoint_delete(struct store *s, const char *org_id, const char *id)
+{
+        int r = check_id(org_id);
+        if (r < 0)
+                return r;
+        STORE_CALL(s, true, id, s->ops->checkpoint_delete(s, org_id, id));
+}
+
+int store_checkpoint_each(struct store *s, const char *org_id, const char *sandbox_id, uint64_t limit,
+                          uint64_t offset, void (*fn)(const struct checkpoint_row *row, void *userdata),
+                          void *userdata, uint64_t *ret_total)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct checkpoint_row),
+                                                           .done = checkpoint_item_done };
+        int r = !s || !fn || !ret_total || limit > INT64_MAX || offset > INT64_MAX ? -EINVAL : check_id(org_id);
+        if (r == 0 && sandbox_id)
+                r = check_id(sandbox_id);
+        if (r < 0)
+                return r;
+        {
+                STORE_GUARD(s);
+                r = s->ops->checkpoint_list(s, org_id, sandbox_id, limit, offset, &l, ret_total);
+        }
+        for (size_t i = 0; r >= 0 && i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        return r;
+}
+
+int store_checkpoint_usage(struct store *s, const char *org_id, uint64_t *ret_count, uint64_t *ret_bytes)
+{
+        STORE_CALL(s, ret_count && ret_bytes, org_id, s->ops->checkpoint_usage(s, org_id, ret_count, ret_bytes));
+}
+
 /* ---- sandboxes -------------------------------------------------------- */
 
 int store_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret)

@@ -185,6 +185,32 @@ int store_queue_stats(struct store *s, const char *org_id, uint64_t since, struc
  * forget_before are dropped. */
 int store_queue_settle(struct store *s, bool at_start, uint32_t failed_status, const char *failed_body, uint64_t now,
                        uint64_t expire_before, uint64_t forget_before);
+/* A checkpoint (issue 15): a tar of a sandbox's workspace kept in the
+ * data dir; the row holds what describes it. Checkpoints outlive their
+ * sandbox (sandbox_id is a plain reference, no cascade). */
+struct checkpoint_row {
+        char id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        char sandbox_id[STORE_ID_MAX];
+        char *name;               /* owned (malloc) */
+        char *description;        /* owned; "" when none */
+        char checksum[72];        /* "sha256:" + hex of the tar file */
+        uint64_t size_bytes, file_count, created_at;   /* created_at: epoch ms */
+        char *meta_json;          /* owned: the filters, env, … ("{}" when none) */
+};
+void checkpoint_row_done(struct checkpoint_row *r);
+/* -EEXIST when the id is taken. */
+int store_checkpoint_create(struct store *s, const struct checkpoint_row *row);
+/* Scoped by org: another org's checkpoint is -ENOENT, as a missing one. */
+int store_checkpoint_get(struct store *s, const char *org_id, const char *id, struct checkpoint_row *ret);
+int store_checkpoint_delete(struct store *s, const char *org_id, const char *id);
+/* The org's checkpoints (sandbox_id NULL: all, else that sandbox's) newest
+ * first, one page; *ret_total: how many match. fn gets a borrowed row. */
+int store_checkpoint_each(struct store *s, const char *org_id, const char *sandbox_id, uint64_t limit,
+                          uint64_t offset, void (*fn)(const struct checkpoint_row *row, void *userdata),
+                          void *userdata, uint64_t *ret_total);
+/* How many checkpoints the org keeps and their bytes together. */
+int store_checkpoint_usage(struct store *s, const char *org_id, uint64_t *ret_count, uint64_t *ret_bytes);
 
 struct sandbox_row {
         char id[STORE_ID_MAX];

@@ -32,7 +32,15 @@
 #define QUEUE_DEFAULT_RUN_MS 2000
 
 static const char *const slot_kind[_CTL_SLOT_MAX] = { "sandbox", "execute" };
-static http_handler slot_handler[_CTL_SLOT_MAX];
+
+/* The budgeted routes, registered before main runs (CTL_BUDGETED). */
+#define BUDGET_ROUTES_MAX 16
+static struct budget_route {
+        enum ctl_slot kind;
+        const char *pattern;
+        http_handler fn;
+} budget_routes[BUDGET_ROUTES_MAX];
+static size_t nbudget_routes;
 
 struct org_load {
         char org_id[STORE_ID_MAX];
@@ -51,9 +59,40 @@ struct ctl_queue {
         uint64_t avg_run_ms;               /* moving average of queued runs */
 };
 
-void ctl_budget_handler(enum ctl_slot kind, http_handler fn)
+void ctl_budget_handler(enum ctl_slot kind, const char *pattern, http_handler fn)
 {
-        slot_handler[kind] = fn;
+        if (nbudget_routes < BUDGET_ROUTES_MAX)
+                budget_routes[nbudget_routes++] = (struct budget_route){ kind, pattern, fn };
+}
+
+/* Whether path matches pattern segment by segment (":name" takes one);
+ * the first capture goes to *cap (a copy, cap_len bytes). */
+static bool path_match(const char *pattern, const char *path, char *cap, size_t cap_len)
+{
+        cap[0] = '\0';
+        while (*pattern && *path) {
+                if (*pattern == ':') {
+                        size_t n = strcspn(path, "/");
+                        if (n == 0 || n >= cap_len)
+                                return false;
+                        if (!cap[0])
+                                snprintf(cap, cap_len, "%.*s", (int)n, path);
+                        pattern += strcspn(pattern, "/");
+                        path += n;
+                } else if (*pattern++ != *path++) {
+                        return false;
+                }
+        }
+        return !*pattern && !*path;
+}
+
+/* The registered route of a queued request's path, its capture in cap. */
+static const struct budget_route *route_of(const char *path, char *cap, size_t cap_len)
+{
+        for (size_t i = 0; i < nbudget_routes; i++)
+                if (path_match(budget_routes[i].pattern, path, cap, cap_len))
+                        return &budget_routes[i];
+        return NULL;
 }
 
 /* ---- budgets ---- */
@@ -276,7 +315,7 @@ static void enqueue(struct ctl_queue *q, struct http_request *req, struct http_r
         answer_queued(q, res, row.id, ahead, depth, slots);
 }
 
-void ctl_budgeted(struct http_request *req, struct http_response *res, enum ctl_slot kind)
+void ctl_budgeted(struct http_request *req, struct http_response *res, enum ctl_slot kind, http_handler fn)
 {
         struct app *app = req->app;
         struct ctl_queue *q = app->ctl_queue;
@@ -287,7 +326,7 @@ void ctl_budgeted(struct http_request *req, struct http_response *res, enum ctl_
         bool ok = queue_empty && slot_take(q, org, kind);
         pthread_mutex_unlock(&q->lock);
         if (ok) {
-                slot_handler[kind](req, res);
+                fn(req, res);
                 slot_give(q, org, kind);
                 return;
         }
@@ -309,6 +348,8 @@ struct queued_run {
         struct ctl_queue *q;
         struct queue_row row;
         enum ctl_slot kind;
+        http_handler fn;
+        char capture[STORE_ID_MAX];
 };
 
 static void record_answer(struct ctl_queue *q, struct queued_run *run, struct http_response *res, uint64_t ms)
@@ -336,11 +377,11 @@ static void *run_queued(void *arg)
                 .method = "POST", .path = run->row.route, .body = run->row.body, .body_len = strlen(run->row.body),
                 .app = q->app, .auth = &caller,
         };
-        req.captures[0] = run->row.sandbox_id[0] ? run->row.sandbox_id : NULL;
+        req.captures[0] = run->capture[0] ? run->capture : NULL;
         struct http_response res;
         http_response_init(&res);
         uint64_t start = now_ms();
-        slot_handler[run->kind](&req, &res);
+        run->fn(&req, &res);
         record_answer(q, run, &res, now_ms() - start);
         http_response_done(&res);
         slot_give(q, run->row.org_id, run->kind);
@@ -358,6 +399,20 @@ static enum ctl_slot kind_of(const char *kind)
         return strcmp(kind, slot_kind[CTL_SLOT_SANDBOX]) ? CTL_SLOT_EXECUTE : CTL_SLOT_SANDBOX;
 }
 
+/* A queued path no budgeted route serves any more (a newer build): it can
+ * never run, so it fails at once rather than blocking its org's queue. */
+static void fail_unroutable(struct ctl_queue *q, const struct queue_row *head)
+{
+        struct queue_row row = *head;
+        row.response_status = 500;
+        row.response_body = (char *)"{\"error\":{\"code\":\"INTERNAL_ERROR\",\"message\":"
+                                    "\"This request's route is no longer served\"}}";
+        snprintf(row.status, sizeof(row.status), "failed");
+        row.finished_at = wall_ms();
+        if (store_queue_update(q->app->store, &row) < 0)
+                log_warn("msg=\"cannot fail an unroutable queued request\" id=%s", head->id);
+}
+
 struct heads {
         struct ctl_queue *q;
         unsigned seen, started;
@@ -369,10 +424,16 @@ static void try_start(const struct queue_row *head, void *userdata)
 {
         struct heads *h = userdata;
         struct ctl_queue *q = h->q;
-        enum ctl_slot kind = kind_of(head->kind);
+        char capture[STORE_ID_MAX];
+        const struct budget_route *route = route_of(head->route, capture, sizeof(capture));
+        enum ctl_slot kind = route ? route->kind : kind_of(head->kind);
         h->seen++;
+        if (!route) {
+                fail_unroutable(q, head);
+                return;
+        }
         pthread_mutex_lock(&q->lock);
-        bool ok = !q->stop && slot_handler[kind] && slot_take(q, head->org_id, kind);
+        bool ok = !q->stop && slot_take(q, head->org_id, kind);
         if (ok)
                 q->inflight++;
         pthread_mutex_unlock(&q->lock);
@@ -384,6 +445,8 @@ static void try_start(const struct queue_row *head, void *userdata)
         if (run) {
                 run->q = q;
                 run->kind = kind;
+                run->fn = route->fn;
+                snprintf(run->capture, sizeof(run->capture), "%s", capture);
                 run->row = *head;
                 run->row.body = strdup(head->body);
                 run->row.caller = strdup(head->caller);

@@ -131,7 +131,7 @@ static const char *const migrations[] = {
         "  updated_at INTEGER NOT NULL DEFAULT 0,"
         "  PRIMARY KEY(org_id, name));",
 
-        /* queue mode (issue 15): controller requests waiting for their
+        /* 8: queue mode (issue 15): controller requests waiting for their
          * org's concurrency budget, in seq order per org, and their
          * answers once run (kept a day for GET /requests/:id). */
         "CREATE TABLE queued_requests("
@@ -150,6 +150,23 @@ static const char *const migrations[] = {
         "  started_at INTEGER NOT NULL DEFAULT 0,"
         "  finished_at INTEGER NOT NULL DEFAULT 0);"
         "CREATE INDEX queued_requests_org ON queued_requests(org_id, status, seq);",
+
+        /* 9 (issue 15): checkpoints, their
+         * tar files in <data_dir>/checkpoints/<org>/<id>.tar. No foreign
+         * key to sandboxes: a checkpoint outlives its sandbox. */
+        "CREATE TABLE checkpoints("
+        "  id TEXT PRIMARY KEY,"
+        "  org_id TEXT NOT NULL,"
+        "  sandbox_id TEXT NOT NULL,"
+        "  name TEXT NOT NULL,"
+        "  description TEXT NOT NULL DEFAULT '',"
+        "  checksum TEXT NOT NULL,"
+        "  size_bytes INTEGER NOT NULL DEFAULT 0,"
+        "  file_count INTEGER NOT NULL DEFAULT 0,"
+        "  meta_json TEXT NOT NULL DEFAULT '{}',"
+        "  created_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX checkpoints_org_created ON checkpoints(org_id, created_at, id);"
+        "CREATE INDEX checkpoints_org_sandbox ON checkpoints(org_id, sandbox_id, created_at);",
 };
 
 int sq_schema_latest(void)

@@ -8,7 +8,7 @@
  *
  * Files: db.c connection, pragmas, open/close, the ops table; stmt.c
  * statement, transaction and error helpers; migrate.c schema migrations;
- * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c one table each;
+ * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c one table each;
  * tenants.c users, api_keys and sessions. */
 #pragma once
 
@@ -140,6 +140,12 @@ int sq_secret_update(struct store *s, const struct secret_row *row);
 int sq_secret_delete(struct store *s, const char *org_id, const char *name);
 int sq_secret_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
                    uint64_t *ret_total);
+int sq_checkpoint_create(struct store *s, const struct checkpoint_row *row);
+int sq_checkpoint_get(struct store *s, const char *org_id, const char *id, struct checkpoint_row *ret);
+int sq_checkpoint_delete(struct store *s, const char *org_id, const char *id);
+int sq_checkpoint_list(struct store *s, const char *org_id, const char *sandbox_id, uint64_t limit, uint64_t offset,
+                       struct store_rows *out, uint64_t *ret_total);
+int sq_checkpoint_usage(struct store *s, const char *org_id, uint64_t *ret_count, uint64_t *ret_bytes);
 
 int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret);
 int sq_sandbox_put(struct store *s, const struct sandbox_row *row);
