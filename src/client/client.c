@@ -50,6 +50,11 @@ const char *client_url(const struct client *c)
         return c->cfg.url;
 }
 
+const char *client_key(const struct client *c)
+{
+        return c->cfg.key;
+}
+
 void client_reply_clear(struct client_reply *r)
 {
         free(r->body);
