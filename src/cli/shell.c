@@ -37,8 +37,12 @@
         "  --session NAME  join (or start) the named terminal and leave it running on exit;\n"                          \
         "                  without it, a terminal of this run's own, ended on exit\n"                                   \
         "  --cmd ARGV…     run this command instead of bash (the rest of the line)\n"                                   \
-        "Works with stdin not a terminal too (no raw mode; end of input sends ^D).\n"                                   \
+        "Works with stdin not a terminal too (no raw mode; the end of input sends ^D,\n"            \
+        "repeated each second until the shell ends).\n"                                   \
         "http:// servers only (no wss://).\n"
+
+/* After the end of piped input, ^D again this often until the shell ends. */
+#define EOF_REPEAT_MS 1000
 
 struct shell {
         struct cli_ctx *ctx;
@@ -291,7 +295,9 @@ static void forward_input(struct shell *s, bool *in_open)
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
                 return;
         if (n <= 0) {
-                /* The end of piped input: ^D, so a shell at its prompt ends. */
+                /* The end of piped input: ^D, so a shell at its prompt ends
+                 * (run_loop repeats it: one typed ahead while bash switches
+                 * its terminal out of canonical mode can be lost). */
                 client_ws_send(s->ws, true, "\x04", 1);
                 *in_open = false;
                 return;
@@ -309,7 +315,10 @@ static int run_loop(struct shell *s)
                         { sig_pipe[0], POLLIN, 0 },
                         { in_open && s->ready ? STDIN_FILENO : -1, POLLIN, 0 },
                 };
-                if (poll(p, 3, -1) < 0 && errno != EINTR) {
+                int n = poll(p, 3, in_open ? -1 : EOF_REPEAT_MS);
+                if (n == 0)
+                        client_ws_send(s->ws, true, "\x04", 1);
+                if (n < 0 && errno != EINTR) {
                         cli_fail(s->ctx, "poll: %s", strerror(errno));
                         return 0;
                 }
