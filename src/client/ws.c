@@ -33,9 +33,6 @@ struct client_ws {
         wslay_event_context_ptr wslay;
         client_ws_message_fn fn;
         void *cls;
-        /* bytes read past the handshake's head: the first frames */
-        char *extra;
-        size_t extra_len, extra_off;
         bool gone;
 };
 
@@ -142,25 +139,21 @@ static int send_request(int fd, struct client *c, const struct ws_target *t, con
         return r < 0 ? r : 0;
 }
 
-/* Reads until the head's blank line; the bytes after it stay in *head
- * (from *body_off on). */
-static int read_head(int fd, struct buf *head, size_t *body_off)
+/* Reads the head up to its blank line, one byte at a time: not a byte
+ * of the first frames is taken from the socket (the head is small). */
+static int read_head(int fd, struct buf *head)
 {
-        for (;;) {
-                char chunk[4096];
-                ssize_t n = read(fd, chunk, sizeof(chunk));
+        while (head->len < 4 || memcmp(head->data + head->len - 4, "\r\n\r\n", 4)) {
+                char c;
+                ssize_t n = read(fd, &c, 1);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0)
                         return n < 0 ? -errno : -ECONNRESET;
-                if (buf_append(head, chunk, (size_t)n) < 0)
+                if (buf_append(head, &c, 1) < 0)
                         return -E2BIG;
-                char *end = memmem(head->data, head->len, "\r\n\r\n", 4);
-                if (end) {
-                        *body_off = (size_t)(end - head->data) + 4;
-                        return 0;
-                }
         }
+        return 0;
 }
 
 /* The value of header name in a NUL-terminated head, into out. */
@@ -183,10 +176,9 @@ static bool head_value(const char *head, const char *name, char *out, size_t len
 }
 
 /* A refusal: the status and the body (by Content-Length, else to EOF). */
-static int refusal(int fd, struct buf *head, size_t body_off, long status, struct client_reply *out)
+static int refusal(int fd, const struct buf *head, long status, struct client_reply *out)
 {
         char value[128];
-        head->data[body_off - 2] = '\0';
         size_t want = WS_ERROR_BODY_MAX;
         if (head_value(head->data, "Content-Length", value, sizeof(value)))
                 want = strtoul(value, NULL, 10) < want ? strtoul(value, NULL, 10) : want;
@@ -194,7 +186,7 @@ static int refusal(int fd, struct buf *head, size_t body_off, long status, struc
                 snprintf(out->content_type, sizeof(out->content_type), "%s", value);
         struct buf body;
         buf_init(&body, WS_ERROR_BODY_MAX + 1);
-        int r = buf_append(&body, head->data + body_off, head->len - body_off);
+        int r = 0;
         while (r >= 0 && body.len < want) {
                 char chunk[4096];
                 ssize_t n = read(fd, chunk, sizeof(chunk));
@@ -226,9 +218,8 @@ static int handshake(struct client_ws *ws, struct client *c, const struct ws_tar
                 return err_set(err, ERR_UNAVAILABLE, -r, "%s: %s", client_url(c), strerror(-r));
         struct buf head;
         buf_init(&head, WS_HEAD_MAX);
-        size_t body_off = 0;
         long status = 0;
-        r = read_head(ws->sock, &head, &body_off);
+        r = read_head(ws->sock, &head);
         if (r < 0) {
                 buf_free(&head);
                 return err_set(err, ERR_UNAVAILABLE, -r, "%s: no WebSocket answer (%s)", client_url(c), strerror(-r));
@@ -238,62 +229,45 @@ static int handshake(struct client_ws *ws, struct client *c, const struct ws_tar
                 return err_set(err, ERR_UNAVAILABLE, EBADMSG, "%s: not an HTTP answer", client_url(c));
         }
         if (status != 101) {
-                r = refusal(ws->sock, &head, body_off, status, out);
+                r = refusal(ws->sock, &head, status, out);
                 buf_free(&head);
                 return r;
         }
-        head.data[body_off - 2] = '\0';
         if (!head_value(head.data, "Sec-WebSocket-Accept", got, sizeof(got)) || strcmp(got, expect)) {
                 buf_free(&head);
                 return err_set(err, ERR_UNAVAILABLE, EBADMSG, "%s: bad Sec-WebSocket-Accept", client_url(c));
         }
-        ws->extra_len = head.len - body_off;
-        ws->extra = ws->extra_len ? malloc(ws->extra_len) : NULL;
-        if (ws->extra)
-                memcpy(ws->extra, head.data + body_off, ws->extra_len);
-        else
-                ws->extra_len = 0;
         buf_free(&head);
         return 0;
 }
 
 /* ---- wslay callbacks ---- */
 
+/* What a socket call gave, for wslay: the byte count, or -1 with wslay's
+ * error set (would block; or the peer is gone, which ends the connection). */
+static ssize_t io_result(struct client_ws *ws, wslay_event_context_ptr ctx, ssize_t n, bool eof_is_gone)
+{
+        if (n > 0 || (n == 0 && !eof_is_gone))
+                return n;
+        bool again = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+        ws->gone = ws->gone || !again;
+        wslay_event_set_error(ctx, again ? WSLAY_ERR_WOULDBLOCK : WSLAY_ERR_CALLBACK_FAILURE);
+        return -1;
+}
+
 static ssize_t on_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *user)
 {
         (void)flags;
         struct client_ws *ws = user;
-        if (ws->extra_off < ws->extra_len) {
-                size_t n = ws->extra_len - ws->extra_off < len ? ws->extra_len - ws->extra_off : len;
-                memcpy(buf, ws->extra + ws->extra_off, n);
-                ws->extra_off += n;
-                return (ssize_t)n;
-        }
-        ssize_t n = recv(ws->sock, buf, len, 0);
-        if (n > 0)
-                return n;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-                wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-        } else {
-                ws->gone = true;
-                wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-        }
-        return -1;
+        return io_result(ws, ctx, recv(ws->sock, buf, len, 0), true);
 }
 
 static ssize_t on_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *user)
 {
         struct client_ws *ws = user;
-        ssize_t n = send(ws->sock, data, len, MSG_NOSIGNAL | (flags & WSLAY_MSG_MORE ? MSG_MORE : 0));
-        if (n >= 0)
-                return n;
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-                wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
-        } else {
-                ws->gone = true;
-                wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-        }
-        return -1;
+        /* A frame's header and payload leave as one segment (MSG_MORE). */
+        int f = MSG_NOSIGNAL | (flags & WSLAY_MSG_MORE ? MSG_MORE : 0);
+        return io_result(ws, ctx, send(ws->sock, data, len, f), false);
 }
 
 static int on_genmask(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user)
@@ -358,7 +332,6 @@ void client_ws_free(struct client_ws *ws)
                 wslay_event_context_free(ws->wslay);
         if (ws->sock >= 0)
                 close(ws->sock);
-        free(ws->extra);
         free(ws);
 }
 
@@ -389,8 +362,7 @@ int client_ws_close(struct client_ws *ws, uint16_t code)
 
 int client_ws_pump(struct client_ws *ws, short revents)
 {
-        /* Frames already read with the handshake's head come first. */
-        bool readable = (revents & (POLLIN | POLLHUP | POLLERR)) || ws->extra_off < ws->extra_len;
+        bool readable = revents & (POLLIN | POLLHUP | POLLERR);
         if (!ws->gone && readable && wslay_event_want_read(ws->wslay) && wslay_event_recv(ws->wslay) != 0)
                 ws->gone = true;
         if (!ws->gone && wslay_event_want_write(ws->wslay) && wslay_event_send(ws->wslay) != 0)

@@ -7,42 +7,10 @@ import io
 import json
 import os
 import stat
-import subprocess
 import tarfile
 import threading
 
-import pytest
-
-from conftest import SANDBOXD_BIN
-
-SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
-
-
-@pytest.fixture
-def env(server, tmp_path):
-    e = dict(os.environ)
-    for k in ("SANDBOXD_API_KEY", "SANDBOX_API_KEY", "SANDBOXD_CLIENT_CONFIG", "XDG_CONFIG_HOME"):
-        e.pop(k, None)
-    e["HOME"] = str(tmp_path / "home")
-    e["SANDBOXD_URL"] = f"http://127.0.0.1:{server.port}"
-    return e
-
-
-@pytest.fixture
-def sandbox(server):
-    status, body, _ = server.post("/v1/sandbox", {})
-    assert status == 200, body
-    yield body["id"]
-    server.request("DELETE", f"/v1/sandbox/{body['id']}")
-
-
-def run(env, *args, stdin=None, stderr=subprocess.PIPE, cwd=None):
-    p = subprocess.run([SANDBOXD_BIN, *args], input=stdin, stdout=subprocess.PIPE, stderr=stderr, env=env,
-                       timeout=120, cwd=cwd)
-    for m in SANITIZER_MARKERS:
-        assert m.encode() not in (p.stderr or b""), p.stderr.decode(errors="replace")
-    return p
-
+from term_util import env, run, sandbox  # noqa: F401 (env, sandbox: fixtures)
 
 def remote_file(server, sid, path):
     status, body, _ = server.get(f"/v1/sandbox/{sid}/file/workspace/{path}")

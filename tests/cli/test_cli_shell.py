@@ -13,34 +13,7 @@ import time
 import pytest
 
 from conftest import SANDBOXD_BIN
-
-SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
-
-
-@pytest.fixture
-def env(server, tmp_path):
-    e = dict(os.environ)
-    for k in ("SANDBOXD_API_KEY", "SANDBOX_API_KEY", "SANDBOXD_CLIENT_CONFIG", "XDG_CONFIG_HOME"):
-        e.pop(k, None)
-    e["HOME"] = str(tmp_path)
-    e["SANDBOXD_URL"] = f"http://127.0.0.1:{server.port}"
-    return e
-
-
-@pytest.fixture
-def sandbox(server):
-    status, body, _ = server.post("/v1/sandbox", {})
-    assert status == 200, body
-    yield body["id"]
-    server.request("DELETE", f"/v1/sandbox/{body['id']}")
-
-
-def run(env, *args, stdin=None, timeout=60):
-    p = subprocess.run([SANDBOXD_BIN, *args], input=stdin, capture_output=True, env=env, timeout=timeout)
-    for m in SANITIZER_MARKERS:
-        assert m.encode() not in p.stderr, p.stderr.decode(errors="replace")
-    return p
-
+from term_util import env, no_sanitizer_report, run, sandbox  # noqa: F401 (env, sandbox: fixtures)
 
 def set_size(fd, rows, cols):
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
@@ -103,8 +76,7 @@ class Term:
             self.proc.wait()
         os.close(self.master)
         os.close(self.slave)
-        for m in SANITIZER_MARKERS:
-            assert m.encode() not in self.out, self.out.decode(errors="replace")
+        no_sanitizer_report(self.out)
 
 
 @pytest.fixture
