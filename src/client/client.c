@@ -245,7 +245,8 @@ static size_t on_read(char *p, size_t size, size_t nmemb, void *cls)
 static int on_progress(void *cls, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
 {
         const struct client_request *rq = cls;
-        if (rq->in_fd >= 0 || rq->data)
+        /* An empty body (a bodiless POST) is a download's progress. */
+        if (rq->in_fd >= 0 || (rq->data && rq->len > 0))
                 rq->progress(rq->progress_cls, (uint64_t)ulnow, (uint64_t)(ultotal > 0 ? ultotal : 0));
         else
                 rq->progress(rq->progress_cls, (uint64_t)dlnow, (uint64_t)(dltotal > 0 ? dltotal : 0));

@@ -240,12 +240,11 @@ def test_crafted_archive_cannot_write_outside(env, tmp_path):
         fake.close()
 
 
-def test_progress_bar_on_a_terminal_only(env, sandbox, tmp_path):
-    src = tmp_path / "p.bin"
-    src.write_bytes(os.urandom(2 * 1024 * 1024))
+def stderr_on_a_pty(env, *args):
+    """Runs the CLI with stderr on a pseudo-terminal; returns what it drew."""
     master, slave = os.openpty()
     try:
-        p = run(env, "cp", str(src), f"{sandbox}:p.bin", stderr=slave)
+        p = run(env, *args, stderr=slave)
         assert p.returncode == 0
         os.close(slave)
         slave = -1
@@ -258,12 +257,27 @@ def test_progress_bar_on_a_terminal_only(env, sandbox, tmp_path):
             if not chunk:
                 break
             seen += chunk
-        assert b"upload" in seen and b"100%" in seen and b"\r" in seen, seen
-        assert b"MiB" in seen
+        return seen
     finally:
         os.close(master)
         if slave >= 0:
             os.close(slave)
+
+
+def test_progress_bar_on_a_terminal_only(env, sandbox, tmp_path):
+    src = tmp_path / "p.bin"
+    src.write_bytes(os.urandom(2 * 1024 * 1024))
+    seen = stderr_on_a_pty(env, "cp", str(src), f"{sandbox}:p.bin")
+    assert b"upload [" in seen and b"100% 2.0 MiB/2.0 MiB" in seen and b"\r" in seen, seen
+    seen = stderr_on_a_pty(env, "cp", f"{sandbox}:p.bin", str(tmp_path / "pd.bin"))
+    assert b"download [" in seen and b"100% 2.0 MiB/2.0 MiB" in seen, seen
+    # A folder: its archive, upload; then download and extract.
+    (tmp_path / "pf").mkdir()
+    (tmp_path / "pf" / "x.bin").write_bytes(os.urandom(1024 * 1024))
+    seen = stderr_on_a_pty(env, "cp", str(tmp_path / "pf"), f"{sandbox}:pf")
+    assert b"archive " in seen and b"upload [" in seen and b"100%" in seen, seen
+    seen = stderr_on_a_pty(env, "cp", f"{sandbox}:pf", str(tmp_path / "pf2"))
+    assert b"download [" in seen and b"extract [" in seen and b"100%" in seen, seen
     # Piped stderr: nothing at all; --quiet on a terminal: nothing either.
     p = run(env, "cp", f"{sandbox}:p.bin", str(tmp_path / "q.bin"))
     assert p.returncode == 0 and p.stderr == b""
