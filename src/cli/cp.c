@@ -198,14 +198,21 @@ static const char *base_name(const char *path)
 
 /* ---- up ---- */
 
-static int hydrate(struct cp *c, int tar_fd)
+/* One part of an upload's archive (a cp_sink's flush). */
+struct hydrate_part {
+        struct cp *c;
+        int status;             /* the exit status of a failed part */
+};
+
+static int hydrate(void *cls, int tar_fd)
 {
+        struct hydrate_part *h = cls;
         struct stat st;
         char path[256];
         if (fstat(tar_fd, &st) < 0 || lseek(tar_fd, 0, SEEK_SET) < 0)
-                return cli_fail(c->ctx, "the archive: %s", strerror(errno));
-        snprintf(path, sizeof(path), "/v1/sandbox/%s/hydrate", c->id);
-        return must(c, "POST", path, tar_fd, (uint64_t)st.st_size, -1, "upload");
+                return h->status = cli_fail(h->c->ctx, "the archive: %s", strerror(errno));
+        snprintf(path, sizeof(path), "/v1/sandbox/%s/hydrate", h->c->id);
+        return h->status = must(h->c, "POST", path, tar_fd, (uint64_t)st.st_size, -1, "upload");
 }
 
 static int upload_tar(struct cp *c, const char *dest)
@@ -213,18 +220,20 @@ static int upload_tar(struct cp *c, const char *dest)
         _cleanup_close_ int tmp = temp_file();
         struct err err = { 0 };
         struct cli_progress p;
+        struct hydrate_part part = { .c = c };
+        struct cp_sink sink = { .fd = tmp, .flush = hydrate, .cls = &part };
         if (tmp < 0)
                 return cli_fail(c->ctx, "no temp file for the archive: %s", strerror(-tmp));
         cli_progress_start(&p, progress_on(c), "archive", 0);
-        int r = strcmp(c->local, "-") ? cp_tar_local(c->local, dest, tmp, &p, &c->st, &err)
-                                      : cp_tar_stream(STDIN_FILENO, dest, tmp, &p, &c->st, &err);
+        int r = strcmp(c->local, "-") ? cp_tar_local(c->local, dest, &sink, &p, &c->st, &err)
+                                      : cp_tar_stream(STDIN_FILENO, dest, &sink, &p, &c->st, &err);
         cli_progress_end(&p);
-        if (r < 0) {
+        if (r == -ECANCELED)
+                r = part.status;
+        else if (r < 0)
                 r = cli_fail(c->ctx, "%s", err.msg);
-                err_done(&err);
-                return r;
-        }
-        return hydrate(c, tmp);
+        err_done(&err);
+        return r;
 }
 
 static int upload_file(struct cp *c, const char *dest)

@@ -18,13 +18,24 @@ struct cp_stats {
         unsigned matched;       /* entries of the wanted subtree (downloads) */
 };
 
+/* Where an upload's archive goes: written to fd (a temp file) and handed
+ * to flush in parts of about 24 MiB (the server takes 32 MiB per body), cut
+ * between entries; after each flush fd is emptied for the next part. A
+ * non-zero flush (an exit status, already said) stops the upload: the
+ * functions below then return -ECANCELED. */
+struct cp_sink {
+        int fd;
+        int (*flush)(void *cls, int fd);
+        void *cls;
+};
+
 /* A tar of the local file or folder src, every entry renamed to
- * prefix[/sub], written to out_fd. */
-int cp_tar_local(const char *src, const char *prefix, int out_fd, struct cli_progress *p, struct cp_stats *st,
-                 struct err *err);
+ * prefix[/sub], into the sink (flushed at the end too). */
+int cp_tar_local(const char *src, const char *prefix, const struct cp_sink *sink, struct cli_progress *p,
+                 struct cp_stats *st, struct err *err);
 /* The same from a tar (gzip, bzip2, xz too) read from in_fd (stdin). */
-int cp_tar_stream(int in_fd, const char *prefix, int out_fd, struct cli_progress *p, struct cp_stats *st,
-                  struct err *err);
+int cp_tar_stream(int in_fd, const char *prefix, const struct cp_sink *sink, struct cli_progress *p,
+                  struct cp_stats *st, struct err *err);
 
 /* From the persist tar in tar_fd, the entries at rel ("" = all of
  * /workspace) and below, as leaf[/sub]: extracted beneath the directory

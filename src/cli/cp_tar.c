@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +15,9 @@
 #include "cli/cp.h"
 
 #define CP_BLOCK (64 * 1024)
+/* An upload's archive is cut into parts of about this much: hydrate takes
+ * 32 MiB per request body. */
+#define CP_PART_BYTES (24 * 1024 * 1024)
 
 int cp_norm_path(const char *in, bool absolute_ok, char *out, size_t len)
 {
@@ -55,9 +59,17 @@ static int join(const char *a, const char *b, char *out, size_t len)
 /* 1 keep (renamed), 0 skip, -errno fail. */
 typedef int (*rename_fn)(void *cls, struct archive *in, struct archive_entry *e, struct err *err);
 
+/* The ancestors of the entry being written, as written (uploads). */
+struct dir_stack {
+        struct archive_entry **e;
+        size_t n, cap;
+};
+
 struct copy {
         struct archive *in, *out;
         bool out_disk;
+        const struct cp_sink *sink;     /* uploads: cut into archives */
+        struct dir_stack dirs;
         rename_fn rename;
         void *cls;
         struct cli_progress *p;
@@ -99,12 +111,81 @@ static int copy_data(struct copy *c, struct archive_entry *e, struct err *err)
         return 0;
 }
 
+static bool is_ancestor(const char *dir, const char *path)
+{
+        size_t n = strlen(dir);
+        return !strncmp(dir, path, n) && path[n] == '/';
+}
+
+static void dirs_clear(struct dir_stack *d)
+{
+        for (size_t i = 0; i < d->n; i++)
+                archive_entry_free(d->e[i]);
+        free(d->e);
+        memset(d, 0, sizeof(*d));
+}
+
+/* Keeps the stack to e's ancestors, then e itself when a directory. */
+static int dirs_track(struct dir_stack *d, struct archive_entry *e)
+{
+        const char *p = archive_entry_pathname(e);
+        while (d->n > 0 && !is_ancestor(archive_entry_pathname(d->e[d->n - 1]), p))
+                archive_entry_free(d->e[--d->n]);
+        if (archive_entry_filetype(e) != AE_IFDIR)
+                return 0;
+        if (d->n == d->cap) {
+                size_t cap = d->cap ? 2 * d->cap : 16;
+                struct archive_entry **grown = realloc(d->e, cap * sizeof(*grown));
+                if (!grown)
+                        return -ENOMEM;
+                d->e = grown, d->cap = cap;
+        }
+        d->e[d->n] = archive_entry_clone(e);
+        return d->e[d->n] ? (d->n++, 0) : -ENOMEM;
+}
+
+static struct archive *tar_writer(int fd);
+
+/* Ends the archive, hands it to the sink and starts the next one, which
+ * names e's ancestor folders again (the stack holds them, and e on top
+ * when a folder): hydrate makes a folder it names
+ * writable, so a read-only one from an earlier part takes new entries. */
+static int rotate(struct copy *c, struct archive_entry *e, struct err *err)
+{
+        if (archive_write_close(c->out) < ARCHIVE_WARN)
+                return err_set(err, ERR_FILESYSTEM, EIO, "%s", archive_error_string(c->out));
+        archive_write_free(c->out);
+        c->out = NULL;
+        int r = c->sink->flush(c->sink->cls, c->sink->fd);
+        if (r != 0)
+                return -ECANCELED;
+        if (ftruncate(c->sink->fd, 0) < 0 || lseek(c->sink->fd, 0, SEEK_SET) < 0 || !(c->out = tar_writer(c->sink->fd)))
+                return err_set(err, ERR_FILESYSTEM, errno ? errno : EIO, "the archive: %s", strerror(errno ? errno : EIO));
+        for (size_t i = 0; i < c->dirs.n && is_ancestor(archive_entry_pathname(c->dirs.e[i]), archive_entry_pathname(e)); i++)
+                if (archive_write_header(c->out, c->dirs.e[i]) < ARCHIVE_WARN)
+                        return err_set(err, ERR_FILESYSTEM, EIO, "%s", archive_error_string(c->out));
+        return 0;
+}
+
+/* Uploads: a new part when this one is full, and the folders tracked. */
+static int before_header(struct copy *c, struct archive_entry *e, struct err *err)
+{
+        if (!c->sink)
+                return 0;
+        if (dirs_track(&c->dirs, e) < 0)
+                return err_set(err, ERR_INTERNAL, ENOMEM, "out of memory");
+        return archive_filter_bytes(c->out, -1) >= (la_int64_t)CP_PART_BYTES ? rotate(c, e, err) : 0;
+}
+
 static int copy_one(struct copy *c, struct archive_entry *e, struct err *err)
 {
         int keep = c->rename(c->cls, c->in, e, err);
         if (keep <= 0)
                 return keep;
-        int r = archive_write_header(c->out, e);
+        int r = before_header(c, e, err);
+        if (r < 0)
+                return r;
+        r = archive_write_header(c->out, e);
         if (r == ARCHIVE_FAILED && c->out_disk) {
                 /* libarchive's secure checks: a symlink on the way, … */
                 refuse(c->st, archive_entry_pathname(e), archive_error_string(c->out));
@@ -139,6 +220,9 @@ static int copy_all(struct copy *c, struct err *err)
         archive_entry_free(e);
         if (r == 0 && archive_write_close(c->out) < ARCHIVE_WARN)
                 r = err_set(err, ERR_FILESYSTEM, EIO, "%s", archive_error_string(c->out));
+        if (r == 0 && c->sink && c->sink->flush(c->sink->cls, c->sink->fd) != 0)
+                r = -ECANCELED;
+        dirs_clear(&c->dirs);
         return r;
 }
 
@@ -225,25 +309,25 @@ static int up_stream(void *cls, struct archive *in, struct archive_entry *e, str
         return up_name(u, name, e, err);
 }
 
-int cp_tar_local(const char *src, const char *prefix, int out_fd, struct cli_progress *p, struct cp_stats *st,
-                 struct err *err)
+int cp_tar_local(const char *src, const char *prefix, const struct cp_sink *sink, struct cli_progress *p,
+                 struct cp_stats *st, struct err *err)
 {
         struct up u = { .src = src, .prefix = prefix, .st = st };
-        struct archive *in = archive_read_disk_new(), *out = tar_writer(out_fd);
+        struct archive *in = archive_read_disk_new();
+        struct copy c = { .in = in, .out = tar_writer(sink->fd), .sink = sink, .rename = up_disk, .cls = &u,
+                          .p = p, .st = st };
         int r = 0;
-        if (!in || !out)
+        if (!in || !c.out)
                 r = err_set(err, ERR_INTERNAL, ENOMEM, "cannot start an archive");
         if (r == 0) {
                 archive_read_disk_set_symlink_physical(in);
                 if (archive_read_disk_open(in, src) != ARCHIVE_OK)
                         r = err_set(err, ERR_FILESYSTEM, ENOENT, "%s: %s", src, archive_error_string(in));
         }
-        if (r == 0) {
-                struct copy c = { .in = in, .out = out, .rename = up_disk, .cls = &u, .p = p, .st = st };
+        if (r == 0)
                 r = copy_all(&c, err);
-        }
         archive_read_free(in);
-        archive_write_free(out);
+        archive_write_free(c.out);
         return r;
 }
 
@@ -265,20 +349,19 @@ static struct archive *tar_reader(int fd)
         return a;
 }
 
-int cp_tar_stream(int in_fd, const char *prefix, int out_fd, struct cli_progress *p, struct cp_stats *st,
-                  struct err *err)
+int cp_tar_stream(int in_fd, const char *prefix, const struct cp_sink *sink, struct cli_progress *p,
+                  struct cp_stats *st, struct err *err)
 {
         struct up u = { .prefix = prefix, .st = st };
-        struct archive *in = tar_reader(in_fd), *out = tar_writer(out_fd);
+        struct copy c = { .in = tar_reader(in_fd), .out = tar_writer(sink->fd), .sink = sink, .rename = up_stream,
+                          .cls = &u, .p = p, .st = st };
         int r = 0;
-        if (!in || !out)
+        if (!c.in || !c.out)
                 r = err_set(err, ERR_INVALID, EINVAL, "cannot read a tar from the input");
-        if (r == 0) {
-                struct copy c = { .in = in, .out = out, .rename = up_stream, .cls = &u, .p = p, .st = st };
+        if (r == 0)
                 r = copy_all(&c, err);
-        }
-        archive_read_free(in);
-        archive_write_free(out);
+        archive_read_free(c.in);
+        archive_write_free(c.out);
         return r;
 }
 

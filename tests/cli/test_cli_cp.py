@@ -109,6 +109,27 @@ def test_folder_up_and_down(env, server, sandbox, tmp_path):
     assert tree(exist / "proj") == tree(src)
 
 
+def test_folder_over_the_servers_body_cap_goes_in_parts(env, server, sandbox, tmp_path):
+    # hydrate takes 32 MiB per body: 36 MiB go as two archives; the second
+    # names the read-only folder again so that it takes its last file.
+    src = tmp_path / "big"
+    (src / "ro").mkdir(parents=True)
+    for i in range(3):
+        (src / "ro" / f"part{i}.bin").write_bytes(os.urandom(12 * 1024 * 1024))
+    os.chmod(src / "ro", 0o555)
+    p = run(env, "cp", str(src), f"{sandbox}:big", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["bytes"] == 36 * 1024 * 1024
+    assert sh(server, sandbox, "stat -c %a big/ro; ls big/ro").split() == ["555", "part0.bin", "part1.bin", "part2.bin"]
+    out = tmp_path / "big-back"
+    assert run(env, "cp", f"{sandbox}:big", str(out)).returncode == 0
+    try:
+        assert tree(out) == tree(src)
+    finally:
+        os.chmod(src / "ro", 0o755)
+        os.chmod(out / "ro", 0o755)
+
+
 def test_folder_into_remote_folder_and_workspace_root(env, server, sandbox, tmp_path):
     src = tmp_path / "pkg"
     make_tree(src)
