@@ -36,7 +36,8 @@
         "Exits with the shell's exit status (128 + signal when it was killed).\n\n"                                     \
         "  --session NAME  join (or start) the named terminal and leave it running on exit;\n"                          \
         "                  without it, a terminal of this run's own, ended on exit\n"                                   \
-        "  --cmd ARGV…     run this command instead of bash (the rest of the line)\n"                                   \
+        "  --cmd ARGV…     run this command instead of bash (the rest of the line; write\n"                             \
+        "  -- ARGV…        `-- ARGV…` when ARGV has options of sandboxd's own, like --help)\n"                           \
         "Works with stdin not a terminal too (no raw mode; the end of input sends ^D,\n"            \
         "repeated each second until the shell ends).\n"                                   \
         "http:// servers only (no wss://).\n"
