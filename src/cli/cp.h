@@ -50,3 +50,10 @@ int cp_tar_extract(int tar_fd, const char *rel, const char *dest_dir, const char
  * or "/", no empty or "." segments, no trailing "/". -EINVAL for an
  * absolute path (when absolute_ok is false) or a ".." segment. */
 int cp_norm_path(const char *in, bool absolute_ok, char *out, size_t len);
+/* Does a symlink at sub (a normalised path inside the copied tree, "" for
+ * its top) with this target stay inside the tree? Read from the link's own
+ * directory (a real one: extraction never goes through links), leading
+ * ".." segments each one level up, then names only (a ".." after a name
+ * would depend on where that name leads). Never for an absolute target or
+ * the top itself. Links checked so all point inside, by induction. */
+bool cp_link_inside(const char *sub, const char *target);

@@ -385,27 +385,26 @@ static const char *below(const char *rel, const char *name)
         return name[n] == '/' ? name + n + 1 : NULL;
 }
 
-/* Does a relative symlink target, read from the link at sub (inside the
- * leaf tree), stay inside it? Lexically: each ".." pops one level. */
-static bool link_stays_inside(const char *sub, const char *target)
+bool cp_link_inside(const char *sub, const char *target)
 {
-        if (target[0] == '/' || !target[0])
+        /* The top itself a link: its directory is outside the tree. */
+        if (target[0] == '/' || !target[0] || !sub[0])
                 return false;
         int depth = 0;
+        bool named = false;
         for (const char *p = sub; *p; p++)
                 depth += *p == '/';
-        /* the leaf itself is a link: its own directory is outside the tree */
-        if (!*sub)
-                depth = -1;
         for (const char *p = target; *p;) {
                 const char *end = strchrnul(p, '/');
                 size_t n = (size_t)(end - p);
-                if (n == 2 && !memcmp(p, "..", 2))
-                        depth--;
-                else if (n > 0 && !(n == 1 && *p == '.'))
-                        depth++;
-                if (depth < 0)
-                        return false;
+                if (n == 2 && !memcmp(p, "..", 2)) {
+                        /* ".." after a name would resolve from wherever
+                         * that name, maybe a link, leads: not lexical. */
+                        if (named || --depth < 0)
+                                return false;
+                } else if (n > 0 && !(n == 1 && *p == '.')) {
+                        named = true;
+                }
                 p = *end ? end + 1 : end;
         }
         return true;
@@ -430,7 +429,7 @@ static int down_entry(void *cls, struct archive *in, struct archive_entry *e, st
                 return 0;
         }
         const char *target = archive_entry_symlink(e);
-        if (archive_entry_filetype(e) == AE_IFLNK && (!target || !link_stays_inside(sub, target))) {
+        if (archive_entry_filetype(e) == AE_IFLNK && (!target || !cp_link_inside(sub, target))) {
                 refuse(d->st, name, "a symlink pointing outside the copied folder");
                 return 0;
         }

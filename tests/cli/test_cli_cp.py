@@ -229,6 +229,9 @@ def crafted_tar(outside):
         add("./x/l/through-link.txt")
         add("./x/self", type=tarfile.SYMTYPE, linkname=".")
         add("./x/self/via-self.txt")
+        add("./x/d/", type=tarfile.DIRTYPE, mode=0o755)
+        add("./x/d/s", type=tarfile.SYMTYPE, linkname=".")
+        add("./x/d/esc", type=tarfile.SYMTYPE, linkname="s/../../..")
         add("./x/hard", type=tarfile.LNKTYPE, linkname="/etc/passwd")
         add("./x/planted/pwn.txt")
         add("./x/setuid", b"s", mode=0o4755)
@@ -257,6 +260,8 @@ def test_crafted_archive_cannot_write_outside(env, tmp_path):
         assert stat.S_IMODE(os.stat(dst / "x" / "setuid").st_mode) == 0o755
         err = p.stderr.decode()
         assert "refused x/l:" in err and "refused x/hard:" in err and "refused x/fifo:" in err
+        assert "refused x/d/esc:" in err and "refused x/d/s" not in err
+        assert os.readlink(dst / "x" / "d" / "s") == "."
     finally:
         fake.close()
 
