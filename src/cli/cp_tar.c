@@ -320,7 +320,8 @@ int cp_tar_local(const char *src, const char *prefix, const struct cp_sink *sink
         if (!in || !c.out)
                 r = err_set(err, ERR_INTERNAL, ENOMEM, "cannot start an archive");
         if (r == 0) {
-                archive_read_disk_set_symlink_physical(in);
+                /* Follows SRC itself when a link (as cp -H), never one below. */
+                archive_read_disk_set_symlink_hybrid(in);
                 if (archive_read_disk_open(in, src) != ARCHIVE_OK)
                         r = err_set(err, ERR_FILESYSTEM, ENOENT, "%s: %s", src, archive_error_string(in));
         }

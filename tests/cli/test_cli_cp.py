@@ -137,6 +137,10 @@ def test_folder_into_remote_folder_and_workspace_root(env, server, sandbox, tmp_
     assert remote_file(server, sandbox, "lib/pkg/top.txt") == (200, b"top\n")
     assert run(env, "cp", str(src), f"{sandbox}:").returncode == 0
     assert remote_file(server, sandbox, "pkg/sub/deeper/run.sh")[0] == 200
+    # SRC itself a symlink to a folder: followed (links below it are not).
+    os.symlink(src, tmp_path / "pkglink")
+    assert run(env, "cp", str(tmp_path / "pkglink"), f"{sandbox}:vialink").returncode == 0
+    assert sh(server, sandbox, "stat -c %F vialink vialink/link").splitlines() == ["directory", "symbolic link"]
 
 
 def test_tar_streams_on_stdin_and_stdout(env, server, sandbox, tmp_path):
