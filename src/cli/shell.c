@@ -44,6 +44,8 @@
 
 /* After the end of piped input, ^D again this often until the shell ends. */
 #define EOF_REPEAT_MS 1000
+/* After the shell's exit message, how long the server's close may take. */
+#define EXIT_CLOSE_WAIT_MS 2000
 
 struct shell {
         struct cli_ctx *ctx;
@@ -316,7 +318,9 @@ static int run_loop(struct shell *s)
                         { sig_pipe[0], POLLIN, 0 },
                         { in_open && s->ready ? STDIN_FILENO : -1, POLLIN, 0 },
                 };
-                int n = poll(p, 3, in_open ? -1 : EOF_REPEAT_MS);
+                int n = poll(p, 3, s->exited ? EXIT_CLOSE_WAIT_MS : in_open ? -1 : EOF_REPEAT_MS);
+                if (n == 0 && s->exited)
+                        return 0; /* the exit is known; the close frame is late */
                 if (n == 0)
                         client_ws_send(s->ws, true, "\x04", 1);
                 if (n < 0 && errno != EINTR) {
