@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "client/client.h"
 
@@ -63,6 +64,34 @@ void cli_print_json(const json_t *j);
 /* One call to the server with a JSON body (may be NULL); on a non-2xx answer
  * or none, prints why and returns 1; else 0 with the reply in out. */
 int cli_call(struct cli_ctx *ctx, const char *method, const char *path, json_t *body, struct client_reply *out);
+
+/* ---- progress bars (cli/progress.c) ---- */
+
+/* One line on stderr redrawn with '\r' (at most every 100 ms): label, bar,
+ * percent, bytes done/total, rate, ETA; without a total, bytes and rate.
+ * Draws nothing unless on (callers pass: stderr is a terminal and no
+ * --quiet). */
+struct cli_progress {
+        bool on, drawn;
+        char label[64];
+        uint64_t done, total;   /* total 0 = unknown */
+        uint64_t start_ms, drawn_ms;
+};
+void cli_progress_start(struct cli_progress *p, bool on, const char *label, uint64_t total);
+/* total 0 keeps the one known. */
+void cli_progress_update(struct cli_progress *p, uint64_t done, uint64_t total);
+void cli_progress_add(struct cli_progress *p, uint64_t n);
+/* A client_progress_fn; cls is the struct cli_progress. */
+void cli_progress_fn(void *cls, uint64_t done, uint64_t total);
+/* The last draw and its newline (nothing when off). */
+void cli_progress_end(struct cli_progress *p);
+
+/* ---- sandbox references (cli/sandbox_ref.c) ---- */
+
+/* Fails (exit status 1, after saying so) unless the server lists the
+ * sandbox id in GET /sandboxes: the bridge routes would create an unknown
+ * id on first use, which a typo must not do. */
+int cli_sandbox_check(struct cli_ctx *ctx, const char *id);
 
 /* A command not written yet says so (exit 1). */
 int cli_pending(const char *name);

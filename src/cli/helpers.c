@@ -113,6 +113,12 @@ int cli_sandbox_find(struct cli_ctx *ctx, const char *id, json_t **ret)
         return cli_fail(ctx, "no sandbox '%s' (sandboxd ls lists them)", id);
 }
 
+int cli_sandbox_check(struct cli_ctx *ctx, const char *id)
+{
+        json_auto_t *info = NULL;
+        return cli_sandbox_find(ctx, id, &info);
+}
+
 const char *cli_date(const char *iso, char *out, size_t len)
 {
         /* "2026-12-01T20:38:51.358Z" → "2026-12-01 20:38:51" (UTC). */

@@ -50,6 +50,11 @@ const char *client_url(const struct client *c)
         return c->cfg.url;
 }
 
+const char *client_key(const struct client *c)
+{
+        return c->cfg.key;
+}
+
 void client_reply_clear(struct client_reply *r)
 {
         free(r->body);
@@ -245,7 +250,8 @@ static size_t on_read(char *p, size_t size, size_t nmemb, void *cls)
 static int on_progress(void *cls, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
 {
         const struct client_request *rq = cls;
-        if (rq->in_fd >= 0 || rq->data)
+        /* An empty body (a bodiless POST) is a download's progress. */
+        if (rq->in_fd >= 0 || (rq->data && rq->len > 0))
                 rq->progress(rq->progress_cls, (uint64_t)ulnow, (uint64_t)(ultotal > 0 ? ultotal : 0));
         else
                 rq->progress(rq->progress_cls, (uint64_t)dlnow, (uint64_t)(dltotal > 0 ? dltotal : 0));

@@ -38,6 +38,8 @@ int client_new(const struct client_config *cfg, struct client **ret);
 void client_free(struct client *c);
 /* The server's base URL, e.g. "http://127.0.0.1:8787". */
 const char *client_url(const struct client *c);
+/* The API key sent as `Authorization: Bearer`, "" when none. */
+const char *client_key(const struct client *c);
 
 /* What a server answered. json is the parsed body when it was JSON. */
 struct client_reply {
