@@ -42,7 +42,7 @@ UNIT_SRCS := $(shell find tests/unit -name 'test_*.c' | sort)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 TAP_OBJ  := $(BUILD)/obj/tests/unit/tap_main.o
 
-.PHONY: all deps node-deps web run test unit api attacks check bench fuzz clean layers
+.PHONY: all deps node-deps web install uninstall run test unit api attacks check bench fuzz clean layers
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/sandboxd $(SHIM) $(INIT)
@@ -62,8 +62,10 @@ $(BUILD)/obj/%.o: %.c $(DEPS_STAMP)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
 # Files assembled into an object (.incbin): -MMD does not see them.
-EMBEDDED := src/api/bridge/openapi.json src/api/bridge/openapi.html
-$(BUILD)/obj/src/api/bridge/openapi.o: $(EMBEDDED)
+$(BUILD)/obj/src/api/bridge/openapi.o: src/api/bridge/openapi.json
+$(BUILD)/obj/src/api/workers/openapi.o: src/api/workers/openapi.json
+$(BUILD)/obj/src/api/controller/openapi.o: src/api/controller/openapi.json
+$(BUILD)/obj/src/api/common/openapi.o: src/api/common/openapi.html
 
 $(BUILD)/libsandboxd.a: $(OBJS)
 	@rm -f $@
@@ -133,6 +135,19 @@ $(BUILD)/bench/jail_true: bench/jail_true.c $(BUILD)/libsandboxd.a
 
 bench: $(BUILD)/sandboxd $(SHIM) $(INIT) $(BUILD)/bench/jail_true
 	/usr/bin/python3 bench/run.py --bin $(abspath $(BUILD)/sandboxd)
+
+# `sandboxd` on PATH for the CLI and MCP clients: a symlink, so the binary
+# still finds its kernels and helpers beside the tree (/proc/self/exe is the
+# real path), plus bash completion.
+PREFIX ?= /usr/local
+install: all
+	ln -sfn $(abspath $(BUILD)/sandboxd) $(DESTDIR)$(PREFIX)/bin/sandboxd
+	@if [ -d $(DESTDIR)/etc/bash_completion.d ]; then \
+	  $(BUILD)/sandboxd completion bash > $(DESTDIR)/etc/bash_completion.d/sandboxd && \
+	  echo "bash completion: /etc/bash_completion.d/sandboxd"; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/sandboxd $(DESTDIR)/etc/bash_completion.d/sandboxd
 
 clean:
 	rm -rf build build-address build-undefined

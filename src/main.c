@@ -12,6 +12,7 @@
 #include "api/workers/result_json.h"
 #include "api/bridge/bridge.h"
 #include "api/controller/controller.h"
+#include "api/controller/template_catalog.h"
 #include "api/workers/routes.h"
 #include "base/log.h"
 #include "base/metrics.h"
@@ -19,6 +20,7 @@
 #include "base/version.h"
 #include "cli/cli.h"
 #include "runtimes/runtime.h"
+#include "sandbox/checkpoint.h"
 #include "sandbox/datadir.h"
 
 
@@ -128,6 +130,10 @@ static const struct {
         { "INTERNAL_API_TOKEN", "controller.internal_token", false },
         { "REPL_ENABLED", "controller.repl_enabled", false },
         { "IDEMPOTENCY_ENABLED", "controller.idempotency_enabled", false },
+        { "ORG_BUDGET__MAX_CONCURRENT_SANDBOXES", "controller.budget_sandboxes", false },
+        { "ORG_BUDGET__MAX_CONCURRENT_EXECUTES", "controller.budget_executes", false },
+        { "QUEUE_MODE_ENABLED", "controller.queue_mode", false },
+        { "QUEUE_MAX_DEPTH", "controller.queue_max_depth", false },
         { "AUDIT_LOGS_ENABLED", "controller.audit_enabled", false },
         { "WARM_POOL_TARGET", "bridge.warm_pool_target", false },
         { "WARM_POOL_REFRESH_INTERVAL", "bridge.warm_pool_refresh_ms", false },
@@ -180,6 +186,11 @@ static int build_config(const struct cli *cli, struct config *cfg)
                 cfg->insecure = true;
         if (!cfg->kernels_dir[0])
                 default_kernels_dir(cfg->kernels_dir, sizeof(cfg->kernels_dir));
+        if (!cfg->ctl_templates_dir[0]) { /* the repo's templates/, as the kernels */
+                char exe[PATH_MAX - 64];
+                exe_dir(exe, sizeof(exe));
+                snprintf(cfg->ctl_templates_dir, sizeof(cfg->ctl_templates_dir), "%s/../templates", exe);
+        }
         if (!cfg->forkserver_dir[0]) /* the build puts the shim next to the binary */
                 exe_dir(cfg->forkserver_dir, sizeof(cfg->forkserver_dir));
         return 0;
@@ -273,6 +284,7 @@ static void drain_and_stop(struct app *app)
         if (http_server_busy(app->srv) > 0)
                 log_warn("msg=\"drain timeout; killing remaining executions\" busy=%zu", http_server_busy(app->srv));
         engine_kill_all(app->engine);
+        ctl_queue_stop(app);
         http_server_stop(app->srv);
         app->srv = NULL;
 }
@@ -334,6 +346,7 @@ static int start_server(struct app *app, sigset_t *sigs)
         if (r >= 0)
                 r = http_server_start(app->srv);
         if (r < 0) {
+                ctl_queue_stop(app);
                 http_server_stop(app->srv);
                 app->srv = NULL;
                 return log_error_errno(r, "msg=\"cannot listen\" listen=\"%s\"", app->cfg->listen);
@@ -389,6 +402,18 @@ static int org_secrets_env(void *userdata, const char *org_id, json_t *env, stru
         return r;
 }
 
+/* The sandbox layer's checkpoint hook: checkpoint.created / .restored
+ * into the event log (userdata). */
+static void checkpoint_event(void *userdata, const char *event, const struct checkpoint_row *row,
+                             const char *sandbox_id)
+{
+        (void)events_emit(userdata, row->org_id, event, sandbox_id,
+                          json_pack("{s:s, s:s, s:s, s:I, s:I}", "checkpointId", row->id, "name",
+                                    row->name ? row->name : "", "checksum", row->checksum, "sizeBytes",
+                                    (json_int_t)row->size_bytes, "fileCount", (json_int_t)row->file_count),
+                          NULL);
+}
+
 /* One log line for a start-up step that failed with err (then done). */
 static void log_start_failure(const char *what, const char *path, struct err *err)
 {
@@ -404,7 +429,7 @@ int main(int argc, char **argv)
         if (argc > 1 && !strcmp(argv[1], "serve")) {
                 argv[1] = argv[0];
                 argc--, argv++;
-        } else if (argc > 1 && cli_is_command(argv[1])) {
+        } else if (argc > 1 && cli_take_command(argc, argv)) {
                 return cli_main(argc, argv);
         }
         struct cli cli = { 0 };
@@ -481,11 +506,15 @@ int main(int argc, char **argv)
                 return 1;
         }
         sbx_mgr_set_events(app.sandboxes, app.events);
+        sbx_mgr_set_checkpoint_events(app.sandboxes, checkpoint_event, app.events);
         r = tenant_start(&cfg, cli.rotate_session_key, app.store, &app.tenant);
+        if (r >= 0 && (r = ctl_templates_load(cfg.ctl_templates_dir, &app.templates, &err)) < 0)
+                log_start_failure("cannot load the sandbox templates", cfg.ctl_templates_dir, &err);
         if (r >= 0)
                 sbx_mgr_set_org_env(app.sandboxes, org_secrets_env, app.tenant);
         if (r >= 0)
                 r = start_server(&app, &sigs);
+        ctl_templates_free(app.templates);
         tenant_free(app.tenant);
         sbx_mgr_free(app.sandboxes);
         events_free(app.events);

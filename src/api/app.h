@@ -9,6 +9,8 @@
 #include "tenant/tenant.h"
 #include "http/server.h"
 
+struct ctl_templates;
+
 struct app {
         const struct config *cfg;
         struct engine *engine;
@@ -17,6 +19,8 @@ struct app {
         struct tenant *tenant;      /* the controller API's orgs, users, keys, sessions */
         struct events *events;      /* the event log (tenant/events.h) */
         struct http_server *srv;
+        struct ctl_queue *ctl_queue;  /* the controller's budgets and queue mode (api/controller/queue.c) */
+        struct ctl_templates *templates; /* the controller's sandbox templates (read-only) */
         uint64_t started_ms;
 };
 

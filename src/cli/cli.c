@@ -58,6 +58,29 @@ static int cli_help(int argc, char **argv)
         return 0;
 }
 
+/* Global client options may come before the command too (`sandboxd --json
+ * ls`): when argv[1..] is such options and then a command, the command is
+ * moved to argv[1] (the options follow it, where the commands take them). */
+bool cli_take_command(int argc, char **argv)
+{
+        int i = 1;
+        while (i < argc) {
+                const char *a = argv[i];
+                if (!strcmp(a, "--url") || !strcmp(a, "--key"))
+                        i += 2;
+                else if (!strcmp(a, "--json") || !strncmp(a, "--url=", 6) || !strncmp(a, "--key=", 6))
+                        i++;
+                else
+                        break;
+        }
+        if (i >= argc || !cli_is_command(argv[i]) || !strcmp(argv[i], "serve"))
+                return i == 1 && i < argc && cli_is_command(argv[i]);
+        char *cmd = argv[i];
+        memmove(&argv[2], &argv[1], (size_t)(i - 1) * sizeof(*argv));
+        argv[1] = cmd;
+        return true;
+}
+
 int cli_main(int argc, char **argv)
 {
         for (size_t i = 0; i < ARRAY_SIZE(commands); i++)

@@ -121,6 +121,16 @@ static const struct cfg_opt opts[] = {
         STR("controller.internal_token", ctl_internal_token, "", "token of GET /api/v1/metrics (X-Internal-Token or Bearer); env INTERNAL_API_TOKEN; empty: loopback clients only"),
         BOOL("controller.repl_enabled", ctl_repl_enabled, 1, "the controller's REPL session routes (off: 404); env REPL_ENABLED"),
         BOOL("controller.idempotency_enabled", ctl_idempotency_enabled, 1, "honour Idempotency-Key on controller POSTs (off: the header is ignored); env IDEMPOTENCY_ENABLED"),
+        /* Issue 15: per-org concurrency budgets and queue mode. */
+        U64("controller.budget_sandboxes", ctl_budget_sandboxes, 0, 0, 1000000, "sandboxes an org may hold at once (0: its plan's: hobby 3, pro 10, team 25, enterprise 100); env ORG_BUDGET__MAX_CONCURRENT_SANDBOXES"),
+        U64("controller.budget_executes", ctl_budget_executes, 0, 0, 1000000, "executions an org may run at once (0: its plan's: hobby 5, pro 20, team 50, enterprise 200); env ORG_BUDGET__MAX_CONCURRENT_EXECUTES"),
+        BOOL("controller.queue_mode", ctl_queue_mode, 0, "over budget: queue the request (202) instead of 429 CONCURRENT_LIMIT_EXCEEDED; env QUEUE_MODE_ENABLED"),
+        U64("controller.queue_max_depth", ctl_queue_max_depth, 100, 1, 1000000, "queued requests per org before 429 QUEUE_DEPTH_EXCEEDED; env QUEUE_MAX_DEPTH"),
+        U64("controller.queue_ttl_s", ctl_queue_ttl_s, 3600, 1, 7 * 86400, "a queued request not started within this many seconds expires"),
+        /* Issue 15: templates shipped as data files, checkpoints in the data dir. */
+        STR("controller.templates_dir", ctl_templates_dir, "", "sandbox templates (<id>/template.json + files/; default: templates/ of the binary's source tree)"),
+        U64("controller.checkpoints_max", ctl_checkpoints_max, 100, 1, 1000000, "checkpoints one org may keep (413 CHECKPOINT_QUOTA_EXCEEDED beyond)"),
+        U64("controller.checkpoint_bytes", ctl_checkpoint_bytes, 1 * GiB, 64 * KiB, UINT64_MAX / 2, "bytes of checkpoint archives one org may keep (413 CHECKPOINT_QUOTA_EXCEEDED beyond)"),
         /* Issue 15: the event log behind GET /api/v1/events/stream, and the audit log. */
         U64("controller.events_retention", ctl_events_retention, 10000, 0, 10000000, "events kept per org for replay (the oldest beyond are dropped on insert; 0: no cap)"),
         U64("controller.events_max_age_s", ctl_events_max_age_s, 7 * 86400, 0, 365 * 86400, "events older than this are dropped on insert (0: no age cap)"),

@@ -69,6 +69,12 @@ struct config {
         char ctl_internal_token[256];  /* GET /api/v1/metrics; "": loopback clients only */
         bool ctl_repl_enabled;         /* the REPL routes (seed: REPL_ENABLED) */
         bool ctl_idempotency_enabled;  /* Idempotency-Key honoured (seed: IDEMPOTENCY_ENABLED) */
+        /* Concurrency budgets and queue mode (issue 15). 0: the org's plan's. */
+        uint64_t ctl_budget_sandboxes, ctl_budget_executes;
+        bool ctl_queue_mode;
+        uint64_t ctl_queue_max_depth, ctl_queue_ttl_s;
+        char ctl_templates_dir[4096];  /* "": templates/ next to the binary's source tree */
+        uint64_t ctl_checkpoints_max, ctl_checkpoint_bytes; /* per org */
         uint64_t ctl_events_retention, ctl_events_max_age_s, ctl_events_heartbeat_ms;
         bool ctl_audit_enabled;        /* the audit log (seed: AUDIT_LOGS_ENABLED) */
         uint64_t ctl_audit_retention_days;

@@ -146,19 +146,32 @@ int http_response_header(struct http_response *res, const char *name, const char
         return 0;
 }
 
+/* A request the daemon runs itself (a queued one, run later) has no
+ * connection: no headers, no query, no address. */
 const char *http_header(struct http_request *req, const char *name)
 {
-        return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+        return req->conn ? MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name) : NULL;
 }
 
 const char *http_query(struct http_request *req, const char *name)
 {
-        return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+        return req->conn ? MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name) : NULL;
+}
+
+void http_response_init(struct http_response *res)
+{
+        reply_init(res);
+}
+
+void http_response_done(struct http_response *res)
+{
+        reply_reset(res);
 }
 
 void http_client_addr(struct http_request *req, char *buf, size_t len)
 {
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        const union MHD_ConnectionInfo *ci =
+                req->conn ? MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS) : NULL;
         buf[0] = '\0';
         if (!ci || !ci->client_addr)
                 return;
@@ -278,7 +291,8 @@ void http_headers_each(struct http_request *req, bool (*fn)(void *cls, const cha
                        void *cls)
 {
         struct each_ctx e = { fn, cls };
-        MHD_get_connection_values(req->conn, MHD_HEADER_KIND, each_header, &e);
+        if (req->conn)
+                MHD_get_connection_values(req->conn, MHD_HEADER_KIND, each_header, &e);
 }
 
 /* RFC 3986 unreserved characters stay, everything else is %XX. */
@@ -317,7 +331,8 @@ char *http_query_string(struct http_request *req)
 {
         struct buf b;
         buf_init(&b, 64 * 1024); /* MHD's header memory bounds it anyway */
-        MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, each_arg, &b);
+        if (req->conn)
+                MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, each_arg, &b);
         if (b.len == SIZE_MAX || buf_append(&b, "", 0) < 0) {
                 free(b.data);
                 return NULL;

@@ -148,6 +148,12 @@ size_t http_server_streams(struct http_server *s);
 /* Closes every connection, waits for producers and WebSockets, frees. NULL-safe. */
 void http_server_stop(struct http_server *s);
 
+/* A request the daemon runs itself, later (a queued one): a response to
+ * hand to a handler outside any connection, and to free after. Such a
+ * request has conn NULL: http_header/http_query answer NULL for it. */
+void http_response_init(struct http_response *res);
+void http_response_done(struct http_response *res);
+
 /* ---- replies (reply.c); each replaces what res held ---- */
 void http_json(struct http_response *res, int status, json_t *body);
 /* A copy of data; -ENOMEM leaves a 500. */

@@ -6,6 +6,7 @@
  * Rules and limits: docs/bridge/files.md. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,51 @@
  * ERR_PERMISSION (unreadable), ERR_FILESYSTEM (I/O, out_fd). */
 int files_persist(const struct files_root *root, const char *const *excludes, size_t n, int out_fd,
                   struct err *err);
+
+/* Which part of a workspace a checkpoint covers (its scope). Patterns are
+ * fnmatch(3) patterns without flags on paths relative to /workspace ("*"
+ * crosses "/": "*.py" is every .py file at any depth; "src" is src and all
+ * below it). A path is in scope unless it or a parent matches an exclude,
+ * and, when there are includes, it or a parent matches one of them. */
+struct files_filter {
+        const char *const *include;
+        size_t ninclude;             /* 0: everything */
+        const char *const *exclude;
+        size_t nexclude;
+};
+bool files_filter_match(const struct files_filter *f, const char *rel);
+
+/* files_persist of the scope of f: directories outside it are walked for
+ * included entries below them but get no entry of their own. *ret_files
+ * (may be NULL): the regular files written. */
+int files_persist_filtered(const struct files_root *root, const struct files_filter *f, int out_fd,
+                           uint64_t *ret_files, struct err *err);
+
+/* Makes the scope of f in the workspace exactly the tar in data[0..len)
+ * (a files_persist_filtered of the same f): entries in scope the archive
+ * does not hold (or holds as another kind, file vs directory) are deleted,
+ * then the archive is extracted as by files_hydrate (its refusals apply,
+ * and are checked before anything is deleted). Entries outside the scope
+ * are left alone. op FILES_OP_RESTORE. */
+#define FILES_OP_RESTORE "workspace.restore"
+int files_restore(const struct files_root *root, const struct files_filter *f, const void *data, size_t len,
+                  struct err *err);
+
+/* One entry of a tar read by files_tar_each: rel without "./", the root
+ * itself skipped; sha256 (hex) of a regular file's bytes, "" otherwise. */
+struct files_tar_entry {
+        const char *rel;
+        char type;                   /* 'f' file, 'd' directory, 'l' symlink, 'h' hardlink, '?' other */
+        uint64_t size;
+        char sha256[65];
+};
+/* SHA-256 (hex) of fd's bytes from offset 0 to its end, streamed with
+ * pread (fd's offset is left alone). 0 or -errno. */
+int files_sha256_fd(int fd, char out[65]);
+/* Reads the (uncompressed or gzip) tar of fd from its current offset to
+ * its end, streaming: fn per entry (< 0 stops with that value). */
+int files_tar_each(int fd, int (*fn)(void *userdata, const struct files_tar_entry *e), void *userdata,
+                   struct err *err);
 
 /* Extracts a tar (optionally gzip-compressed) held in data[0..len) into
  * the workspace, merging with what is there (files are replaced).

@@ -125,9 +125,12 @@ static struct context *find_context(struct sandbox *s, const char *cid)
 }
 
 static void fill_new_row(struct context *c, const struct sandbox *s, const struct runtime *rt,
-                         const char *binding, const char *cwd)
+                         const char *binding, const char *cwd, const char *cid)
 {
-        new_uuid(c->row.id);
+        if (cid)
+                snprintf(c->row.id, sizeof(c->row.id), "%s", cid);
+        else
+                new_uuid(c->row.id);
         snprintf(c->row.sandbox_id, sizeof(c->row.sandbox_id), "%s", s->row.id);
         snprintf(c->row.binding, sizeof(c->row.binding), "%s", binding);
         snprintf(c->row.language, sizeof(c->row.language), "%s", rt->id);
@@ -140,9 +143,8 @@ static void fill_new_row(struct context *c, const struct sandbox *s, const struc
         c->row.created_at = c->row.last_used = now;
 }
 
-/* Creates and stores a context (caller holds s->lock). */
-static struct context *context_new(struct sandbox_mgr *m, struct sandbox *s, const struct runtime *rt,
-                                   const char *binding, const char *cwd, json_t *env, struct err *err)
+struct context *context_new(struct sandbox_mgr *m, struct sandbox *s, const struct runtime *rt, const char *binding,
+                            const char *cwd, json_t *env, const char *cid, struct err *err)
 {
         if (context_count(s) >= m->opt.max_contexts) {
                 err_set(err, ERR_LIMIT, 0, "Cannot create more than %llu code contexts",
@@ -155,7 +157,7 @@ static struct context *context_new(struct sandbox_mgr *m, struct sandbox *s, con
                 err_set(err, ERR_INTERNAL, ENOMEM, "Out of memory");
                 return NULL;
         }
-        fill_new_row(c, s, rt, binding, cwd);
+        fill_new_row(c, s, rt, binding, cwd, cid);
         c->row.env_json = env ? json_dumps(env, JSON_COMPACT | JSON_SORT_KEYS) : strdup("{}");
         c->rt = rt;
         c->sbx = s;
@@ -190,7 +192,7 @@ int sbx_context_create_org(struct sandbox_mgr *m, const char *org_id, const char
         struct sandbox *s = sandbox_enter_org(m, org_id, id, err);
         if (!s)
                 return err_ret(err);
-        struct context *c = context_new(m, s, rt, binding, norm, env, err);
+        struct context *c = context_new(m, s, rt, binding, norm, env, NULL, err);
         if (c)
                 context_info_fill(c, ret);
         sandbox_leave(m, s);
@@ -223,16 +225,21 @@ int sbx_context_delete_org(struct sandbox_mgr *m, const char *org_id, const char
                 snprintf(msg, sizeof(msg), "Context not found: %s", cid);
                 r = context_not_found(err, cid, OP_DELETE, msg);
         } else {
-                context_unlink(s, c);
-                c->deleted = true;
-                store_context_delete(m->store, c->row.id);
-                if (c->refs == 0)
-                        context_free(m, c);
-                else if (c->kp)
-                        kproc_kill(c->kp); /* the running execution frees it */
+                context_remove(m, s, c);
         }
         sandbox_leave(m, s);
         return r;
+}
+
+void context_remove(struct sandbox_mgr *m, struct sandbox *s, struct context *c)
+{
+        context_unlink(s, c);
+        c->deleted = true;
+        store_context_delete(m->store, c->row.id);
+        if (c->refs == 0)
+                context_free(m, c);
+        else if (c->kp)
+                kproc_kill(c->kp); /* the running execution frees it */
 }
 
 /* ---- one execution ---- */
@@ -352,7 +359,7 @@ static struct context *resolve_context(struct sandbox_mgr *m, struct sandbox *s,
         for (struct context *c = s->contexts; c; c = c->next)
                 if (strcmp(c->row.binding, binding) == 0)
                         return c; /* list is ordered by createdAt: the oldest */
-        return context_new(m, s, rt, binding, FILES_ROOT, NULL, err);
+        return context_new(m, s, rt, binding, FILES_ROOT, NULL, NULL, err);
 }
 
 /* Effective env: sandbox < context < call (null unsets). */

@@ -119,6 +119,8 @@ struct sandbox_mgr {
         struct terminals *terminals; /* terminal.c: the live terminals */
         sbx_org_env_fn org_env;      /* orgenv.c; NULL: no org gives env */
         void *org_env_userdata;
+        sbx_checkpoint_event_fn checkpoint_event; /* checkpoint.c; NULL: none */
+        void *checkpoint_event_userdata;
         struct events *events;       /* lifecycle.c; NULL: no event log */
 };
 
@@ -249,6 +251,13 @@ void context_drop_interpreter(struct sandbox_mgr *m, struct context *c);
 void context_free(struct sandbox_mgr *m, struct context *c);
 /* Builds a context from its stored row (registry load). NULL on ENOMEM. */
 struct context *context_from_row(struct sandbox_mgr *m, struct sandbox *s, const struct context_row *row);
+/* Creates and stores a context (caller holds s->lock); cid NULL: a fresh
+ * id. NULL with err filled (ERR_LIMIT past sandbox.max_contexts). */
+struct context *context_new(struct sandbox_mgr *m, struct sandbox *s, const struct runtime *rt, const char *binding,
+                            const char *cwd, json_t *env, const char *cid, struct err *err);
+/* Unlinks, unstores and frees c (a running execution frees it when it
+ * ends, its interpreter killed). Caller holds s->lock. */
+void context_remove(struct sandbox_mgr *m, struct sandbox *s, struct context *c);
 void context_info_fill(const struct context *c, struct sbx_context_info *ret);
 
 /* terminal.c: the manager's terminals (sandbox/terminal.h). */

@@ -662,7 +662,12 @@ int sbx_context_list_org(struct sandbox_mgr *m, const char *org_id, const char *
 
 int sbx_set_env(struct sandbox_mgr *m, const char *id, json_t *env, struct err *err)
 {
-        struct sandbox *s = sandbox_enter(m, id, err);
+        return sbx_set_env_org(m, NULL, id, env, err);
+}
+
+int sbx_set_env_org(struct sandbox_mgr *m, const char *org_id, const char *id, json_t *env, struct err *err)
+{
+        struct sandbox *s = sandbox_enter_org(m, org_id, id, err);
         if (!s)
                 return err_ret(err);
         json_t *next = json_deep_copy(s->env);

@@ -93,6 +93,10 @@ void sbx_mgr_free(struct sandbox_mgr *m);
  * holds a value in clear) and gets the org's again on replay. Set it once,
  * before the first request. */
 typedef int (*sbx_org_env_fn)(void *userdata, const char *org_id, json_t *env, struct err *err);
+/* The checkpoints' event hook (sandbox/checkpoint.h). */
+struct checkpoint_row;
+typedef void (*sbx_checkpoint_event_fn)(void *userdata, const char *event, const struct checkpoint_row *row,
+                                        const char *sandbox_id);
 void sbx_mgr_set_org_env(struct sandbox_mgr *m, sbx_org_env_fn fn, void *userdata);
 /* The event log (tenant/events.h) the manager emits into: sandbox.created
  * / .stopped / .deleted for every org's sandboxes, resources.limit_warning
@@ -186,6 +190,8 @@ int sbx_info(struct sandbox_mgr *m, const char *id, struct sbx_info *ret, struct
 int sbx_destroy(struct sandbox_mgr *m, const char *id, struct err *err);
 /* env values: string sets, null unsets. Already validated. */
 int sbx_set_env(struct sandbox_mgr *m, const char *id, json_t *env, struct err *err);
+/* The same for org_id's existing sandbox (NULL: as sbx_set_env). */
+int sbx_set_env_org(struct sandbox_mgr *m, const char *org_id, const char *id, json_t *env, struct err *err);
 int sbx_context_create(struct sandbox_mgr *m, const char *id, const struct runtime *rt, const char *binding,
                        const char *cwd, json_t *env, struct sbx_context_info *ret, struct err *err);
 /* *ret is a malloc'd array (free()) of *ret_n contexts, by creation. */

@@ -90,6 +90,26 @@ struct store_ops {
         /* Pushes struct secret_row items of one page; ret_total: the org's count. */
         int (*secret_list)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
                            struct store_rows *out, uint64_t *ret_total);
+        int (*checkpoint_create)(struct store *s, const struct checkpoint_row *row);
+        int (*checkpoint_get)(struct store *s, const char *org_id, const char *id, struct checkpoint_row *ret);
+        int (*checkpoint_delete)(struct store *s, const char *org_id, const char *id);
+        /* Pushes struct checkpoint_row items; sandbox_id NULL: all the org's. */
+        int (*checkpoint_list)(struct store *s, const char *org_id, const char *sandbox_id, uint64_t limit,
+                               uint64_t offset, struct store_rows *out, uint64_t *ret_total);
+        int (*checkpoint_usage)(struct store *s, const char *org_id, uint64_t *ret_count, uint64_t *ret_bytes);
+
+        int (*queue_insert)(struct store *s, const struct queue_row *row);
+        int (*queue_get)(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
+        int (*queue_update)(struct store *s, const struct queue_row *row);
+        int (*queue_list)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                          struct store_rows *out, uint64_t *ret_total);
+        /* Pushes struct queue_row items: each org's oldest queued request. */
+        int (*queue_heads)(struct store *s, struct store_rows *out);
+        int (*queue_position)(struct store *s, const char *org_id, const char *id, uint64_t *ret_ahead,
+                              uint64_t *ret_depth);
+        int (*queue_stats)(struct store *s, const char *org_id, uint64_t since, struct queue_stats *ret);
+        int (*queue_settle)(struct store *s, bool at_start, uint32_t failed_status, const char *failed_body,
+                            uint64_t now, uint64_t expire_before, uint64_t forget_before);
 
         /* Append, then trim, in one transaction (store_event_append). */
         int (*event_append)(struct store *s, const struct event_row *row, uint64_t keep, uint64_t not_before,

@@ -500,6 +500,174 @@ int store_secret_each(struct store *s, const char *org_id, uint64_t limit, uint6
         return r;
 }
 
+/* ---- queued requests -------------------------------------------------- */
+
+void queue_row_done(struct queue_row *r)
+{
+        if (!r)
+                return;
+        free(r->body);
+        free(r->caller);
+        free(r->response_body);
+        r->body = r->caller = r->response_body = NULL;
+}
+
+static void queue_item_done(void *item)
+{
+        queue_row_done(item);
+}
+
+static int check_queue_row(const struct queue_row *row)
+{
+        int r;
+        if (!row || !row->body || !row->caller)
+                return -EINVAL;
+        if ((r = check_id(row->id)) < 0 || (r = check_id(row->org_id)) < 0)
+                return r;
+        return check_str(row->kind, sizeof(row->kind)) ?: check_str(row->status, sizeof(row->status));
+}
+
+int store_queue_insert(struct store *s, const struct queue_row *row)
+{
+        STORE_CALL(s, true, row ? row->id : NULL, check_queue_row(row) ?: s->ops->queue_insert(s, row));
+}
+
+int store_queue_get(struct store *s, const char *org_id, const char *id, struct queue_row *ret)
+{
+        int r = check_id(org_id);
+        if (r < 0)
+                return r;
+        STORE_CALL(s, ret, id, s->ops->queue_get(s, org_id, id, ret));
+}
+
+int store_queue_update(struct store *s, const struct queue_row *row)
+{
+        STORE_CALL(s, true, row ? row->id : NULL, check_queue_row(row) ?: s->ops->queue_update(s, row));
+}
+
+int store_queue_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                     void (*fn)(const struct queue_row *row, void *userdata), void *userdata, uint64_t *ret_total)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct queue_row), .done = queue_item_done };
+        int r = fn ? org_page(s, org_id, limit, offset, s ? s->ops->queue_list : NULL, &l, ret_total) : -EINVAL;
+        for (size_t i = 0; r >= 0 && i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        return r;
+}
+
+int store_queue_heads(struct store *s, void (*fn)(const struct queue_row *row, void *userdata), void *userdata)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct queue_row), .done = queue_item_done };
+        if (!s || !fn)
+                return -EINVAL;
+        int r;
+        {
+                STORE_GUARD(s);
+                r = s->ops->queue_heads(s, &l);
+        }
+        for (size_t i = 0; r >= 0 && i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        return r;
+}
+
+int store_queue_position(struct store *s, const char *org_id, const char *id, uint64_t *ret_ahead,
+                         uint64_t *ret_depth)
+{
+        int r = check_id(org_id);
+        if (r < 0)
+                return r;
+        STORE_CALL(s, ret_ahead && ret_depth, id, s->ops->queue_position(s, org_id, id, ret_ahead, ret_depth));
+}
+
+int store_queue_stats(struct store *s, const char *org_id, uint64_t since, struct queue_stats *ret)
+{
+        STORE_CALL(s, ret, org_id, s->ops->queue_stats(s, org_id, since, ret));
+}
+
+int store_queue_settle(struct store *s, bool at_start, uint32_t failed_status, const char *failed_body, uint64_t now,
+                       uint64_t expire_before, uint64_t forget_before)
+{
+        if (!s || !failed_body)
+                return -EINVAL;
+        STORE_GUARD(s);
+        return s->ops->queue_settle(s, at_start, failed_status, failed_body, now, expire_before, forget_before);
+}
+
+/* ---- checkpoints ------------------------------------------------------ */
+
+void checkpoint_row_done(struct checkpoint_row *r)
+{
+        if (!r)
+                return;
+        free(r->name);
+        free(r->description);
+        free(r->meta_json);
+        r->name = r->description = r->meta_json = NULL;
+}
+
+static void checkpoint_item_done(void *item)
+{
+        checkpoint_row_done(item);
+}
+
+static int check_checkpoint(const struct checkpoint_row *row)
+{
+        int r;
+
+        if (!row || !row->name || !row->description || !row->meta_json)
+                return -EINVAL;
+        if ((r = check_id(row->org_id)) < 0 || (r = check_id(row->sandbox_id)) < 0 ||
+            (r = CHECK_FIELD(row, checksum)) < 0 || row->size_bytes > INT64_MAX || row->file_count > INT64_MAX)
+                return r < 0 ? r : -ERANGE;
+        return 0;
+}
+
+int store_checkpoint_create(struct store *s, const struct checkpoint_row *row)
+{
+        STORE_CALL(s, true, row ? row->id : NULL, check_checkpoint(row) ?: s->ops->checkpoint_create(s, row));
+}
+
+int store_checkpoint_get(struct store *s, const char *org_id, const char *id, struct checkpoint_row *ret)
+{
+        int r = check_id(org_id);
+        if (r < 0)
+                return r;
+        STORE_CALL(s, ret, id, s->ops->checkpoint_get(s, org_id, id, ret));
+}
+
+int store_checkpoint_delete(struct store *s, const char *org_id, const char *id)
+{
+        int r = check_id(org_id);
+        if (r < 0)
+                return r;
+        STORE_CALL(s, true, id, s->ops->checkpoint_delete(s, org_id, id));
+}
+
+int store_checkpoint_each(struct store *s, const char *org_id, const char *sandbox_id, uint64_t limit,
+                          uint64_t offset, void (*fn)(const struct checkpoint_row *row, void *userdata),
+                          void *userdata, uint64_t *ret_total)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct checkpoint_row),
+                                                           .done = checkpoint_item_done };
+        int r = !s || !fn || !ret_total || limit > INT64_MAX || offset > INT64_MAX ? -EINVAL : check_id(org_id);
+        if (r == 0 && sandbox_id)
+                r = check_id(sandbox_id);
+        if (r < 0)
+                return r;
+        {
+                STORE_GUARD(s);
+                r = s->ops->checkpoint_list(s, org_id, sandbox_id, limit, offset, &l, ret_total);
+        }
+        for (size_t i = 0; r >= 0 && i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        return r;
+}
+
+int store_checkpoint_usage(struct store *s, const char *org_id, uint64_t *ret_count, uint64_t *ret_bytes)
+{
+        STORE_CALL(s, ret_count && ret_bytes, org_id, s->ops->checkpoint_usage(s, org_id, ret_count, ret_bytes));
+}
+
 /* ---- sandboxes -------------------------------------------------------- */
 
 int store_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret)

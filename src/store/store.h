@@ -140,6 +140,78 @@ int store_secret_each(struct store *s, const char *org_id, uint64_t limit, uint6
                       void (*fn)(const struct secret_row *row, void *userdata), void *userdata,
                       uint64_t *ret_total);
 
+/* A request of the controller API waiting for its org's concurrency budget
+ * (issue 15, queue mode): what to run, as whom, and once run, its answer.
+ * Queue order is insertion order, per org. */
+struct queue_row {
+        char id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        char kind[16];              /* "sandbox" (a create) or "execute" */
+        char route[512];            /* the request path */
+        char sandbox_id[STORE_ID_MAX];  /* the route's :id, "" for a create */
+        char *body;                 /* owned: the request body (JSON text) */
+        char *caller;               /* owned: who asked (JSON text, the facade's) */
+        char status[16];            /* queued, processing, completed, failed, expired */
+        uint32_t response_status;   /* once run */
+        char *response_body;        /* owned, once run; may be NULL */
+        uint64_t created_at, started_at, finished_at;   /* epoch ms; 0 = not yet */
+};
+void queue_row_done(struct queue_row *r);   /* frees the owned texts */
+int store_queue_insert(struct store *s, const struct queue_row *row);
+/* Scoped by org: another org's request is -ENOENT. */
+int store_queue_get(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
+/* Writes status, response_status, response_body, started_at, finished_at. */
+int store_queue_update(struct store *s, const struct queue_row *row);
+/* One page of the org's requests, newest first (fn gets a borrowed row);
+ * *ret_total: how many it has. */
+int store_queue_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                     void (*fn)(const struct queue_row *row, void *userdata), void *userdata, uint64_t *ret_total);
+/* The oldest queued request of every org that has one (fn gets a borrowed row). */
+int store_queue_heads(struct store *s, void (*fn)(const struct queue_row *row, void *userdata), void *userdata);
+/* How many of the org's queued requests are ahead of id, and how many it
+ * has queued in all. */
+int store_queue_position(struct store *s, const char *org_id, const char *id, uint64_t *ret_ahead,
+                         uint64_t *ret_depth);
+struct queue_stats {
+        uint64_t depth, processing;     /* now */
+        uint64_t oldest_created_at;     /* of the queued ones; 0 when none */
+        uint64_t completed, failed, expired;   /* finished since `since` */
+        uint64_t started, avg_wait_ms, p95_wait_ms;  /* of those started since `since` */
+};
+int store_queue_stats(struct store *s, const char *org_id, uint64_t since, struct queue_stats *ret);
+/* Housekeeping: requests still "processing" (a daemon that died while
+ * running them; at start only) become failed with failed_status/body; queued
+ * ones created before expire_before become expired; finished ones before
+ * forget_before are dropped. */
+int store_queue_settle(struct store *s, bool at_start, uint32_t failed_status, const char *failed_body, uint64_t now,
+                       uint64_t expire_before, uint64_t forget_before);
+/* A checkpoint (issue 15): a tar of a sandbox's workspace kept in the
+ * data dir; the row holds what describes it. Checkpoints outlive their
+ * sandbox (sandbox_id is a plain reference, no cascade). */
+struct checkpoint_row {
+        char id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        char sandbox_id[STORE_ID_MAX];
+        char *name;               /* owned (malloc) */
+        char *description;        /* owned; "" when none */
+        char checksum[72];        /* "sha256:" + hex of the tar file */
+        uint64_t size_bytes, file_count, created_at;   /* created_at: epoch ms */
+        char *meta_json;          /* owned: the filters, env, … ("{}" when none) */
+};
+void checkpoint_row_done(struct checkpoint_row *r);
+/* -EEXIST when the id is taken. */
+int store_checkpoint_create(struct store *s, const struct checkpoint_row *row);
+/* Scoped by org: another org's checkpoint is -ENOENT, as a missing one. */
+int store_checkpoint_get(struct store *s, const char *org_id, const char *id, struct checkpoint_row *ret);
+int store_checkpoint_delete(struct store *s, const char *org_id, const char *id);
+/* The org's checkpoints (sandbox_id NULL: all, else that sandbox's) newest
+ * first, one page; *ret_total: how many match. fn gets a borrowed row. */
+int store_checkpoint_each(struct store *s, const char *org_id, const char *sandbox_id, uint64_t limit,
+                          uint64_t offset, void (*fn)(const struct checkpoint_row *row, void *userdata),
+                          void *userdata, uint64_t *ret_total);
+/* How many checkpoints the org keeps and their bytes together. */
+int store_checkpoint_usage(struct store *s, const char *org_id, uint64_t *ret_count, uint64_t *ret_bytes);
+
 struct sandbox_row {
         char id[STORE_ID_MAX];
         char org_id[STORE_ID_MAX];

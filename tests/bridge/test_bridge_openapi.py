@@ -9,16 +9,19 @@ import json
 import os
 import re
 import shutil
-import subprocess
+import sys
 
 import pytest
 
-from bridge_common import Daemon, NODE_DIR, ROOT, api, new_sandbox
+from bridge_common import Daemon, ROOT, api, new_sandbox
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from openapi_common import node, norm_doc, operations, validate  # noqa: E402
+from openapi_common import registered_routes as registered_bridge  # noqa: E402
 
 SRC_JSON = os.path.join(ROOT, "src", "api", "bridge", "openapi.json")
 CHROMIUM = "/usr/bin/chromium"
 KEY = "open-api-k3y"
-METHODS = ("get", "put", "post", "delete", "patch")
 
 # The anchor's document (cloudflare/sandbox-sdk packages/sandbox/src/bridge/
 # openapi.ts): (method, path) → (operationId, statuses). Ours must keep each
@@ -57,49 +60,10 @@ ANCHOR_CODES = {"unauthorized", "invalid_request", "exec_error", "exec_transport
 # Once a route is registered there it is held to the same checks as the rest.
 PENDING = set()  # every bridge route is on main
 
-ROUTE_RE = re.compile(r'\{\s*"(GET|PUT|POST|DELETE|PATCH)"\s*,\s*"(/[^"]*)"')
-
-
-def operations(doc):
-    for path, item in doc["paths"].items():
-        for m in METHODS:
-            if m in item:
-                yield m, path, item[m]
-
-
-def norm_doc(path):
-    return re.sub(r"\{[^}]+\}", "{}", path)
-
-
-def norm_route(pattern):
-    return re.sub(r":[A-Za-z_]+|\*$", "{}", pattern)
-
-
 def registered_routes():
     """(method, normalised path) of every /v1 route in the bridge's route
     tables, plus /health (served by the runtime facade for both)."""
-    found = set()
-    src = os.path.join(ROOT, "src", "api")
-    for dirpath, _, files in os.walk(src):
-        for f in files:
-            if not f.endswith(".c"):
-                continue
-            with open(os.path.join(dirpath, f)) as fh:
-                for method, pattern in ROUTE_RE.findall(fh.read()):
-                    if pattern.startswith("/v1") or pattern == "/health":
-                        found.add((method.lower(), norm_route(pattern)))
-    return found
-
-
-def node(script, *args, stdin=None, timeout=60):
-    path = os.path.join(NODE_DIR, script)
-    if not os.path.isdir(os.path.join(NODE_DIR, "node_modules")):
-        pytest.fail("tests/node/node_modules is missing: run `make node-deps`")
-    return subprocess.run(["node", path, *args], input=stdin, capture_output=True, timeout=timeout, cwd=NODE_DIR)
-
-
-def validate(doc_bytes):
-    return node("validate-openapi.mjs", "-", stdin=doc_bytes)
+    return registered_bridge("bridge", lambda p: p.startswith("/v1")) | {("get", "/health")}
 
 
 @pytest.fixture(scope="module")

@@ -125,7 +125,9 @@ def test_reconnect_with_last_event_id_misses_nothing(d):
     first = create(d, creds)
     last = s.until(about(first, "sandbox.created"))[-1]["id"]
     s.close()
-    # While nobody listens: three more sandboxes come and one goes.
+    # While nobody listens: the first goes, three more come (a hobby org
+    # holds 3 at once) and one of them goes.
+    delete(d, creds, first)
     missed = [create(d, creds) for _ in range(3)]
     delete(d, creds, missed[0])
     s = Stream(d, {**creds, "Last-Event-ID": last})
@@ -301,6 +303,21 @@ def test_execute_events(d):
     assert status == 200 and res["timed_out"], res
     ev = s.until(about(sid, "resources.limit_warning"))[-1]
     assert ev["data"]["limit"] == "timeout" and ev["data"]["timeoutMs"] == 200
+    s.close()
+
+
+def test_checkpoint_events(d):
+    _, creds = org(d)
+    sid = create(d, creds)
+    s = Stream(d, creds)
+    status, cp, _ = raw(d, "POST", V1 + f"/sandbox/{sid}/checkpoints", {"name": "one"}, headers=creds)
+    assert status == 201, cp
+    ev = s.until(about(sid, "checkpoint.created"))[-1]
+    assert ev["data"]["checkpointId"] == cp["id"] and ev["data"]["name"] == "one"
+    status, res, _ = raw(d, "POST", V1 + f"/checkpoints/{cp['id']}/restore", {}, headers=creds)
+    assert status == 200, res
+    ev = s.until(about(sid, "checkpoint.restored"))[-1]
+    assert ev["data"]["checkpointId"] == cp["id"]
     s.close()
 
 

@@ -1,42 +1,15 @@
-/* GET /v1/openapi.json (the OpenAPI 3.1 document of every bridge route) and
- * /v1/openapi.html = /v1/openapi (a self-contained viewer of it). Both files
- * live beside this one and are assembled into the binary (.incbin), so the
- * daemon never reads them at run time; the Makefile makes this object depend
- * on them. Auth (Bearer, or ?token= for these paths) is the group's hook. */
+/* GET /v1/openapi.json (the OpenAPI 3.1 document of every bridge route,
+ * beside this file, assembled into the binary) and /v1/openapi.html =
+ * /v1/openapi (the shared viewer, api/common/openapi.h). Auth (Bearer, or
+ * ?token= for these paths) is the group's hook. */
 #include <stdint.h>
 
 #include "api/bridge/bridge.h"
+#include "api/common/embed.h"
+#include "api/common/openapi.h"
 #include "base/util.h"
 
-/* .incbin paths are relative to the compiler's working directory: make runs
- * from the top of the tree (the daemon, sanitizer and fuzz builds alike).
- * The length is assembled too, so C never subtracts pointers of two objects. */
-#define EMBED(sym, file)                                                \
-        __asm__(".pushsection .rodata\n"                               \
-                ".balign 16\n"                                         \
-                ".type " #sym ", @object\n"                            \
-                #sym ":\n"                                             \
-                ".incbin \"" file "\"\n"                               \
-                "1:\n"                                                 \
-                ".size " #sym ", 1b - " #sym "\n"                      \
-                ".balign 8\n"                                          \
-                ".type " #sym "_len, @object\n"                        \
-                #sym "_len:\n"                                         \
-                ".quad 1b - " #sym "\n"                                \
-                ".size " #sym "_len, 8\n"                              \
-                ".popsection\n");                                      \
-        extern const char sym[];                                        \
-        extern const uint64_t sym##_len
-
 EMBED(bridge_openapi_json, "src/api/bridge/openapi.json");
-EMBED(bridge_openapi_html, "src/api/bridge/openapi.html");
-
-/* The viewer is inline script and style only; it fetches the document from
- * its own origin and nothing else may load (no CDN, no fonts, no frames). */
-static const char viewer_csp[] =
-        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-        "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; "
-        "frame-ancestors 'none'";
 
 static void h_json(struct http_request *req, struct http_response *res)
 {
@@ -47,14 +20,8 @@ static void h_json(struct http_request *req, struct http_response *res)
 static void h_html(struct http_request *req, struct http_response *res)
 {
         (void)req;
-        /* The page's URL may carry ?token=: no Referer may take it along. */
-        if (http_response_header(res, "Content-Security-Policy", viewer_csp) < 0 ||
-            http_response_header(res, "X-Content-Type-Options", "nosniff") < 0 ||
-            http_response_header(res, "Referrer-Policy", "no-referrer") < 0) {
+        if (!api_openapi_viewer(res))
                 bridge_error(res, 500, "internal_error", "Out of memory");
-                return;
-        }
-        http_bytes(res, 200, "text/html; charset=utf-8", bridge_openapi_html, bridge_openapi_html_len);
 }
 
 const struct route *bridge_openapi_routes(size_t *ret_n)

@@ -134,6 +134,52 @@ void ctl_idempotent(struct http_request *req, struct http_response *res, http_ha
                 ctl_idempotent(req, res, fn);                                         \
         }
 
+/* ---- concurrency budgets and queue mode (queue.c) ---- */
+/* What a budget counts: sandboxes an org holds, executions it runs. */
+enum ctl_slot {
+        CTL_SLOT_SANDBOX,
+        CTL_SLOT_EXECUTE,
+        _CTL_SLOT_MAX,
+};
+/* Runs fn within the caller's org budget of kind (seed "Concurrency
+ * Budgets & Queue Mode"): at once when a slot is free and nothing of the
+ * org waits; else 429 CONCURRENT_LIMIT_EXCEEDED, or in queue mode 202
+ * {status: queued, requestId, …} and the request runs later, in order (a
+ * stream is never queued). */
+void ctl_budgeted(struct http_request *req, struct http_response *res, enum ctl_slot kind, http_handler fn);
+/* Registers fn as the handler of the route pattern (":name" segments): a
+ * queued request of that path runs it later, after a restart too. */
+void ctl_budget_handler(enum ctl_slot kind, const char *pattern, http_handler fn);
+/* Defines handler `name`: fn, the handler of route pattern, within the
+ * budget of kind. */
+#define CTL_BUDGETED(name, kind, pattern, fn)                                         \
+        __attribute__((constructor)) static void name##_register(void)                \
+        {                                                                             \
+                ctl_budget_handler(kind, pattern, fn);                                \
+        }                                                                             \
+        static void name(struct http_request *req, struct http_response *res)        \
+        {                                                                             \
+                ctl_budgeted(req, res, kind, fn);                                     \
+        }
+/* Starts (at registration) and stops (after the drain) the queue runner. */
+int ctl_queue_start(struct app *app);
+void ctl_queue_stop(struct app *app);
+/* ---- making sandboxes (sandboxes.c; templates and checkpoints too) ---- */
+/* Creates a sandbox in the caller's org from b's create options (cpus,
+ * memory, timeout_seconds, isolation, env: POST /sandbox/create's body);
+ * env_base (may be NULL) is its env under b's. true with *ret_view (owned:
+ * the 201 body of POST /sandbox/create, "sandbox_id" its id); false with
+ * the error in res. */
+bool ctl_sandbox_create(struct http_request *req, struct http_response *res, json_t *b, json_t *env_base,
+                        json_t **ret_view);
+/* Runs cmd in org_id's sandbox id to its end, output collected as
+ * POST /sandbox/:id/execute's (each stream capped): *ret is {exit_code,
+ * stdout, stderr, timed_out, stdout_truncated, stderr_truncated} (owned).
+ * 0 or -errno with err filled. */
+struct sbx_command;
+int ctl_run_collected(struct app *app, const char *id, const struct sbx_command *cmd, uint64_t timeout_ms,
+                      json_t **ret, struct err *err);
+
 /* ---- route tables, one per file ---- */
 const struct route *ctl_identity_routes(size_t *ret_n);
 const struct route *ctl_key_routes(size_t *ret_n);
@@ -144,6 +190,10 @@ const struct route *ctl_execute_routes(size_t *ret_n);
 const struct route *ctl_file_routes(size_t *ret_n);
 const struct route *ctl_secret_routes(size_t *ret_n);
 const struct route *ctl_metrics_routes(size_t *ret_n);
+const struct route *ctl_openapi_routes(size_t *ret_n);
+const struct route *ctl_queue_routes(size_t *ret_n);
+const struct route *ctl_template_routes(size_t *ret_n);
+const struct route *ctl_checkpoint_routes(size_t *ret_n);
 const struct route *ctl_event_routes(size_t *ret_n);
 const struct route *ctl_audit_routes(size_t *ret_n);
 

@@ -200,7 +200,7 @@ static void h_stream(struct http_request *req, struct http_response *res)
 }
 
 static const struct route routes[] = {
-        { "GET", CTL_EVENTS_STREAM, h_stream, 0, 0 },
+        { "GET", CTL_PREFIX "/events/stream", h_stream, 0, 0 }, /* = CTL_EVENTS_STREAM */
 };
 
 const struct route *ctl_event_routes(size_t *ret_n)

@@ -257,54 +257,88 @@ static void stream_free(void *ctx)
 
 static const struct http_stream_ops exec_stream_ops = { stream_run, stream_disconnect, stream_free };
 
-static void reply_collected(struct http_response *res, struct exec_job *job)
+/* Runs job to its end with its output collected into *ret (the
+ * non-streaming answer). */
+static int collect_job(struct exec_job *job, json_t **ret, struct err *err)
 {
         struct sbx_run run = { job->proc, job->timeout_ms, job->grace_ms, &collect_ops, job };
         struct sbx_run_result rr = { 0 };
-        if (run_counted(job, &run, &rr) < 0) {
-                ctl_error(res, 500, "INTERNAL_ERROR", "The command could not be run");
-                return;
-        }
+        if (run_counted(job, &run, &rr) < 0)
+                return err_set(err, ERR_INTERNAL, EIO, "The command could not be run");
         if (rr.timed_out) {
                 char line[96];
                 size_t n = sbx_run_timeout_message(job->timeout_ms, line, sizeof(line));
                 (void)buf_append(&job->out[1], line, n);
         }
-        http_json(res, 200,
-                  json_pack("{s:i, s:o, s:o, s:b, s:b, s:b}", "exit_code", rr.exit_code, "stdout",
-                            text_json(job->out[0].data, job->out[0].len), "stderr",
-                            text_json(job->out[1].data, job->out[1].len), "timed_out", rr.timed_out,
-                            "stdout_truncated", job->truncated[0], "stderr_truncated", job->truncated[1]));
+        *ret = json_pack("{s:i, s:o, s:o, s:b, s:b, s:b}", "exit_code", rr.exit_code, "stdout",
+                         text_json(job->out[0].data, job->out[0].len), "stderr",
+                         text_json(job->out[1].data, job->out[1].len), "timed_out", rr.timed_out,
+                         "stdout_truncated", job->truncated[0], "stderr_truncated", job->truncated[1]);
+        return *ret ? 0 : err_set(err, ERR_INTERNAL, ENOMEM, "Out of memory");
+}
+
+static struct exec_job *job_new(struct app *app, uint64_t timeout_ms)
+{
+        struct exec_job *job = calloc(1, sizeof(*job));
+        if (!job)
+                return NULL;
+        buf_init(&job->out[0], EXEC_OUTPUT_MAX + 128);
+        buf_init(&job->out[1], EXEC_OUTPUT_MAX + 128);
+        job->timeout_ms = timeout_ms;
+        job->grace_ms = app->cfg->bridge_exec_grace_ms;
+        job->events = app->events;
+        return job;
+}
+
+/* sbx_spawn for job, and execution.started once it runs. */
+static int job_spawn(struct app *app, struct exec_job *job, const char *id, const struct sbx_command *cmd, bool stream,
+                     struct err *err)
+{
+        snprintf(job->org_id, sizeof(job->org_id), "%s", cmd->org_id ? cmd->org_id : "");
+        snprintf(job->sandbox_id, sizeof(job->sandbox_id), "%s", id);
+        int r = sbx_spawn(app->sandboxes, id, cmd, &job->proc, err);
+        if (r < 0)
+                return r;
+        job->started_ns = now_ns();
+        emit(job, "execution.started", json_pack("{s:b}", "stream", stream));
+        return 0;
+}
+
+int ctl_run_collected(struct app *app, const char *id, const struct sbx_command *cmd, uint64_t timeout_ms,
+                      json_t **ret, struct err *err)
+{
+        struct exec_job *job = job_new(app, timeout_ms);
+        if (!job)
+                return err_set(err, ERR_INTERNAL, ENOMEM, "Out of memory");
+        int r = job_spawn(app, job, id, cmd, false, err);
+        if (r == 0)
+                r = collect_job(job, ret, err);
+        job_free(job);
+        return r;
 }
 
 static void run_request(struct http_request *req, struct http_response *res, struct exec_req *x)
 {
         struct app *app = req->app;
-        struct exec_job *job = calloc(1, sizeof(*job));
+        const struct sbx_command cmd = { .argv = x->argv, .env = x->env, .cwd = x->cwd[0] ? x->cwd : NULL,
+                                         .org_id = ctl_caller(req)->who.org_id };
+        struct err err = {};
+        json_t *out;
+        if (!x->stream) {
+                if (ctl_run_collected(app, req->captures[0], &cmd, x->timeout_ms, &out, &err) < 0)
+                        ctl_error_done(res, &err, ERR_OK, 0, NULL);
+                else
+                        http_json(res, 200, out);
+                return;
+        }
+        struct exec_job *job = job_new(app, x->timeout_ms);
         if (!job) {
                 ctl_error(res, 500, "INTERNAL_ERROR", "Out of memory");
                 return;
         }
-        buf_init(&job->out[0], EXEC_OUTPUT_MAX + 128);
-        buf_init(&job->out[1], EXEC_OUTPUT_MAX + 128);
-        job->timeout_ms = x->timeout_ms;
-        job->grace_ms = app->cfg->bridge_exec_grace_ms;
-        job->events = app->events;
-        snprintf(job->org_id, sizeof(job->org_id), "%s", ctl_caller(req)->who.org_id);
-        snprintf(job->sandbox_id, sizeof(job->sandbox_id), "%s", req->captures[0]);
-        const struct sbx_command cmd = { .argv = x->argv, .env = x->env, .cwd = x->cwd[0] ? x->cwd : NULL,
-                                         .org_id = ctl_caller(req)->who.org_id };
-        struct err err = {};
-        if (sbx_spawn(app->sandboxes, req->captures[0], &cmd, &job->proc, &err) < 0) {
+        if (job_spawn(app, job, req->captures[0], &cmd, true, &err) < 0) {
                 job_free(job);
                 ctl_error_done(res, &err, ERR_OK, 0, NULL);
-                return;
-        }
-        job->started_ns = now_ns();
-        emit(job, "execution.started", json_pack("{s:b}", "stream", x->stream));
-        if (!x->stream) {
-                reply_collected(res, job);
-                job_free(job);
                 return;
         }
         if (http_stream(res, 200, "text/event-stream", &exec_stream_ops, job) == 0)
@@ -343,7 +377,8 @@ static void h_execute(struct http_request *req, struct http_response *res)
         free(x.argv);
 }
 
-CTL_IDEMPOTENT(h_execute_idem, h_execute)
+CTL_BUDGETED(h_execute_budgeted, CTL_SLOT_EXECUTE, CTL_PREFIX "/sandbox/:id/execute", h_execute)
+CTL_IDEMPOTENT(h_execute_idem, h_execute_budgeted)
 
 static const struct route routes[] = {
         { "POST", CTL_PREFIX "/sandbox/:id/execute", h_execute_idem, ROUTE_JSON | ROUTE_BLOCKING, 0 },

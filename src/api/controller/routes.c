@@ -114,6 +114,10 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 ctl_repl_routes,
                 ctl_secret_routes,
                 ctl_metrics_routes,
+                ctl_openapi_routes,
+                ctl_queue_routes,
+                ctl_template_routes,
+                ctl_checkpoint_routes,
                 ctl_event_routes,
                 ctl_audit_routes,
         };
@@ -124,5 +128,8 @@ int api_controller_register(struct http_server *srv, struct app *app)
         for (size_t i = 0; i < ARRAY_SIZE(tables); i++)
                 if (tables[i] != ctl_repl_routes || app->cfg->ctl_repl_enabled)
                         on[n++] = tables[i];
+        int r = ctl_queue_start(app);
+        if (r < 0)
+                return r;
         return api_group_register(srv, CTL_PREFIX, &ops, app, on, n);
 }

@@ -143,34 +143,56 @@ static bool parse_create(json_t *b, struct sbx_create_options *o, struct http_re
         return parse_env(o->env, res);
 }
 
-static void h_create(struct http_request *req, struct http_response *res)
+/* b's env over env_base into a new object (NULL: no env at all). */
+static json_t *merged_env(json_t *env_base, json_t *env)
+{
+        if (!env_base || !json_object_size(env_base))
+                return json_incref(env);
+        json_t *m = json_deep_copy(env_base);
+        if (m && env)
+                json_object_update(m, env);
+        return m;
+}
+
+bool ctl_sandbox_create(struct http_request *req, struct http_response *res, json_t *b, json_t *env_base,
+                        json_t **ret_view)
 {
         struct app *app = req->app;
         uint64_t t0 = now_ms();
-        _cleanup_json_ json_t *b = NULL;
         struct sbx_create_options o = { .org_id = ctl_caller(req)->who.org_id };
-        if (!ctl_body_object(req, res, &b) || !parse_create(b, &o, res))
-                return;
+        if (!parse_create(b, &o, res))
+                return false;
         if (json_is_null(o.env))
                 o.env = NULL;
+        _cleanup_json_ json_t *env = o.env = merged_env(env_base, o.env);
         char id[37];
         struct err err = {};
         if (uuid_new(id) < 0) {
                 ctl_error(res, 500, "INTERNAL_ERROR", "Cannot make a sandbox id");
-                return;
+                return false;
         }
         struct sbx_info info;
         if (sbx_create(app->sandboxes, id, &o, NULL, &err) < 0 || sbx_find(app->sandboxes, o.org_id, id, &info, &err) < 0) {
                 fail(res, &err);
-                return;
+                return false;
         }
         json_t *j = sandbox_json(&info, "running");
         json_object_set_new(j, "startup_metrics", json_pack("{s:I}", "total_ms", (json_int_t)(now_ms() - t0)));
         sbx_info_done(&info);
-        http_json(res, 201, j);
+        *ret_view = j;
+        return true;
 }
 
-CTL_IDEMPOTENT(h_create_idem, h_create)
+static void h_create(struct http_request *req, struct http_response *res)
+{
+        _cleanup_json_ json_t *b = NULL;
+        json_t *view;
+        if (ctl_body_object(req, res, &b) && ctl_sandbox_create(req, res, b, NULL, &view))
+                http_json(res, 201, view);
+}
+
+CTL_BUDGETED(h_create_budgeted, CTL_SLOT_SANDBOX, CTL_PREFIX "/sandbox/create", h_create)
+CTL_IDEMPOTENT(h_create_idem, h_create_budgeted)
 
 static void on_sandbox(const struct sbx_info *info, void *userdata)
 {

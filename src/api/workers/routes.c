@@ -64,12 +64,17 @@ size_t workers_files_body_cap(const void *app)
 int api_workers_register(struct http_server *srv, struct app *app)
 {
         static const struct http_group_ops ops = { .auth = workers_auth, .envelope = workers_envelope };
-        size_t na, nb;
-        const struct route *a = api_runtime_routes(&na);
-        const struct route *b = api_gateway_routes(&nb);
+        const struct route *(*const tables[])(size_t *) = { api_runtime_routes, api_gateway_routes,
+                                                             api_workers_openapi_routes };
         /* The default group: every path no other facade claims. */
         struct http_group *g = http_server_group(srv, NULL, &ops, app);
-        if (!g || http_group_routes(g, a, na) < 0 || http_group_routes(g, b, nb) < 0)
+        if (!g)
                 return -ENOMEM;
+        for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+                size_t n;
+                const struct route *r = tables[i](&n);
+                if (http_group_routes(g, r, n) < 0)
+                        return -ENOMEM;
+        }
         return 0;
 }

@@ -13,3 +13,5 @@ int api_workers_register(struct http_server *srv, struct app *app);
 /* Body cap of POST …/files (files.request_bytes): larger than the default
  * so that the per-file check (413 FILE_TOO_LARGE) is reachable. */
 size_t workers_files_body_cap(const void *app);
+/* GET /openapi.json and /openapi.html (openapi.c). */
+const struct route *api_workers_openapi_routes(size_t *ret_n);

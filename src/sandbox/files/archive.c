@@ -18,16 +18,37 @@ struct persist {
         struct fop *f;
         struct archive *a;
         struct archive_entry *e;
-        const char *const *excludes;
-        size_t nexcludes;
+        const struct files_filter *filter;
+        uint64_t files;
 };
 
-static bool excluded(const struct persist *p, const char *rel)
+static bool any_match(const char *const *pats, size_t n, const char *rel)
 {
-        for (size_t i = 0; i < p->nexcludes; i++)
-                if (fnmatch(p->excludes[i], rel, 0) == 0)
+        for (size_t i = 0; i < n; i++)
+                if (fnmatch(pats[i], rel, 0) == 0)
                         return true;
         return false;
+}
+
+/* rel or one of its parents matches one of pats. */
+static bool self_or_parent_match(const char *const *pats, size_t n, const char *rel)
+{
+        char prefix[PATH_MAX];
+        if (!n)
+                return false;
+        for (const char *s = strchr(rel, '/'); s; s = strchr(s + 1, '/')) {
+                snprintf(prefix, sizeof(prefix), "%.*s", (int)(s - rel), rel);
+                if (any_match(pats, n, prefix))
+                        return true;
+        }
+        return any_match(pats, n, rel);
+}
+
+bool files_filter_match(const struct files_filter *f, const char *rel)
+{
+        if (self_or_parent_match(f->exclude, f->nexclude, rel))
+                return false;
+        return !f->ninclude || self_or_parent_match(f->include, f->ninclude, rel);
 }
 
 /* The archive's own failures are I/O failures of out_fd or out of memory. */
@@ -95,6 +116,7 @@ static int put_file(struct persist *p, const char *rel)
         if (!S_ISREG(st.st_mode))
                 return 0;
         int r = put_header(p, rel, &st, NULL);
+        p->files++;
         return r < 0 ? r : put_data(p, fd, (uint64_t)st.st_size);
 }
 
@@ -115,8 +137,11 @@ static int put_symlink(struct persist *p, const char *rel, const struct stat *st
 static int persist_visit(void *userdata, const char *rel, const struct stat *st)
 {
         struct persist *p = userdata;
-        if (excluded(p, rel))
+        if (any_match(p->filter->exclude, p->filter->nexclude, rel))
                 return WALK_PRUNE;
+        /* Outside the includes: a directory may still hold included entries. */
+        if (!files_filter_match(p->filter, rel))
+                return 0;
         if (S_ISDIR(st->st_mode))
                 return put_header(p, rel, st, NULL);
         if (S_ISREG(st->st_mode))
@@ -141,6 +166,13 @@ static void archive_entryp(struct archive_entry **e)
 int files_persist(const struct files_root *root, const char *const *excludes, size_t n, int out_fd,
                   struct err *err)
 {
+        const struct files_filter f = { .exclude = excludes, .nexclude = n };
+        return files_persist_filtered(root, &f, out_fd, NULL, err);
+}
+
+int files_persist_filtered(const struct files_root *root, const struct files_filter *filter, int out_fd,
+                           uint64_t *ret_files, struct err *err)
+{
         _cleanup_(fop_end) struct fop f;
         int r = fop_begin(&f, root, FILES_OP_PERSIST, FILES_ROOT, NULL, err);
         if (r < 0)
@@ -149,7 +181,7 @@ int files_persist(const struct files_root *root, const char *const *excludes, si
         _cleanup_(archive_entryp) struct archive_entry *e = archive_entry_new();
         if (!a || !e)
                 return fop_fail(&f, ENOMEM, NULL, NULL);
-        struct persist p = { &f, a, e, excludes, n };
+        struct persist p = { &f, a, e, filter, 0 };
         if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK || archive_write_add_filter_none(a) != ARCHIVE_OK ||
             archive_write_open_fd(a, out_fd) != ARCHIVE_OK)
                 return archive_fail(&p);
@@ -164,5 +196,7 @@ int files_persist(const struct files_root *root, const char *const *excludes, si
                 return err->reason ? r : fop_fail(&f, -r, NULL, NULL);
         if (archive_write_close(a) != ARCHIVE_OK)
                 return archive_fail(&p);
+        if (ret_files)
+                *ret_files = p.files;
         return 0;
 }

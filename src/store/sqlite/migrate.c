@@ -131,7 +131,44 @@ static const char *const migrations[] = {
         "  updated_at INTEGER NOT NULL DEFAULT 0,"
         "  PRIMARY KEY(org_id, name));",
 
-        /* 8: the event log (issue 15): what happened to an org's sandboxes,
+        /* 8: queue mode (issue 15): controller requests waiting for their
+         * org's concurrency budget, in seq order per org, and their
+         * answers once run (kept a day for GET /requests/:id). */
+        "CREATE TABLE queued_requests("
+        "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+        "  id TEXT NOT NULL UNIQUE,"
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  kind TEXT NOT NULL,"
+        "  route TEXT NOT NULL,"
+        "  sandbox_id TEXT NOT NULL DEFAULT '',"
+        "  body TEXT NOT NULL,"
+        "  caller TEXT NOT NULL,"
+        "  status TEXT NOT NULL,"
+        "  response_status INTEGER NOT NULL DEFAULT 0,"
+        "  response_body TEXT,"
+        "  created_at INTEGER NOT NULL,"
+        "  started_at INTEGER NOT NULL DEFAULT 0,"
+        "  finished_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX queued_requests_org ON queued_requests(org_id, status, seq);",
+
+        /* 9 (issue 15): checkpoints, their
+         * tar files in <data_dir>/checkpoints/<org>/<id>.tar. No foreign
+         * key to sandboxes: a checkpoint outlives its sandbox. */
+        "CREATE TABLE checkpoints("
+        "  id TEXT PRIMARY KEY,"
+        "  org_id TEXT NOT NULL,"
+        "  sandbox_id TEXT NOT NULL,"
+        "  name TEXT NOT NULL,"
+        "  description TEXT NOT NULL DEFAULT '',"
+        "  checksum TEXT NOT NULL,"
+        "  size_bytes INTEGER NOT NULL DEFAULT 0,"
+        "  file_count INTEGER NOT NULL DEFAULT 0,"
+        "  meta_json TEXT NOT NULL DEFAULT '{}',"
+        "  created_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX checkpoints_org_created ON checkpoints(org_id, created_at, id);"
+        "CREATE INDEX checkpoints_org_sandbox ON checkpoints(org_id, sandbox_id, created_at);",
+
+        /* 10: the event log (issue 15): what happened to an org's sandboxes,
          * replayed to SSE clients after their Last-Event-ID. AUTOINCREMENT:
          * an id is never reused, even after the retention cap trimmed the
          * newest row, so a client's Last-Event-ID never names another event. */
@@ -146,7 +183,7 @@ static const char *const migrations[] = {
         /* The age trim on every insert must not scan the table. */
         "CREATE INDEX events_created ON events(created_at);",
 
-        /* 9: the audit log (issue 15): one row per authenticated write of
+        /* 11: the audit log (issue 15): one row per authenticated write of
          * the controller API; no bodies, no secrets. */
         "CREATE TABLE audit("
         "  id INTEGER PRIMARY KEY AUTOINCREMENT,"

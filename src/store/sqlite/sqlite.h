@@ -8,10 +8,12 @@
  *
  * Files: db.c connection, pragmas, open/close, the ops table; stmt.c
  * statement, transaction and error helpers; migrate.c schema migrations;
- * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, events.c (events and
- * audit) one table family each;
+ * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c, events.c
+ * (events and audit) one table family each;
  * tenants.c users, api_keys and sessions. */
 #pragma once
+
+#include <stdarg.h>
 
 #include <sqlite3.h>
 #include <stddef.h>
@@ -64,6 +66,7 @@ int sq_step_done(sqlite3_stmt *st);      /* a statement that returns no rows */
  * a const char *, 'u' for a uint64_t (exactly: cast literals), 'b' for a
  * bool. */
 int sq_prepare_bound(sqlite3 *db, const char *sql, sqlite3_stmt **ret, const char *types, ...);
+int sq_prepare_bound_va(sqlite3 *db, const char *sql, sqlite3_stmt **ret, const char *types, va_list ap);
 /* Runs a statement that returns no rows (INSERT, a DELETE of many). */
 int sq_run(sqlite3 *db, const char *sql, const char *types, ...);
 /* UPDATE/DELETE by key: -ENOENT when no row changed. */
@@ -123,11 +126,27 @@ int sq_idem_get(struct store *s, const char *org_id, const char *key, const char
                 struct idem_row *ret);
 int sq_idem_put(struct store *s, const struct idem_row *row, uint64_t not_before);
 
+int sq_queue_insert(struct store *s, const struct queue_row *row);
+int sq_queue_get(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
+int sq_queue_update(struct store *s, const struct queue_row *row);
+int sq_queue_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
+                  uint64_t *ret_total);
+int sq_queue_heads(struct store *s, struct store_rows *out);
+int sq_queue_position(struct store *s, const char *org_id, const char *id, uint64_t *ret_ahead, uint64_t *ret_depth);
+int sq_queue_stats(struct store *s, const char *org_id, uint64_t since, struct queue_stats *ret);
+int sq_queue_settle(struct store *s, bool at_start, uint32_t failed_status, const char *failed_body, uint64_t now,
+                    uint64_t expire_before, uint64_t forget_before);
 int sq_secret_create(struct store *s, const struct secret_row *row);
 int sq_secret_update(struct store *s, const struct secret_row *row);
 int sq_secret_delete(struct store *s, const char *org_id, const char *name);
 int sq_secret_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
                    uint64_t *ret_total);
+int sq_checkpoint_create(struct store *s, const struct checkpoint_row *row);
+int sq_checkpoint_get(struct store *s, const char *org_id, const char *id, struct checkpoint_row *ret);
+int sq_checkpoint_delete(struct store *s, const char *org_id, const char *id);
+int sq_checkpoint_list(struct store *s, const char *org_id, const char *sandbox_id, uint64_t limit, uint64_t offset,
+                       struct store_rows *out, uint64_t *ret_total);
+int sq_checkpoint_usage(struct store *s, const char *org_id, uint64_t *ret_count, uint64_t *ret_bytes);
 
 int sq_event_append(struct store *s, const struct event_row *row, uint64_t keep, uint64_t not_before,
                     uint64_t *ret_id);

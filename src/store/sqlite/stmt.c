@@ -172,6 +172,11 @@ static int prepare_va(sqlite3 *db, const char *sql, sqlite3_stmt **ret, const ch
 
 /* The functions below share one shape: prepare sql, bind the arguments
  * after types, step. They differ in what the step must find. */
+int sq_prepare_bound_va(sqlite3 *db, const char *sql, sqlite3_stmt **ret, const char *types, va_list ap)
+{
+        return prepare_va(db, sql, ret, types, ap);
+}
+
 #define WITH_ARGS(call)                                                      \
         ({                                                                   \
                 va_list ap_;                                                 \
