@@ -12,6 +12,7 @@
 #include "api/workers/result_json.h"
 #include "api/bridge/bridge.h"
 #include "api/controller/controller.h"
+#include "api/mcp/mcp_http.h"
 #include "api/workers/routes.h"
 #include "base/log.h"
 #include "base/metrics.h"
@@ -274,6 +275,8 @@ static void drain_and_stop(struct app *app)
         engine_kill_all(app->engine);
         http_server_stop(app->srv);
         app->srv = NULL;
+        /* After the stop: no MCP call is running any more. */
+        api_mcp_free(app);
 }
 
 /* The sandbox layer's options: main turns the one config table into
@@ -331,10 +334,13 @@ static int start_server(struct app *app, sigset_t *sigs)
         if (r >= 0)
                 r = api_controller_register(app->srv, app);
         if (r >= 0)
+                r = api_mcp_register(app->srv, app);
+        if (r >= 0)
                 r = http_server_start(app->srv);
         if (r < 0) {
                 http_server_stop(app->srv);
                 app->srv = NULL;
+                api_mcp_free(app);
                 return log_error_errno(r, "msg=\"cannot listen\" listen=\"%s\"", app->cfg->listen);
         }
         log_info("msg=\"listening\" listen=\"%s\" port=%u cgroup=%s version=%s", app->cfg->listen,

@@ -15,6 +15,7 @@ struct app {
         struct sandbox_mgr *sandboxes;
         struct tenant *tenant;      /* the controller API's orgs, users, keys, sessions */
         struct http_server *srv;
+        struct api_mcp *mcp;        /* the /mcp facade's sessions (api/mcp/) */
         uint64_t started_ms;
 };
 

@@ -121,6 +121,10 @@ static const struct cfg_opt opts[] = {
         STR("controller.internal_token", ctl_internal_token, "", "token of GET /api/v1/metrics (X-Internal-Token or Bearer); env INTERNAL_API_TOKEN; empty: loopback clients only"),
         BOOL("controller.repl_enabled", ctl_repl_enabled, 1, "the controller's REPL session routes (off: 404); env REPL_ENABLED"),
         BOOL("controller.idempotency_enabled", ctl_idempotency_enabled, 1, "honour Idempotency-Key on controller POSTs (off: the header is ignored); env IDEMPOTENCY_ENABLED"),
+        /* Issue 17: the daemon's own MCP endpoint (/mcp) keeps one MCP
+         * session per client; each holds little, but clients rarely end them. */
+        U64("mcp.session_idle_s", mcp_session_idle_s, 3600, 1, 30 * 86400, "an MCP session of /mcp unused this long ends (its client re-initializes)"),
+        U64("mcp.max_sessions", mcp_max_sessions, 256, 1, 100000, "MCP sessions of /mcp at once (beyond: the least recently used idle one ends)"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)

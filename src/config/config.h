@@ -69,6 +69,8 @@ struct config {
         char ctl_internal_token[256];  /* GET /api/v1/metrics; "": loopback clients only */
         bool ctl_repl_enabled;         /* the REPL routes (seed: REPL_ENABLED) */
         bool ctl_idempotency_enabled;  /* Idempotency-Key honoured (seed: IDEMPOTENCY_ENABLED) */
+        uint64_t mcp_session_idle_s;   /* /mcp sessions: idle expiry */
+        uint64_t mcp_max_sessions;     /* /mcp sessions at once (LRU beyond) */
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;
