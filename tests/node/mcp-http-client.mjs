@@ -5,8 +5,10 @@
 //   node mcp-http-client.mjs URL [KEY] < steps.json
 //
 // steps.json: a list of {"op": "list"} | {"op": "call", "name", "args",
-// "progress": bool} | {"op": "listResources"} | {"op": "readResource", "uri"}
-// | {"op": "terminate"}. Prints one JSON object: {sessionId, protocol,
+// "progress": bool, "save": {"name", "pattern"}} | {"op": "listResources"} |
+// {"op": "readResource", "uri"} | {"op": "terminate"}. "save" keeps the
+// first group of pattern matched in the result's text as ${name}, which
+// later steps' argument strings (and uri) may use. Prints one JSON object: {sessionId, protocol,
 // server, results: [...]}, each result {ok: true, value, progress} or
 // {ok: false, error, code}. A connect failure prints {connectError, code}.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -30,17 +32,30 @@ try {
   process.exit(0);
 }
 
+const saved = {};
+const fill = (v) => {
+  if (typeof v === "string") return v.replace(/\$\{(\w+)\}/g, (_, n) => saved[n] ?? "");
+  if (Array.isArray(v)) return v.map(fill);
+  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, fill(x)]));
+  return v;
+};
+const textOf = (value) => (value.content || []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
+
 async function run(step) {
   let progress = 0;
   const options = step.progress ? { onprogress: () => { progress += 1; } } : {};
   switch (step.op) {
     case "list": return { value: await client.listTools() };
     case "call": {
-      const value = await client.callTool({ name: step.name, arguments: step.args || {} }, undefined, options);
+      const value = await client.callTool({ name: step.name, arguments: fill(step.args || {}) }, undefined, options);
+      if (step.save) {
+        const m = textOf(value).match(new RegExp(step.save.pattern));
+        if (m) saved[step.save.name] = m[1];
+      }
       return { value, progress };
     }
     case "listResources": return { value: await client.listResources() };
-    case "readResource": return { value: await client.readResource({ uri: step.uri }) };
+    case "readResource": return { value: await client.readResource({ uri: fill(step.uri) }) };
     case "terminate": await transport.terminateSession(); return { value: null };
     default: throw new Error(`unknown step ${step.op}`);
   }

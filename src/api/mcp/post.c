@@ -259,7 +259,7 @@ static struct mcp_entry *session_of(struct http_request *req, struct http_respon
 static json_t *parse_body(struct http_request *req, struct http_response *res, bool *ret_batch)
 {
         json_error_t jerr;
-        json_t *body = json_loadb(req->body, req->body_len, 0, &jerr);
+        json_t *body = json_loadb(req->body, req->body_len, JSON_DECODE_ANY, &jerr);
         if (!body) {
                 char msg[256];
                 snprintf(msg, sizeof(msg), "Parse error: %s", jerr.text);
