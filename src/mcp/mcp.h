@@ -7,6 +7,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "client/client.h"
 
@@ -28,11 +29,25 @@ void mcp_session_free(struct mcp_session *s);
  * notification, a response). Any bad input becomes a JSON-RPC error
  * response, never a failure of the session. client: whom the tools act as
  * (the stdio server's, or the HTTP caller's). Safe to call from several
- * threads for one session. */
+ * threads for one session.
+ *
+ * Lifecycle: before `initialize`, only `initialize` and `ping` are served
+ * (any other request: MCP_INVALID_REQUEST "not initialized"); a second
+ * `initialize` is refused the same way. */
 json_t *mcp_session_handle(struct mcp_session *s, struct client *client, json_t *msg, const struct mcp_out *out);
 
 /* The protocol revision negotiated by `initialize`, or NULL before it. */
 const char *mcp_session_protocol(const struct mcp_session *s);
+
+/* Protocol revisions: the newest that @modelcontextprotocol/sdk 1.32.2
+ * speaks, and the older ones it lists (SUPPORTED_PROTOCOL_VERSIONS). */
+#define MCP_PROTOCOL_LATEST "2025-11-25"
+/* True when version is a revision this server speaks (e.g. to check a
+ * Streamable HTTP request's MCP-Protocol-Version header). */
+bool mcp_protocol_supported(const char *version);
+/* What `initialize` answers a client asking for requested (may be NULL):
+ * requested when supported, else MCP_PROTOCOL_LATEST. Static string. */
+const char *mcp_protocol_negotiate(const char *requested);
 
 /* A JSON-RPC error response (id may be NULL: null). */
 json_t *mcp_error_response(json_t *id, int code, const char *message);
@@ -41,3 +56,4 @@ json_t *mcp_error_response(json_t *id, int code, const char *message);
 #define MCP_METHOD_NOT_FOUND -32601
 #define MCP_INVALID_PARAMS -32602
 #define MCP_INTERNAL_ERROR -32603
+#define MCP_RESOURCE_NOT_FOUND -32002    /* resources/read of a missing file or sandbox */
