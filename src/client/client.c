@@ -114,6 +114,7 @@ struct transfer {
         void *sse_cls;
         struct buf line, data;
         char event[64];
+        const atomic_bool *stop;        /* or NULL */
         int stopped;
         int write_errno;
 };
@@ -200,6 +201,10 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *cls)
 {
         struct transfer *t = cls;
         size_t n = size * nmemb;
+        if (t->stop && atomic_load(t->stop)) {
+                t->stopped = -ECANCELED;
+                return 0;
+        }
         if (t->sse && status_ok(t->status)) {
                 int r = sse_feed(t, p, n);
                 if (r != 0) {
@@ -245,6 +250,16 @@ static int on_progress(void *cls, curl_off_t dltotal, curl_off_t dlnow, curl_off
         else
                 rq->progress(rq->progress_cls, (uint64_t)dlnow, (uint64_t)(dltotal > 0 ? dltotal : 0));
         return 0;
+}
+
+static int on_stop_check(void *cls, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+        struct transfer *t = cls;
+        (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+        if (!atomic_load(t->stop))
+                return 0;
+        t->stopped = -ECANCELED;
+        return 1;
 }
 
 static struct curl_slist *request_headers(const struct client *c, const struct client_request *rq)
@@ -322,6 +337,10 @@ static int perform(struct client *c, struct transfer *t, struct client_reply *ou
                 curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
                 curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
                 curl_easy_setopt(h, CURLOPT_XFERINFODATA, rq);
+        } else if (t->stop) {
+                curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+                curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_stop_check);
+                curl_easy_setopt(h, CURLOPT_XFERINFODATA, t);
         }
         CURLcode cc = curl_easy_perform(h);
         int r = 0;
@@ -350,7 +369,7 @@ int client_request(struct client *c, const struct client_request *rq, struct cli
 }
 
 static int json_request(struct client *c, const char *method, const char *path, json_t *body, client_sse_fn fn,
-                        void *cls, struct client_reply *out, struct err *err)
+                        void *cls, const atomic_bool *stop, struct client_reply *out, struct err *err)
 {
         _cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
         if (body && !text)
@@ -360,7 +379,7 @@ static int json_request(struct client *c, const char *method, const char *path, 
                 .method = method, .path = path, .headers = accept, .data = text, .len = text ? strlen(text) : 0,
                 .in_fd = -1, .out_fd = -1, .content_type = text ? "application/json" : NULL,
         };
-        struct transfer t = { .rq = &rq, .sse = fn, .sse_cls = cls };
+        struct transfer t = { .rq = &rq, .sse = fn, .sse_cls = cls, .stop = stop };
         transfer_init(&t);
         memset(out, 0, sizeof(*out));
         return perform(c, &t, out, err);
@@ -369,11 +388,17 @@ static int json_request(struct client *c, const char *method, const char *path, 
 int client_json(struct client *c, const char *method, const char *path, json_t *body, struct client_reply *out,
                 struct err *err)
 {
-        return json_request(c, method, path, body, NULL, NULL, out, err);
+        return json_request(c, method, path, body, NULL, NULL, NULL, out, err);
 }
 
 int client_sse(struct client *c, const char *method, const char *path, json_t *body, client_sse_fn fn, void *cls,
                struct client_reply *out, struct err *err)
 {
-        return json_request(c, method, path, body, fn, cls, out, err);
+        return json_request(c, method, path, body, fn, cls, NULL, out, err);
+}
+
+int client_sse_stoppable(struct client *c, const char *method, const char *path, json_t *body, client_sse_fn fn,
+                         void *cls, const atomic_bool *stop, struct client_reply *out, struct err *err)
+{
+        return json_request(c, method, path, body, fn, cls, stop, out, err);
 }

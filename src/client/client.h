@@ -12,6 +12,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -87,6 +88,12 @@ int client_request(struct client *c, const struct client_request *rq, struct cli
 typedef int (*client_sse_fn)(void *cls, const char *event, const char *data, size_t len);
 int client_sse(struct client *c, const char *method, const char *path, json_t *body, client_sse_fn fn, void *cls,
                struct client_reply *out, struct err *err);
+
+/* client_sse that also stops when *stop becomes true (checked as bytes
+ * arrive and about once a second while the server is silent): the request
+ * is aborted and -ECANCELED returned (err untouched). stop may be NULL. */
+int client_sse_stoppable(struct client *c, const char *method, const char *path, json_t *body, client_sse_fn fn,
+                         void *cls, const atomic_bool *stop, struct client_reply *out, struct err *err);
 
 /* The path with every byte outside [A-Za-z0-9._~/-] percent-encoded into out. */
 int client_escape_path(const char *in, char *out, size_t len);

@@ -168,11 +168,12 @@ void mcp_tool_list_contexts(struct mcp_call *c, json_t *args)
         json_t *info = mcp_sandbox_find(c, mcp_arg_str(args, "sandbox"));
         if (!info)
                 return;
-        json_t *ctxs = json_object_get(info, "contexts");
+        json_t *ctxs = mcp_contexts_summary(json_object_get(info, "contexts"));
         if (json_array_size(ctxs) == 0)
-                mcp_call_text(c, "No contexts yet (run_code makes one per language on first use).", 63);
+                mcp_call_textf(c, "No contexts yet (run_code makes one per language on first use).");
         else
                 add_json(c, "", ctxs);
+        json_decref(ctxs);
         json_decref(info);
 }
 

@@ -10,15 +10,20 @@
 #include "base/utf8.h"
 #include "mcp/internal.h"
 
-/* Output kept for the result, per stream (more is counted, not kept). */
-#define KEEP_MAX ((size_t)1 << 20)
+/* Output kept for the result, per stream: its start and its end (where a
+ * build's errors are); what lies between is counted, not kept. Both streams
+ * fit the result's text (MCP_TEXT_MAX). */
+#define KEEP_HEAD ((size_t)12 << 10)
+#define KEEP_TAIL ((size_t)32 << 10)
 /* Text of one progress message. */
 #define PROGRESS_TEXT_MAX 2000
 
 struct run {
         struct mcp_call *c;
-        struct buf out[2];      /* stdout, stderr */
-        size_t dropped[2];
+        struct stream {
+                struct buf head, tail;  /* tail: up to 2 * KEEP_TAIL, the last KEEP_TAIL shown */
+                size_t total;
+        } out[2];                       /* stdout, stderr */
         size_t bytes;           /* both streams, for progress */
         long long exit_code;
         bool exited;
@@ -27,11 +32,19 @@ struct run {
 
 static void run_chunk(struct run *run, int stream, const unsigned char *p, size_t n)
 {
-        struct buf *b = &run->out[stream];
-        size_t room = b->len < KEEP_MAX ? KEEP_MAX - b->len : 0, keep = n < room ? n : room;
-        if (keep && buf_append(b, p, keep) < 0)
-                keep = 0;
-        run->dropped[stream] += n - keep;
+        struct stream *st = &run->out[stream];
+        size_t room = KEEP_HEAD - st->head.len, head = n < room ? n : room;
+        buf_append(&st->head, p, head);
+        for (size_t i = head; i < n;) {
+                if (st->tail.len >= 2 * KEEP_TAIL) {
+                        memmove(st->tail.data, st->tail.data + st->tail.len - KEEP_TAIL, KEEP_TAIL);
+                        st->tail.len = KEEP_TAIL;
+                }
+                size_t take = n - i < 2 * KEEP_TAIL - st->tail.len ? n - i : 2 * KEEP_TAIL - st->tail.len;
+                buf_append(&st->tail, p + i, take);
+                i += take;
+        }
+        st->total += n;
         run->bytes += n;
         if (!run->c->progress_token)
                 return;
@@ -106,23 +119,29 @@ static json_t *command_argv(struct mcp_call *c, json_t *args)
         return argv;
 }
 
+static void stream_text(struct buf *b, const char *name, const struct stream *st)
+{
+        if (st->total == 0)
+                return;
+        size_t tail = st->tail.len < KEEP_TAIL ? st->tail.len : KEEP_TAIL;
+        const char *end = st->tail.data ? st->tail.data + st->tail.len - tail : "";
+        buf_printf(b, "[%s]\n", name);
+        buf_append(b, st->head.data, st->head.len);
+        if (st->total > st->head.len + tail)
+                buf_printf(b, "\n[... %zu bytes of %s not shown ...]\n", st->total - st->head.len - tail, name);
+        buf_append(b, end, tail);
+        if (b->data[b->len - 1] != '\n')
+                buf_append(b, "\n", 1);
+}
+
 static void run_result(struct run *run)
 {
         struct buf b;
-        buf_init(&b, 3 * KEEP_MAX);
+        buf_init(&b, 4 * (KEEP_HEAD + KEEP_TAIL));
         if (run->exited)
                 buf_printf(&b, "exit code: %lld\n", run->exit_code);
-        static const char *const names[] = { "stdout", "stderr" };
-        for (int s = 0; s < 2; s++) {
-                if (run->out[s].len == 0 && !run->dropped[s])
-                        continue;
-                buf_printf(&b, "[%s]\n", names[s]);
-                buf_append(&b, run->out[s].data, run->out[s].len);
-                if (run->out[s].len && run->out[s].data[run->out[s].len - 1] != '\n')
-                        buf_append(&b, "\n", 1);
-                if (run->dropped[s])
-                        buf_printf(&b, "[... %zu more bytes of %s not kept]\n", run->dropped[s], names[s]);
-        }
+        stream_text(&b, "stdout", &run->out[0]);
+        stream_text(&b, "stderr", &run->out[1]);
         if (run->error[0]) {
                 run->c->is_error = true;
                 buf_printf(&b, "error: %s\n", run->error);
@@ -130,7 +149,7 @@ static void run_result(struct run *run)
                 run->c->is_error = true;
                 buf_printf(&b, "error: the command's stream ended without an exit code\n");
         }
-        mcp_call_text(run->c, b.data, b.len);
+        mcp_call_text(run->c, b.data ?: "", b.len);
         buf_free(&b);
 }
 
@@ -156,14 +175,18 @@ void mcp_tool_run_command(struct mcp_call *c, json_t *args)
         struct run run = { .c = c };
         struct client_reply reply = { 0 };
         struct err err = { 0 };
-        buf_init(&run.out[0], KEEP_MAX);
-        buf_init(&run.out[1], KEEP_MAX);
-        int r = client_sse(c->client, "POST", path, body, on_event, &run, &reply, &err);
+        for (int i = 0; i < 2; i++) {
+                buf_init(&run.out[i].head, KEEP_HEAD);
+                buf_init(&run.out[i].tail, 2 * KEEP_TAIL);
+        }
+        int r = client_sse_stoppable(c->client, "POST", path, body, on_event, &run, c->cancelled, &reply, &err);
         if (mcp_reply_check(c, r, &reply, &err) == 0) {
                 run_result(&run);
                 client_reply_clear(&reply);
         }
-        buf_free(&run.out[0]);
-        buf_free(&run.out[1]);
+        for (int i = 0; i < 2; i++) {
+                buf_free(&run.out[i].head);
+                buf_free(&run.out[i].tail);
+        }
         json_decref(body);
 }

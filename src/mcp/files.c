@@ -10,14 +10,20 @@
 #include "base/utf8.h"
 #include "mcp/internal.h"
 
-int mcp_files_op(struct mcp_call *c, const char *sandbox, json_t *body, struct client_reply *out)
+/* One op on a sandbox known to exist. */
+static int files_post(struct mcp_call *c, const char *sandbox, json_t *body, struct client_reply *out)
 {
         char path[512];
-        json_t *info = mcp_sandbox_find(c, sandbox);
-        json_decref(info);
-        if (!info || mcp_gateway_path(c, path, sizeof(path), "python", sandbox, "/files") < 0)
+        if (mcp_gateway_path(c, path, sizeof(path), "python", sandbox, "/files") < 0)
                 return -1;
         return mcp_api(c, "POST", path, body, out);
+}
+
+int mcp_files_op(struct mcp_call *c, const char *sandbox, json_t *body, struct client_reply *out)
+{
+        json_t *info = mcp_sandbox_find(c, sandbox);
+        json_decref(info);
+        return info ? files_post(c, sandbox, body, out) : -1;
 }
 
 int mcp_file_read(struct mcp_call *c, const char *sandbox, const char *path, struct mcp_file *ret)
@@ -69,23 +75,25 @@ void mcp_tool_read_file(struct mcp_call *c, json_t *args)
 void mcp_tool_write_file(struct mcp_call *c, json_t *args)
 {
         const char *enc = mcp_arg_str(args, "encoding") ?: "utf-8", *path = mcp_arg_str(args, "path");
-        json_t *body = json_pack("{s:s, s:s, s:s, s:s}", "op", "write", "path", path, "content",
-                                 mcp_arg_str(args, "content"), "encoding", enc);
+        const char *sandbox = mcp_arg_str(args, "sandbox"), *slash = strrchr(path, '/');
         struct client_reply r;
+        json_t *info = mcp_sandbox_find(c, sandbox);
+        json_decref(info);
+        if (!info)
+                return;
         /* The files API writes into existing directories only. */
-        const char *slash = strrchr(path, '/');
         if (slash && slash != path) {
                 json_t *mk = json_pack("{s:s, s:s%, s:b}", "op", "mkdir", "path", path, (size_t)(slash - path),
                                        "recursive", 1);
-                if (mcp_files_op(c, mcp_arg_str(args, "sandbox"), mk, &r) == 0)
-                        client_reply_clear(&r);
+                int rc = files_post(c, sandbox, mk, &r);
                 json_decref(mk);
-                if (c->is_error) {
-                        json_decref(body);
+                if (rc < 0)
                         return;
-                }
+                client_reply_clear(&r);
         }
-        if (mcp_files_op(c, mcp_arg_str(args, "sandbox"), body, &r) == 0) {
+        json_t *body = json_pack("{s:s, s:s, s:s, s:s}", "op", "write", "path", path, "content",
+                                 mcp_arg_str(args, "content"), "encoding", enc);
+        if (files_post(c, sandbox, body, &r) == 0) {
                 mcp_call_textf(c, "Wrote %s.", json_string_value(json_object_get(r.json, "path")) ?: path);
                 client_reply_clear(&r);
         }

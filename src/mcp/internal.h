@@ -4,6 +4,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -68,6 +69,7 @@ struct mcp_call {
         struct client *client;
         const struct mcp_out *out;
         json_t *progress_token;         /* borrowed, or NULL: no progress wanted */
+        const atomic_bool *cancelled;   /* the client cancelled the call */
         json_t *content;                /* the result's content array (owned) */
         bool is_error;
 };
@@ -105,6 +107,10 @@ int mcp_gateway_path(struct mcp_call *c, char *out, size_t len, const char *lang
 const char *mcp_arg_str(json_t *args, const char *name);
 /* An integer argument (a whole real too), or def when absent. */
 long long mcp_arg_int(json_t *args, const char *name, long long def);
+
+/* {id, language, cwd, executions} of each context of a SandboxInfo's
+ * contexts array (sandboxes.c). New reference. */
+json_t *mcp_contexts_summary(json_t *contexts);
 
 /* ---- files (files.c), shared by the file tools and the resources ---- */
 
@@ -150,8 +156,9 @@ void mcp_tool_delete_sandbox(struct mcp_call *c, json_t *args);
  * returns the result (new reference), or NULL with *code and msg set to a
  * JSON-RPC error. ---- */
 json_t *mcp_tools_list(json_t *params, int *code, char *msg, size_t len);
-json_t *mcp_tools_call(struct client *client, const struct mcp_out *out, json_t *params, int *code, char *msg,
-                       size_t len);
+/* cancelled: set when the client cancels the call (tools stop early). */
+json_t *mcp_tools_call(struct client *client, const struct mcp_out *out, const atomic_bool *cancelled,
+                       json_t *params, int *code, char *msg, size_t len);
 json_t *mcp_resources_list(struct client *client, json_t *params, int *code, char *msg, size_t len);
 json_t *mcp_resource_templates_list(json_t *params, int *code, char *msg, size_t len);
 json_t *mcp_resources_read(struct client *client, json_t *params, int *code, char *msg, size_t len);

@@ -33,7 +33,9 @@ void mcp_session_free(struct mcp_session *s);
  *
  * Lifecycle: before `initialize`, only `initialize` and `ping` are served
  * (any other request: MCP_INVALID_REQUEST "not initialized"); a second
- * `initialize` is refused the same way. */
+ * `initialize` is refused the same way. A `notifications/cancelled` handled
+ * (on any thread) while its tools/call runs stops that call, whose
+ * mcp_session_handle() then returns NULL: send nothing for it. */
 json_t *mcp_session_handle(struct mcp_session *s, struct client *client, json_t *msg, const struct mcp_out *out);
 
 /* The protocol revision negotiated by `initialize`, or NULL before it. */

@@ -22,15 +22,22 @@ void mcp_tool_create_sandbox(struct mcp_call *c, json_t *args)
         client_reply_clear(&r);
 }
 
+json_t *mcp_contexts_summary(json_t *contexts)
+{
+        json_t *list = json_array(), *ctx;
+        size_t i;
+        json_array_foreach(contexts, i, ctx)
+                json_array_append_new(list, json_pack("{s:O?, s:O?, s:O?, s:O?}", "id", json_object_get(ctx, "id"),
+                                                      "language", json_object_get(ctx, "language"), "cwd",
+                                                      json_object_get(ctx, "cwd"), "executions",
+                                                      json_object_get(ctx, "executions")));
+        return list;
+}
+
 /* What a model needs of a SandboxInfo. */
 static json_t *sandbox_summary(json_t *sb)
 {
-        json_t *ctxs = json_array(), *ctx;
-        size_t i;
-        json_array_foreach(json_object_get(sb, "contexts"), i, ctx)
-                json_array_append_new(ctxs, json_pack("{s:O?, s:O?, s:O?}", "id", json_object_get(ctx, "id"),
-                                                      "language", json_object_get(ctx, "language"), "cwd",
-                                                      json_object_get(ctx, "cwd")));
+        json_t *ctxs = mcp_contexts_summary(json_object_get(sb, "contexts"));
         return json_pack("{s:O?, s:O?, s:O?, s:O?, s:o}", "id", json_object_get(sb, "id"), "createdAt",
                          json_object_get(sb, "createdAt"), "lastUsed", json_object_get(sb, "lastUsed"), "expiresAt",
                          json_object_get(sb, "expiresAt"), "contexts", ctxs);

@@ -3,6 +3,7 @@
  * files. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +27,21 @@ static const char instructions[] =
         "(delete_sandbox). Limits (time, memory, output, file sizes, sandboxes at once) are the server's; a "
         "refused call says why.";
 
+/* A tools/call in flight, so notifications/cancelled can stop it. */
+struct inflight {
+        json_t *id;
+        atomic_bool cancelled;
+        struct inflight *next;
+};
+
+/* protocol is an atomic, not under the lock: mcp_session_protocol() is read
+ * by transports on every message, and it is set once.
+ * (notifications/initialized changes nothing here: we send no requests that
+ * would wait for it.) */
 struct mcp_session {
+        _Atomic(const char *) protocol;  /* an entry of protocols[], NULL until initialize */
         pthread_mutex_t lock;
-        char protocol[16];      /* "" until initialize */
-        bool initialized;       /* notifications/initialized came */
+        struct inflight *calls;
 };
 
 bool mcp_protocol_supported(const char *version)
@@ -53,6 +65,7 @@ int mcp_session_new(struct mcp_session **ret)
         struct mcp_session *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
+        atomic_init(&s->protocol, NULL);
         pthread_mutex_init(&s->lock, NULL);
         *ret = s;
         return 0;
@@ -68,8 +81,7 @@ void mcp_session_free(struct mcp_session *s)
 
 const char *mcp_session_protocol(const struct mcp_session *s)
 {
-        /* Written once, under the lock, before anyone can see it set. */
-        return s->protocol[0] ? s->protocol : NULL;
+        return atomic_load(&((struct mcp_session *)s)->protocol);
 }
 
 json_t *mcp_error_response(json_t *id, int code, const char *message)
@@ -82,6 +94,8 @@ json_t *mcp_error_response(json_t *id, int code, const char *message)
 
 struct rpc {
         struct mcp_session *s;
+        json_t *id;
+        bool cancelled;         /* the call was cancelled: no response */
         struct client *client;
         const struct mcp_out *out;
         json_t *params;         /* an object or NULL */
@@ -98,12 +112,8 @@ static json_t *m_initialize(struct rpc *rq)
                 return NULL;
         }
         const char *version = mcp_protocol_negotiate(asked);
-        pthread_mutex_lock(&rq->s->lock);
-        bool again = rq->s->protocol[0] != '\0';
-        if (!again)
-                snprintf(rq->s->protocol, sizeof(rq->s->protocol), "%s", version);
-        pthread_mutex_unlock(&rq->s->lock);
-        if (again) {
+        const char *none = NULL;
+        if (!atomic_compare_exchange_strong(&rq->s->protocol, &none, version)) {
                 rq->code = MCP_INVALID_REQUEST;
                 snprintf(rq->msg, sizeof(rq->msg), "this session is initialized already");
                 return NULL;
@@ -129,7 +139,35 @@ static json_t *m_tools_list(struct rpc *rq)
 
 static json_t *m_tools_call(struct rpc *rq)
 {
-        return RPC_CALL(mcp_tools_call, rq->client, rq->out, );
+        struct inflight me = { .id = rq->id };
+        atomic_init(&me.cancelled, false);
+        pthread_mutex_lock(&rq->s->lock);
+        me.next = rq->s->calls;
+        rq->s->calls = &me;
+        pthread_mutex_unlock(&rq->s->lock);
+        json_t *result = RPC_CALL(mcp_tools_call, rq->client, rq->out, &me.cancelled, );
+        pthread_mutex_lock(&rq->s->lock);
+        for (struct inflight **p = &rq->s->calls; *p; p = &(*p)->next)
+                if (*p == &me) {
+                        *p = me.next;
+                        break;
+                }
+        pthread_mutex_unlock(&rq->s->lock);
+        /* The client gave up on it: it wants no answer. */
+        rq->cancelled = atomic_load(&me.cancelled);
+        return result;
+}
+
+static void cancel_call(struct mcp_session *s, json_t *params)
+{
+        json_t *id = json_object_get(params, "requestId");
+        if (!id)
+                return;
+        pthread_mutex_lock(&s->lock);
+        for (struct inflight *c = s->calls; c; c = c->next)
+                if (json_equal(c->id, id))
+                        atomic_store(&c->cancelled, true);
+        pthread_mutex_unlock(&s->lock);
 }
 
 static json_t *m_resources_list(struct rpc *rq)
@@ -161,17 +199,6 @@ static const struct method {
         { "resources/read", false, m_resources_read },
 };
 
-static void on_notification(struct mcp_session *s, const char *method)
-{
-        /* notifications/cancelled: a call runs to its end (its answer is
-         * then dropped by the client); others need nothing from us. */
-        if (!strcmp(method, "notifications/initialized")) {
-                pthread_mutex_lock(&s->lock);
-                s->initialized = true;
-                pthread_mutex_unlock(&s->lock);
-        }
-}
-
 static json_t *dispatch(struct rpc *rq, json_t *id, const char *method)
 {
         const struct method *m = NULL;
@@ -186,6 +213,10 @@ static json_t *dispatch(struct rpc *rq, json_t *id, const char *method)
         if (!m->before_init && !mcp_session_protocol(rq->s))
                 return mcp_error_response(id, MCP_INVALID_REQUEST, "not initialized: send initialize first");
         json_t *result = m->fn(rq);
+        if (rq->cancelled) {
+                json_decref(result);
+                return NULL;
+        }
         if (!result)
                 return mcp_error_response(id, rq->code ? rq->code : MCP_INTERNAL_ERROR,
                                           rq->msg[0] ? rq->msg : "out of memory");
@@ -211,8 +242,11 @@ json_t *mcp_session_handle(struct mcp_session *s, struct client *client, json_t 
         const char *jsonrpc = json_string_value(json_object_get(msg, "jsonrpc"));
         if (!jsonrpc || strcmp(jsonrpc, "2.0"))
                 return id ? mcp_error_response(id_ok ? id : NULL, MCP_INVALID_REQUEST, "jsonrpc must be \"2.0\"") : NULL;
+        /* Notifications get no answer; of those we know, only a cancel
+         * does anything here. */
         if (!id) {
-                on_notification(s, json_string_value(method));
+                if (!strcmp(json_string_value(method), "notifications/cancelled"))
+                        cancel_call(s, json_object_get(msg, "params"));
                 return NULL;
         }
         if (!id_ok)
@@ -220,6 +254,6 @@ json_t *mcp_session_handle(struct mcp_session *s, struct client *client, json_t 
         json_t *params = json_object_get(msg, "params");
         if (params && !json_is_object(params))
                 return mcp_error_response(id, MCP_INVALID_PARAMS, "params must be an object");
-        struct rpc rq = { .s = s, .client = client, .out = out, .params = params };
+        struct rpc rq = { .s = s, .id = id, .client = client, .out = out, .params = params };
         return dispatch(&rq, id, json_string_value(method));
 }

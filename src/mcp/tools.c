@@ -169,8 +169,8 @@ json_t *mcp_tools_list(json_t *params, int *code, char *msg, size_t len)
         return json_pack("{s:o}", "tools", list);
 }
 
-json_t *mcp_tools_call(struct client *client, const struct mcp_out *out, json_t *params, int *code, char *msg,
-                       size_t len)
+json_t *mcp_tools_call(struct client *client, const struct mcp_out *out, const atomic_bool *cancelled,
+                       json_t *params, int *code, char *msg, size_t len)
 {
         const char *name = json_string_value(json_object_get(params, "name"));
         const struct mcp_tool *t = mcp_tool_find(name);
@@ -186,7 +186,7 @@ json_t *mcp_tools_call(struct client *client, const struct mcp_out *out, json_t 
         }
         json_t *empty = json_object();
         struct mcp_call c = {
-                .client = client, .out = out, .content = json_array(),
+                .client = client, .out = out, .cancelled = cancelled, .content = json_array(),
                 .progress_token = json_object_get(json_object_get(params, "_meta"), "progressToken"),
         };
         if (!json_is_object(args))

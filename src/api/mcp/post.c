@@ -149,9 +149,7 @@ static void call_run(struct http_stream *s, void *ctx)
         json_array_foreach (c->msgs, i, msg) {
                 json_t *r = mcp_session_handle(mcp_entry_session(c->entry), c->client, msg, c->sse ? &out : NULL);
                 after_response(c, msg, r);
-                if (!r && msg_kind(msg) == MSG_REQUEST) /* every request gets its answer */
-                        r = mcp_error_response(json_object_get(msg, "id"), MCP_INTERNAL_ERROR, "No response");
-                if (!r)
+                if (!r) /* a notification, or a call cancelled: its answer is dropped */
                         continue;
                 if (c->sse) {
                         send_event(c, r);
@@ -162,7 +160,9 @@ static void call_run(struct http_stream *s, void *ctx)
                         json_decref(r);
                 }
         }
-        if (!c->sse && responses)
+        /* A lone cancelled call ends with an empty body: the client that
+         * cancelled it expects no answer (and has normally hung up). */
+        if (!c->sse && responses && (c->batch || json_array_size(responses)))
                 write_json(c, c->batch ? responses : json_array_get(responses, 0));
         json_decref(responses);
 }
