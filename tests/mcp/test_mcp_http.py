@@ -262,6 +262,43 @@ def test_tools_call_streams_sse_when_accepted(daemon):
     assert body["id"] == 5 and "42" in json.dumps(body["result"])
 
 
+def raw_call(d, sid, rid, name, **args):
+    return post(d, {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                    "params": {"name": name, "arguments": args}}, sid=sid, accept="application/json")
+
+
+def test_cancelled_call_gets_no_answer(daemon):
+    """notifications/cancelled (its own POST, answered 202) stops a running
+    tools/call, whose SSE stream then ends without a response (had the
+    cancel not reached it, the command's own 60 s timeout would answer)."""
+    sid, _ = initialize(daemon)
+    status, body, _ = raw_call(daemon, sid, 1, "create_sandbox")
+    sbx = re.search(r"sandbox ([a-z0-9]+)", json.dumps(body["result"])).group(1)
+    conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=90)
+    conn.request("POST", "/mcp", body=json.dumps({
+        "jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "run_command", "arguments": {"sandbox": sbx, "command": "echo started; sleep 1000"},
+                   "_meta": {"progressToken": "t9"}}}).encode(),
+        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                 "Mcp-Session-Id": sid})
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.getheader("Content-Type").startswith("text/event-stream")
+    events = []
+    while not events:  # the first progress notification: the command runs
+        line = resp.readline()
+        assert line, "the stream ended before any progress"
+        if line.startswith(b"data:"):
+            events.append(json.loads(line[5:]))
+    assert events[0]["method"] == "notifications/progress"
+    status, body, _ = post(daemon, {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                    "params": {"requestId": 9, "reason": "test"}}, sid=sid)
+    assert status == 202
+    rest = [json.loads(line[5:]) for line in resp.read().splitlines() if line.startswith(b"data:")]
+    conn.close()
+    assert not [e for e in rest if "id" in e], rest  # no response for the cancelled call
+    assert raw_call(daemon, sid, 10, "delete_sandbox", sandbox=sbx)[0] == 200
+
+
 def test_batches_follow_the_revision(daemon):
     ping = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
     sid, _ = initialize(daemon)
