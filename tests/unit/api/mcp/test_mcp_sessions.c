@@ -17,6 +17,27 @@ static struct mcp_entry *create(struct mcp_table *t)
         return e;
 }
 
+/* The session of id is live (and is want, when given); counts as a use. */
+static void expect_live(struct mcp_table *t, const char *id, struct mcp_entry *want)
+{
+        struct mcp_entry *got = mcp_table_get(t, id);
+        ASSERT_TRUE(got != NULL && (!want || got == want));
+        mcp_table_put(t, got);
+}
+
+static void expect_gone(struct mcp_table *t, const char *id)
+{
+        ASSERT_TRUE(mcp_table_get(t, id) == NULL);
+}
+
+/* A new session nobody uses; its id into id. */
+static void create_idle(struct mcp_table *t, char id[MCP_HTTP_ID_LEN + 1])
+{
+        struct mcp_entry *e = create(t);
+        snprintf(id, MCP_HTTP_ID_LEN + 1, "%s", mcp_entry_id(e));
+        mcp_table_put(t, e);
+}
+
 TEST(ids_are_random_hex_and_found)
 {
         struct mcp_table t;
@@ -25,11 +46,9 @@ TEST(ids_are_random_hex_and_found)
         ASSERT_EQ(strlen(mcp_entry_id(a)), MCP_HTTP_ID_LEN);
         ASSERT_EQ(strspn(mcp_entry_id(a), "0123456789abcdef"), MCP_HTTP_ID_LEN);
         ASSERT_TRUE(strcmp(mcp_entry_id(a), mcp_entry_id(b)) != 0);
-        struct mcp_entry *again = mcp_table_get(&t, mcp_entry_id(a));
-        ASSERT_TRUE(again == a);
-        ASSERT_TRUE((mcp_table_get(&t, "00000000000000000000000000000000")) == NULL);
-        ASSERT_TRUE((mcp_table_get(&t, "")) == NULL);
-        mcp_table_put(&t, again);
+        expect_live(&t, mcp_entry_id(a), a);
+        expect_gone(&t, "00000000000000000000000000000000");
+        expect_gone(&t, "");
         mcp_table_put(&t, a);
         mcp_table_put(&t, b);
         mcp_table_done(&t);
@@ -38,21 +57,15 @@ TEST(ids_are_random_hex_and_found)
 TEST(full_table_ends_the_least_recently_used_idle_session)
 {
         struct mcp_table t;
+        char a[MCP_HTTP_ID_LEN + 1], b[MCP_HTTP_ID_LEN + 1], c[MCP_HTTP_ID_LEN + 1];
         mcp_table_init(&t, 2, 60000);
-        struct mcp_entry *a = create(&t);
-        char a_id[MCP_HTTP_ID_LEN + 1];
-        snprintf(a_id, sizeof(a_id), "%s", mcp_entry_id(a));
-        mcp_table_put(&t, a);
-        struct mcp_entry *b = create(&t);
-        char b_id[MCP_HTTP_ID_LEN + 1];
-        snprintf(b_id, sizeof(b_id), "%s", mcp_entry_id(b));
-        mcp_table_put(&t, b);
-        mcp_table_put(&t, mcp_table_get(&t, a_id)); /* a used last: b is the oldest */
-        mcp_table_put(&t, create(&t));
-        struct mcp_entry *gone = mcp_table_get(&t, b_id), *kept = mcp_table_get(&t, a_id);
-        ASSERT_TRUE((gone) == NULL);
-        ASSERT_NOT_NULL(kept);
-        mcp_table_put(&t, kept);
+        create_idle(&t, a);
+        create_idle(&t, b);
+        expect_live(&t, a, NULL); /* a used last: b is the oldest */
+        create_idle(&t, c);
+        expect_gone(&t, b);
+        expect_live(&t, a, NULL);
+        expect_live(&t, c, NULL);
         mcp_table_done(&t);
 }
 
@@ -62,7 +75,7 @@ TEST(sessions_in_use_are_never_evicted)
         mcp_table_init(&t, 1, 60000);
         struct mcp_entry *busy = create(&t), *e = NULL;
         ASSERT_EQ(mcp_table_create(&t, &e), -EBUSY);
-        ASSERT_TRUE((e) == NULL);
+        ASSERT_TRUE(e == NULL);
         mcp_table_put(&t, busy);
         ASSERT_EQ(mcp_table_create(&t, &e), 0);
         mcp_table_put(&t, e);
@@ -72,16 +85,13 @@ TEST(sessions_in_use_are_never_evicted)
 TEST(idle_sessions_expire_but_not_while_in_use)
 {
         struct mcp_table t;
+        char idle[MCP_HTTP_ID_LEN + 1];
         mcp_table_init(&t, 8, 50);
-        struct mcp_entry *idle = create(&t), *busy = create(&t);
-        char idle_id[MCP_HTTP_ID_LEN + 1];
-        snprintf(idle_id, sizeof(idle_id), "%s", mcp_entry_id(idle));
-        mcp_table_put(&t, idle);
+        create_idle(&t, idle);
+        struct mcp_entry *busy = create(&t);
         usleep(120 * 1000);
-        ASSERT_TRUE((mcp_table_get(&t, idle_id)) == NULL);
-        struct mcp_entry *again = mcp_table_get(&t, mcp_entry_id(busy));
-        ASSERT_TRUE(again == busy);
-        mcp_table_put(&t, again);
+        expect_gone(&t, idle);
+        expect_live(&t, mcp_entry_id(busy), busy);
         mcp_table_put(&t, busy);
         mcp_table_done(&t);
 }
@@ -93,7 +103,7 @@ TEST(removed_while_in_use_lives_until_put)
         struct mcp_entry *e = create(&t);
         ASSERT_TRUE(mcp_table_remove(&t, mcp_entry_id(e)));
         ASSERT_FALSE(mcp_table_remove(&t, mcp_entry_id(e)));
-        ASSERT_TRUE((mcp_table_get(&t, mcp_entry_id(e))) == NULL);
+        expect_gone(&t, mcp_entry_id(e));
         ASSERT_NOT_NULL(mcp_entry_session(e)); /* still usable by its running call */
         mcp_table_drop(&t, e);                 /* no longer listed: a no-op */
         mcp_table_put(&t, e);                  /* freed here (ASan: no leak, no use after free) */
