@@ -14,7 +14,8 @@
  * waits for, and with exec.workers such calls at once nothing could move.
  * Producers are threads of their own (http.max_streams, 503 beyond) and
  * hold neither, so the inner calls queue for workers like any API call.
- * initialize and notifications make no call back and may run anywhere. */
+ * Only notifications and responses, which make no call back, are handled
+ * on the polling thread. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
