@@ -40,19 +40,6 @@ static void send_line(void *cls, json_t *msg)
         free(s);
 }
 
-/* A batch: its responses in one array (none for notifications only). */
-static json_t *handle_batch(struct stdio_server *srv, json_t *batch)
-{
-        json_t *responses = json_array(), *m;
-        size_t i;
-        json_array_foreach(batch, i, m) {
-                json_t *r = mcp_session_handle(srv->session, srv->client, m, &srv->out);
-                if (r)
-                        json_array_append_new(responses, r);
-        }
-        return responses;
-}
-
 struct job {
         struct stdio_server *srv;
         json_t *msg;
@@ -62,14 +49,8 @@ static void *job_run(void *cls)
 {
         struct job *job = cls;
         struct stdio_server *srv = job->srv;
-        json_t *r;
-        if (json_is_array(job->msg) && json_array_size(job->msg) > 0)
-                r = handle_batch(srv, job->msg);
-        else if (json_is_array(job->msg))
-                r = mcp_error_response(NULL, MCP_INVALID_REQUEST, "an empty batch");
-        else
-                r = mcp_session_handle(srv->session, srv->client, job->msg, &srv->out);
-        if (r && !(json_is_array(r) && json_array_size(r) == 0))
+        json_t *r = mcp_session_handle_any(srv->session, srv->client, job->msg, &srv->out);
+        if (r)
                 send_line(srv, r);
         json_decref(r);
         json_decref(job->msg);

@@ -38,6 +38,12 @@ void mcp_session_free(struct mcp_session *s);
  * mcp_session_handle() then returns NULL: send nothing for it. */
 json_t *mcp_session_handle(struct mcp_session *s, struct client *client, json_t *msg, const struct mcp_out *out);
 
+/* mcp_session_handle() for one message or a batch (a JSON array, revisions
+ * before 2025-06-18): a batch's answer is the array of its responses, or
+ * NULL when it held only notifications; an empty batch or any other JSON
+ * value is an MCP_INVALID_REQUEST response. */
+json_t *mcp_session_handle_any(struct mcp_session *s, struct client *client, json_t *msg, const struct mcp_out *out);
+
 /* The protocol revision negotiated by `initialize`, or NULL before it. */
 const char *mcp_session_protocol(const struct mcp_session *s);
 

@@ -257,3 +257,23 @@ json_t *mcp_session_handle(struct mcp_session *s, struct client *client, json_t 
         struct rpc rq = { .s = s, .id = id, .client = client, .out = out, .params = params };
         return dispatch(&rq, id, json_string_value(method));
 }
+
+json_t *mcp_session_handle_any(struct mcp_session *s, struct client *client, json_t *msg, const struct mcp_out *out)
+{
+        if (!json_is_array(msg))
+                return mcp_session_handle(s, client, msg, out);
+        if (json_array_size(msg) == 0)
+                return mcp_error_response(NULL, MCP_INVALID_REQUEST, "an empty batch");
+        json_t *responses = json_array(), *m;
+        size_t i;
+        json_array_foreach(msg, i, m) {
+                json_t *r = mcp_session_handle(s, client, m, out);
+                if (r)
+                        json_array_append_new(responses, r);
+        }
+        if (json_array_size(responses) == 0) {
+                json_decref(responses);
+                return NULL;
+        }
+        return responses;
+}

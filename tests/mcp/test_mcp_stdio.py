@@ -36,7 +36,10 @@ def sdk_run(server):
     env = dict(os.environ, SANDBOXD_BIN=SANDBOXD_BIN, SANDBOXD_URL=url_of(server), NODE_DIR=NODE_DIR)
     p = subprocess.run(["node", os.path.join(HERE, "mcp_stdio_client.mjs")], env=env, capture_output=True,
                        timeout=180)
-    assert p.returncode == 0, p.stderr.decode()[-3000:]
+    err = p.stderr.decode()
+    assert p.returncode == 0, err[-3000:]
+    for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+        assert marker not in err, err  # sandboxd mcp's stderr is inherited
     return json.loads(p.stdout)
 
 

@@ -159,3 +159,33 @@ TEST(resource_uris)
         ASSERT_EQ(mcp_uri_parse("sandbox://abc/a%00b", id, sizeof(id), path, sizeof(path)), -1);
         ASSERT_EQ(mcp_uri_parse("sandbox://abc/a%zz", id, sizeof(id), path, sizeof(path)), -1);
 }
+
+static json_t *handle_any(struct mcp_session *s, const char *text)
+{
+        json_t *msg = json_loads(text, JSON_DECODE_ANY, NULL);
+        ASSERT_NOT_NULL(msg);
+        json_t *r = mcp_session_handle_any(s, NULL, msg, NULL);
+        json_decref(msg);
+        return r;
+}
+
+TEST(batches)
+{
+        struct mcp_session *s;
+        ASSERT_OK(mcp_session_new(&s));
+        json_t *r = handle_any(s, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
+                                  "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"},"
+                                  "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}]");
+        ASSERT_EQ(json_array_size(r), 2);
+        ASSERT_EQ(json_object_size(json_object_get(json_array_get(r, 0), "result")), 0);
+        ASSERT_EQ(error_code(json_array_get(r, 1)), MCP_INVALID_REQUEST);   /* not initialized */
+        json_decref(r);
+        ASSERT_TRUE(handle_any(s, "[{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}]") == NULL);
+        r = handle_any(s, "[]");
+        ASSERT_EQ(error_code(r), MCP_INVALID_REQUEST);
+        json_decref(r);
+        r = handle_any(s, "5");
+        ASSERT_EQ(error_code(r), MCP_INVALID_REQUEST);
+        json_decref(r);
+        mcp_session_free(s);
+}
