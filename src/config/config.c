@@ -131,6 +131,10 @@ static const struct cfg_opt opts[] = {
         STR("controller.templates_dir", ctl_templates_dir, "", "sandbox templates (<id>/template.json + files/; default: templates/ of the binary's source tree)"),
         U64("controller.checkpoints_max", ctl_checkpoints_max, 100, 1, 1000000, "checkpoints one org may keep (413 CHECKPOINT_QUOTA_EXCEEDED beyond)"),
         U64("controller.checkpoint_bytes", ctl_checkpoint_bytes, 1 * GiB, 64 * KiB, UINT64_MAX / 2, "bytes of checkpoint archives one org may keep (413 CHECKPOINT_QUOTA_EXCEEDED beyond)"),
+        /* Issue 17: the daemon's own MCP endpoint (/mcp) keeps one MCP
+         * session per client; each holds little, but clients rarely end them. */
+        U64("mcp.session_idle_s", mcp_session_idle_s, 3600, 1, 30 * 86400, "an MCP session of /mcp unused this long ends (its client re-initializes)"),
+        U64("mcp.max_sessions", mcp_max_sessions, 256, 1, 100000, "MCP sessions of /mcp at once (beyond: the least recently used idle one ends)"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)
