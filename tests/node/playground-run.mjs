@@ -10,15 +10,11 @@
 //   narrow     the page at 360 px: {scrollWidth, clientWidth, ...} per panel
 //   key        a daemon with an API key: the prompt, then the run after the key
 // Exits 0 once the report is printed (the caller judges it), 2 on a driver failure.
-import { chromium } from "playwright-core";
+import { openPage } from "./browser.mjs";
 
 const [scenario, url, shots, exe = "/usr/bin/chromium", key = ""] = process.argv.slice(2);
 const origin = new URL(url).origin;
-const report = { blocked: [], consoleErrors: [], pageErrors: [], shots: [] };
-
-const args = ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",
-  "--disable-default-apps", "--disable-sync", "--metrics-recording-only", "--no-default-browser-check"];
-if (process.getuid && process.getuid() === 0) args.push("--no-sandbox");
+const report = { shots: [] };
 
 const tid = (id) => `[data-testid="${id}"]`;
 
@@ -157,19 +153,8 @@ const scenarios = { languages, rich, narrow, key: keyed };
 
 let browser;
 try {
-  browser = await chromium.launch({ executablePath: exe, headless: true, args });
-  const context = await browser.newContext({ viewport: { width: 1200, height: 900 }, serviceWorkers: "block" });
-  report.requests = [];
-  await context.route("**/*", (route) => {
-    const u = route.request().url();
-    report.requests.push(route.request().method() + " " + u);
-    if (u.startsWith(origin + "/")) return route.continue();
-    report.blocked.push(u);
-    return route.abort("blockedbyclient");
-  });
-  const page = await context.newPage();
-  page.on("console", (m) => { if (m.type() === "error") report.consoleErrors.push(m.text()); });
-  page.on("pageerror", (e) => report.pageErrors.push(String(e)));
+  let page;
+  ({ browser, page } = await openPage(exe, origin, report, { viewport: { width: 1200, height: 900 } }));
   await page.goto(url, { waitUntil: "load", timeout: 20000 });
   await page.waitForSelector('body[data-ready="true"]', { timeout: 20000 });
   report.title = await page.title();
