@@ -132,15 +132,33 @@ async function narrow(page) {
 }
 
 async function keyed(page) {
+  const dialog = `${tid("key-dialog")}[open]`;
+  // Another panel's first call may have met the 401 already: cancel that.
+  await page.waitForLoadState("networkidle");
+  report.promptOnLoad = await page.$eval(tid("key-dialog"), (d) => d.open);
+  if (report.promptOnLoad) await page.click(tid("key-cancel"));
   await pick(page, "javascript", "stateless");
   await setCode(page, "'with-key'");
+  // Cancel: the run shows the 401.
   await page.click(tid("run-button"));
-  await page.waitForSelector(`${tid("key-dialog")}[open]`, { timeout: 20000 });
+  await page.waitForSelector(dialog, { timeout: 20000 });
+  await page.click(tid("key-cancel"));
+  await page.waitForFunction(() => document.querySelector('[data-testid="results"]').childElementCount > 0,
+    null, { timeout: 30000 });
+  report.cancelled = await page.$eval(tid("results"), (r) => r.textContent);
+  // A wrong key: asked again, saying so; then the right one.
+  await page.click(tid("run-button"));
+  await page.waitForSelector(dialog, { timeout: 20000 });
   report.promptShown = true;
   await shot(page, "key-prompt");
+  await page.fill(tid("key-input"), key + "-wrong");
+  await page.click(tid("key-submit"));
+  await page.waitForSelector(`${tid("key-error")}:not([hidden])`, { timeout: 20000 });
+  report.wrongKeyAskedAgain = await page.$eval(tid("key-dialog"), (d) => d.open);
   await page.fill(tid("key-input"), key);
   await page.click(tid("key-submit"));
-  await page.waitForFunction(() => document.querySelector('[data-testid="results"]').childElementCount > 0,
+  // The refused run waits for the key, then finishes (the panel goes idle).
+  await page.waitForFunction(() => document.querySelector('[data-panel="run"]').dataset.state === "idle",
     null, { timeout: 30000 });
   report.afterKey = await page.$eval(tid("results"), (r) => r.textContent);
   report.stored = await page.evaluate(() => sessionStorage.getItem("sandboxd.apiKey"));

@@ -233,11 +233,13 @@ def test_the_page_fits_360_px_without_horizontal_scroll(server, tmp_path):
 
 def test_the_key_prompt_appears_on_401_and_the_run_works_after_the_key(keyed, tmp_path):
     rep = browse("key", keyed, tmp_path, KEY)
-    assert rep["promptShown"] is True and rep["promptOpen"] is False
-    assert "'with-key'" in rep["afterKey"]
+    assert rep["cancelled"].startswith("HTTP 401") and "Missing or invalid API key" in rep["cancelled"]
+    assert rep["promptShown"] is True and rep["wrongKeyAskedAgain"] is True and rep["promptOpen"] is False
+    assert "'with-key'" in rep["afterKey"] and "HTTP 401" not in rep["afterKey"]
     assert rep["stored"] == KEY  # sessionStorage, for this tab only
     assert rep["second"]["texts"] == ["'second'"]
-    # Refused once, then retried with the key; the key is never in a URL.
-    posts = [r for r in rep["calls"] if r.startswith("POST ")]
-    assert len(posts) == 3
+    # Cancelled, refused, refused (wrong key), run (right key), run again:
+    # the key is never in a URL.
+    runs = [r for r in rep["calls"] if r.startswith("POST ") and "/execute/" in r]
+    assert len(runs) == 5, rep["calls"]
     assert not any(KEY in r for r in rep["requests"])
