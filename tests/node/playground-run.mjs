@@ -108,6 +108,11 @@ async function rich(page) {
   report.error = await run(page);
   await shot(page, "run-error");
   report.contextOptions = await page.$$eval(`${tid("context-select")} option`, (o) => o.map((x) => x.value));
+  // The example picker: the plot example switches to a sandbox run.
+  await page.selectOption(tid("target"), "stateless");
+  await page.selectOption(tid("example-picker"), { label: "matplotlib plot" });
+  report.exampleTarget = await page.$eval(tid("target"), (s) => s.value);
+  report.example = await run(page);
 }
 
 async function narrow(page) {
