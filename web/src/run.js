@@ -31,7 +31,8 @@ const TEMPLATE = `
 export function mount(root, app) {
   root.innerHTML = TEMPLATE;
   const $ = (id) => root.querySelector(`[data-testid="${id}"]`);
-  const picker = $("lang-picker"), examples = $("example-picker"), target = $("target"), where = $("where"), sandbox = $("sandbox-id");
+  const picker = $("lang-picker"), examples = $("example-picker"), target = $("target");
+  const where = $("where"), sandbox = $("sandbox-id");
   const runButton = $("run-button"), status = $("run-status"), results = $("results");
   const drafts = Object.assign({}, SAMPLES); // the code per language, kept across switches
   let running = false;
@@ -47,7 +48,7 @@ export function mount(root, app) {
     (EXAMPLES[app.state.language] || []).forEach((x, i) => examples.append(new Option(x.name, String(i))));
   }
   examples.addEventListener("change", () => {
-    const x = EXAMPLES[app.state.language][Number(examples.value)];
+    const x = examples.value === "" ? null : EXAMPLES[app.state.language][Number(examples.value)];
     editor.set(x ? x.code : SAMPLES[app.state.language]);
     if (x && x.sandbox) target.value = "sandbox";
     syncTarget();
