@@ -113,6 +113,8 @@ async function rich(page) {
   await page.selectOption(tid("example-picker"), { label: "matplotlib plot" });
   report.exampleTarget = await page.$eval(tid("target"), (s) => s.value);
   report.example = await run(page);
+  await page.selectOption(tid("example-picker"), { label: "starter" });
+  report.starter = await page.$eval(".cm-content", (e) => e.innerText);
 }
 
 async function narrow(page) {

@@ -219,6 +219,7 @@ def test_python_in_a_sandbox_context_plots_keeps_state_and_runs_on_ctrl_enter(se
     ex = [r for r in rep["calls"] if r.startswith("POST ") and "/sandboxes/web-rich/execute" in r]
     assert len(ex) == 8, rep["calls"]
     assert rep["exampleTarget"] == "sandbox" and len(rep["example"]["images"]) == 1
+    assert "hello from Python" in rep["starter"] and "plt.legend" not in rep["starter"]
     # The only console error allowed: Chromium refusing the HTML result's script.
     assert all("sandboxed" in e and "allow-scripts" in e for e in rep["consoleErrors"]), rep["consoleErrors"]
 
