@@ -14,6 +14,7 @@
 #include "api/controller/controller.h"
 #include "api/controller/template_catalog.h"
 #include "api/mcp/mcp_http.h"
+#include "api/web/web.h"
 #include "api/workers/routes.h"
 #include "base/log.h"
 #include "base/metrics.h"
@@ -346,6 +347,8 @@ static int start_server(struct app *app, sigset_t *sigs)
                 r = api_controller_register(app->srv, app);
         if (r >= 0)
                 r = api_mcp_register(app->srv, app);
+        if (r >= 0)
+                r = api_web_register(app->srv, app);
         if (r >= 0)
                 r = http_server_start(app->srv);
         if (r < 0) {
