@@ -1,0 +1,226 @@
+// Drives the playground's side panels (sandboxes, files, terminal) in
+// headless Chromium (Debian's, through playwright-core), as a person would:
+// clicks, a file chooser, a drop, the keyboard. Reads one JSON config on
+// stdin and prints one JSON report on stdout; tests/web/test_playground_panels.py
+// sets things up through the APIs before and checks their effects after.
+//
+// config: {url, key, chromium, shots, dist, sandbox, context, upload: {path, name},
+//          drop: {name, text}, doomed: {name, text}}
+//   dist: when set, the daemon does not serve the page yet: "/", app.js and
+//   app.css are answered from this directory (web/dist), "/" with a harness
+//   that holds the three panels' mount points.
+// report: {steps: {name: "ok" | error}, …observations, requests, websockets,
+//          consoleErrors, pageErrors, shots: [paths]}
+// Exits 0 once the report is printed (the caller judges it), 2 on a driver failure.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const cfg = JSON.parse(readFileSync(0, "utf8"));
+const origin = new URL(cfg.url).origin;
+const report = { steps: {}, requests: [], websockets: [], blocked: [], consoleErrors: [], pageErrors: [], shots: [] };
+const T = 20000;
+
+const HARNESS = `<!doctype html><html lang=en><meta charset=utf-8><meta name=viewport content="width=device-width,initial-scale=1">
+<title>sandboxd panels</title><link rel=stylesheet href=app.css><script src=app.js defer></script>
+<main style="display:grid;gap:1rem;padding:.5rem"><div id=sandboxes></div><div id=files></div><div id=terminal></div></main>`;
+
+const args = ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",
+  "--disable-default-apps", "--disable-sync", "--metrics-recording-only", "--no-default-browser-check"];
+if (process.getuid && process.getuid() === 0) args.push("--no-sandbox");
+// A document answered by the harness (route.fulfill) has no address, so
+// Chromium's Local Network Access checks would refuse its WebSocket to the
+// loopback daemon; a page the daemon serves itself needs no such switch.
+if (cfg.dist) args.push("--disable-features=LocalNetworkAccessChecks");
+
+async function step(name, fn) {
+  try {
+    await fn();
+    report.steps[name] = "ok";
+  } catch (e) {
+    report.steps[name] = String(e && e.message || e).split("\n").slice(0, 6).join("\n");
+  }
+}
+
+function serveFromDist(route, path) {
+  const file = { "/": null, "/index.html": null, "/app.js": "app.js", "/app.css": "app.css" }[path];
+  if (file === undefined) return false;
+  if (file === null) route.fulfill({ status: 200, contentType: "text/html", body: HARNESS });
+  else route.fulfill({ status: 200, contentType: file.endsWith(".js") ? "text/javascript" : "text/css",
+    body: readFileSync(join(cfg.dist, file)) });
+  return true;
+}
+
+let browser;
+try {
+  browser = await chromium.launch({ executablePath: cfg.chromium, headless: true, args });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 }, acceptDownloads: true,
+    serviceWorkers: "block" });
+  // The key as the page keeps it (sessionStorage), as if typed into its prompt.
+  await context.addInitScript((key) => { if (key) sessionStorage.setItem("sandboxd.apiKey", key); }, cfg.key || "");
+  await context.route("**/*", (route) => {
+    const u = new URL(route.request().url());
+    report.requests.push(route.request().method() + " " + u.href);
+    if (u.origin !== origin) { report.blocked.push(u.href); return route.abort("blockedbyclient"); }
+    if (cfg.dist && serveFromDist(route, u.pathname)) return;
+    return route.continue();
+  });
+  const page = await context.newPage();
+  page.on("console", (m) => { if (m.type() === "error") report.consoleErrors.push(m.text()); });
+  page.on("pageerror", (e) => report.pageErrors.push(String(e)));
+  page.on("websocket", (ws) => report.websockets.push(ws.url()));
+  let dialogs = "accept";
+  page.on("dialog", (d) => { (report.dialogs = report.dialogs || []).push(d.message()); return dialogs === "accept" ? d.accept() : d.dismiss(); });
+
+  const tid = (id) => `[data-testid="${id}"]`;
+  const item = (id) => page.locator(`${tid("sandbox-item")}[data-sandbox-id="${id}"]`);
+  const fileRow = (name) => page.locator(`${tid("file-row")}[data-name="${name}"]`);
+  const shot = async (name) => {
+    const p = join(cfg.shots, name);
+    await page.screenshot({ path: p, fullPage: true });
+    report.shots.push(p);
+  };
+  // A page that shows its panels in tabs: open the panel's tab first.
+  async function reveal(id) {
+    const panel = page.locator("#" + id);
+    if (!(await panel.isVisible())) {
+      const tab = page.locator(`[aria-controls="${id}"], [data-tab="${id}"], a[href="#${id}"], [data-testid="tab-${id}"]`).first();
+      if (await tab.count()) await tab.click();
+    }
+    await panel.scrollIntoViewIfNeeded();
+  }
+
+  await page.goto(cfg.url, { waitUntil: "load", timeout: T });
+  await page.locator(tid("sandboxes-panel")).waitFor({ timeout: T });
+
+  await step("list", async () => {
+    await reveal("sandboxes");
+    await item(cfg.sandbox).waitFor({ timeout: T });
+    report.listed = await item(cfg.sandbox).evaluate((li) => ({
+      text: li.innerText,
+      contexts: [...li.querySelectorAll('[data-testid="sandbox-context"]')].map((c) => ({
+        id: c.dataset.contextId, language: c.dataset.language, state: c.dataset.state, text: c.innerText })),
+    }));
+  });
+
+  await step("create", async () => {
+    const before = await page.locator(tid("sandbox-item")).evaluateAll((els) => els.map((e) => e.dataset.sandboxId));
+    await page.click(tid("sandbox-create"));
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid="sandbox-item"]').length > n, before.length, { timeout: T });
+    const after = await page.locator(tid("sandbox-item")).evaluateAll((els) => els.map((e) => e.dataset.sandboxId));
+    report.created = after.filter((id) => !before.includes(id));
+    const made = report.created[0];
+    report.createdChosen = await item(made).getAttribute("aria-current");
+    report.createStatus = await page.locator(tid("sandboxes-status")).innerText();
+  });
+
+  await step("delete", async () => {
+    const made = report.created[0];
+    dialogs = "dismiss";
+    await item(made).locator(tid("sandbox-delete")).click();
+    report.keptAfterDismiss = await item(made).count();
+    dialogs = "accept";
+    await item(made).locator(tid("sandbox-delete")).click();
+    await item(made).waitFor({ state: "detached", timeout: T });
+    report.deleteStatus = await page.locator(tid("sandboxes-status")).innerText();
+  });
+
+  await step("select", async () => {
+    await item(cfg.sandbox).locator(tid("sandbox-select")).click();
+    await page.waitForSelector(`${tid("files-panel")}[data-sandbox-id="${cfg.sandbox}"]`, { timeout: T });
+    report.chosen = await item(cfg.sandbox).getAttribute("aria-current");
+  });
+
+  await step("mkdir", async () => {
+    await reveal("files");
+    await page.fill(tid("files-mkdir-name"), "docs");
+    await page.click(tid("files-mkdir"));
+    await fileRow("docs").waitFor({ timeout: T });
+    report.folder = await fileRow("docs").evaluate((r) => ({ type: r.dataset.type, kind: r.querySelector('[data-testid="file-type"]').innerText }));
+  });
+
+  await step("upload", async () => {
+    await page.setInputFiles(tid("files-upload-input"), cfg.upload.path);
+    await fileRow(cfg.upload.name).waitFor({ timeout: T });
+    report.uploaded = await fileRow(cfg.upload.name).evaluate((r) => ({ type: r.dataset.type, size: Number(r.dataset.size),
+      sizeText: r.querySelector('[data-testid="file-size"]').innerText, kind: r.querySelector('[data-testid="file-type"]').innerText }));
+  });
+
+  await step("drop", async () => {
+    await fileRow("docs").locator(tid("file-open")).click();
+    await page.waitForSelector(`${tid("files-panel")}[data-path="/workspace/docs"]`, { timeout: T });
+    await page.locator(tid("files-dropzone")).evaluate((zone, f) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([f.text], f.name, { type: "text/plain" }));
+      zone.dispatchEvent(new DragEvent("dragover", { dataTransfer: dt, bubbles: true, cancelable: true }));
+      zone.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }, cfg.drop);
+    await fileRow(cfg.drop.name).waitFor({ timeout: T });
+    report.crumbs = await page.locator(tid("files-crumb")).allInnerTexts();
+    await page.locator(`${tid("files-crumb")}[data-path="/workspace"]`).click();
+    await page.waitForSelector(`${tid("files-panel")}[data-path="/workspace"]`, { timeout: T });
+    await fileRow(cfg.upload.name).waitFor({ timeout: T });
+    await shot("panels-files.png");
+  });
+
+  await step("download", async () => {
+    const [dl] = await Promise.all([page.waitForEvent("download", { timeout: T }),
+      fileRow(cfg.upload.name).locator(tid("file-download")).click()]);
+    report.downloadName = dl.suggestedFilename();
+    report.downloadUrl = dl.url();
+    report.downloadPath = join(cfg.shots, "downloaded-" + cfg.upload.name);
+    await dl.saveAs(report.downloadPath);
+  });
+
+  await step("delete-file", async () => {
+    await page.setInputFiles(tid("files-upload-input"), { name: cfg.doomed.name, mimeType: "text/plain",
+      buffer: Buffer.from(cfg.doomed.text) });
+    await fileRow(cfg.doomed.name).waitFor({ timeout: T });
+    await fileRow(cfg.doomed.name).locator(tid("file-delete")).click();
+    await fileRow(cfg.doomed.name).waitFor({ state: "detached", timeout: T });
+    report.filesStatus = await page.locator(tid("files-status")).innerText();
+  });
+
+  const screenText = () => page.locator(`${tid("terminal-screen")} .xterm-rows`).innerText();
+  await step("terminal", async () => {
+    await reveal("terminal");
+    await page.click(tid("terminal-connect"));
+    await page.waitForSelector(`${tid("terminal-panel")}[data-state="connected"]`, { timeout: T });
+    await page.locator(tid("terminal-screen")).click();
+    await page.keyboard.type("echo hi-$((6*7))");
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => {
+      const rows = document.querySelector('[data-testid="terminal-screen"] .xterm-rows');
+      return rows && /(^|\n)hi-42\s*(\n|$)/.test(rows.innerText);
+    }, null, { timeout: T });
+    report.terminalText = await screenText();
+    await page.locator(tid("terminal-panel")).scrollIntoViewIfNeeded();
+    await shot("panels-terminal.png");
+  });
+
+  await step("terminal-exit", async () => {
+    await page.locator(tid("terminal-screen")).click();
+    await page.keyboard.type("exit 3");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector(`${tid("terminal-panel")}[data-state="exited"]`, { timeout: T });
+    report.exitStatus = await page.locator(tid("terminal-status")).innerText();
+    report.exitCode = await page.locator(tid("terminal-panel")).getAttribute("data-exit-code");
+  });
+
+  await step("narrow", async () => {
+    await page.setViewportSize({ width: 360, height: 800 });
+    await page.waitForTimeout(200); // one layout pass after the resize
+    report.overflow = await page.evaluate(() => [...document.querySelectorAll(".pk-panel")]
+      .filter((s) => s.scrollWidth > s.clientWidth + 1 || s.getBoundingClientRect().right > innerWidth + 1)
+      .map((s) => s.dataset.testid + ": " + s.scrollWidth + " > " + s.clientWidth));
+    await shot("panels-360.png");
+  });
+
+  console.log(JSON.stringify(report));
+  await browser.close();
+} catch (e) {
+  console.error(String(e && e.stack || e));
+  console.error(JSON.stringify(report));
+  if (browser) await browser.close().catch(() => {});
+  process.exit(2);
+}
