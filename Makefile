@@ -62,8 +62,12 @@ $(BUILD)/obj/%.o: %.c $(DEPS_STAMP)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
 # Files assembled into an object (.incbin): -MMD does not see them.
+# The playground (web/dist) is committed: building it needs npm, building
+# the daemon does not (`make web` rebuilds web/dist from web/src).
 EMBEDDED := src/api/bridge/openapi.json src/api/bridge/openapi.html
+WEB_DIST := web/dist/index.html web/dist/app.js web/dist/app.css
 $(BUILD)/obj/src/api/bridge/openapi.o: $(EMBEDDED)
+$(BUILD)/obj/src/api/web/web.o: $(WEB_DIST)
 
 $(BUILD)/libsandboxd.a: $(OBJS)
 	@rm -f $@

@@ -12,6 +12,7 @@
 #include "api/workers/result_json.h"
 #include "api/bridge/bridge.h"
 #include "api/controller/controller.h"
+#include "api/web/web.h"
 #include "api/workers/routes.h"
 #include "base/log.h"
 #include "base/metrics.h"
@@ -330,6 +331,8 @@ static int start_server(struct app *app, sigset_t *sigs)
                 r = api_bridge_register(app->srv, app);
         if (r >= 0)
                 r = api_controller_register(app->srv, app);
+        if (r >= 0)
+                r = api_web_register(app->srv, app);
         if (r >= 0)
                 r = http_server_start(app->srv);
         if (r < 0) {

@@ -3,30 +3,9 @@
  * live beside this one and are assembled into the binary (.incbin), so the
  * daemon never reads them at run time; the Makefile makes this object depend
  * on them. Auth (Bearer, or ?token= for these paths) is the group's hook. */
-#include <stdint.h>
-
 #include "api/bridge/bridge.h"
+#include "api/common/embed.h"
 #include "base/util.h"
-
-/* .incbin paths are relative to the compiler's working directory: make runs
- * from the top of the tree (the daemon, sanitizer and fuzz builds alike).
- * The length is assembled too, so C never subtracts pointers of two objects. */
-#define EMBED(sym, file)                                                \
-        __asm__(".pushsection .rodata\n"                               \
-                ".balign 16\n"                                         \
-                ".type " #sym ", @object\n"                            \
-                #sym ":\n"                                             \
-                ".incbin \"" file "\"\n"                               \
-                "1:\n"                                                 \
-                ".size " #sym ", 1b - " #sym "\n"                      \
-                ".balign 8\n"                                          \
-                ".type " #sym "_len, @object\n"                        \
-                #sym "_len:\n"                                         \
-                ".quad 1b - " #sym "\n"                                \
-                ".size " #sym "_len, 8\n"                              \
-                ".popsection\n");                                      \
-        extern const char sym[];                                        \
-        extern const uint64_t sym##_len
 
 EMBED(bridge_openapi_json, "src/api/bridge/openapi.json");
 EMBED(bridge_openapi_html, "src/api/bridge/openapi.html");
