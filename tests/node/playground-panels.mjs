@@ -91,7 +91,7 @@ try {
   }
 
   await page.goto(cfg.url, { waitUntil: "load", timeout: T });
-  await page.locator(tid("sandboxes-panel")).waitFor({ timeout: T });
+  await page.locator(tid("sandboxes-panel")).waitFor({ state: "attached", timeout: T });
 
   await step("list", async () => {
     await reveal("sandboxes");
@@ -101,6 +101,7 @@ try {
       contexts: [...li.querySelectorAll('[data-testid="sandbox-context"]')].map((c) => ({
         id: c.dataset.contextId, language: c.dataset.language, state: c.dataset.state, text: c.innerText })),
     }));
+    await shot("panels-sandboxes.png");
   });
 
   await step("create", async () => {
@@ -127,7 +128,7 @@ try {
 
   await step("select", async () => {
     await item(cfg.sandbox).locator(tid("sandbox-select")).click();
-    await page.waitForSelector(`${tid("files-panel")}[data-sandbox-id="${cfg.sandbox}"]`, { timeout: T });
+    await page.waitForSelector(`${tid("files-panel")}[data-sandbox-id="${cfg.sandbox}"]`, { state: "attached", timeout: T });
     report.chosen = await item(cfg.sandbox).getAttribute("aria-current");
   });
 
@@ -209,11 +210,15 @@ try {
 
   await step("narrow", async () => {
     await page.setViewportSize({ width: 360, height: 800 });
-    await page.waitForTimeout(200); // one layout pass after the resize
-    report.overflow = await page.evaluate(() => [...document.querySelectorAll(".pk-panel")]
-      .filter((s) => s.scrollWidth > s.clientWidth + 1 || s.getBoundingClientRect().right > innerWidth + 1)
-      .map((s) => s.dataset.testid + ": " + s.scrollWidth + " > " + s.clientWidth));
-    await shot("panels-360.png");
+    report.overflow = [];
+    for (const name of ["sandboxes", "files", "terminal"]) {
+      await reveal(name);
+      await page.waitForTimeout(200); // a layout pass (and the terminal's refit) after the change
+      report.overflow.push(...await page.locator(tid(name + "-panel")).evaluate((s) =>
+        s.scrollWidth > s.clientWidth + 1 || s.getBoundingClientRect().right > innerWidth + 1
+          ? [`${s.dataset.testid}: ${s.scrollWidth} wide in ${s.clientWidth}, right edge ${s.getBoundingClientRect().right}`] : []));
+      await shot(`panels-360-${name}.png`);
+    }
   });
 
   console.log(JSON.stringify(report));

@@ -169,5 +169,5 @@ def test_the_panels_fit_a_360px_screen(run):
     assert rep["overflow"] == [], rep["overflow"]
     for shot in rep["shots"]:
         assert os.path.getsize(shot) > 5000, shot
-    assert os.path.basename(rep["shots"][-1]) == "panels-360.png"
+    assert os.path.basename(rep["shots"][-1]) == "panels-360-terminal.png"
 

@@ -121,7 +121,7 @@ export function mount(root, app) {
       : el("span", { class: "fs-name" }, f.name);
     return el("tr", { "data-testid": "file-row", "data-name": f.name, "data-type": dir ? "directory" : "file",
       "data-size": dir ? null : f.size },
-    el("td", {}, name),
+    el("td", {}, name, el("span", { class: "fs-sub", "aria-hidden": "true" }, kindOf(f))),
     el("td", { "data-testid": "file-type" }, kindOf(f)),
     el("td", { class: "fs-num", "data-testid": "file-size", title: dir ? null : f.size + " bytes" }, dir ? "" : formatBytes(f.size)),
     el("td", { title: absoluteTime(f.modifiedAt) }, dir ? "" : relativeTime(f.modifiedAt, now)),
@@ -238,6 +238,7 @@ export function mount(root, app) {
 
   app.on("sandbox", (id) => { sandbox = id || ""; cwd = ROOT; refresh(); });
   app.on("changed", (id) => { if (sandbox && (!id || id === sandbox)) refresh(); });
+  app.on("key", () => refresh());
   sandbox = app.state.sandboxId || "";
   refresh();
 }

@@ -118,6 +118,7 @@ export function mount(root, app) {
     if (note !== undefined) setState("idle", note);
   }
 
+  app.on("tab", (name) => { if (name === "terminal") refit(); });
   app.on("sandbox", (id) => {
     if (id === sandbox) return;
     const was = Boolean(ws);
