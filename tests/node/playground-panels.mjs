@@ -4,11 +4,8 @@
 // stdin and prints one JSON report on stdout; tests/web/test_playground_panels.py
 // sets things up through the APIs before and checks their effects after.
 //
-// config: {url, key, chromium, shots, dist, sandbox, context, upload: {path, name},
+// config: {url, key, chromium, shots, sandbox, context, upload: {path, name},
 //          drop: {name, text}, doomed: {name, text}}
-//   dist: when set, the daemon does not serve the page yet: "/", app.js and
-//   app.css are answered from this directory (web/dist), "/" with a harness
-//   that holds the three panels' mount points.
 // report: {steps: {name: "ok" | error}, …observations, requests, websockets,
 //          consoleErrors, pageErrors, shots: [paths]}
 // Exits 0 once the report is printed (the caller judges it), 2 on a driver failure.
@@ -21,17 +18,9 @@ const origin = new URL(cfg.url).origin;
 const report = { steps: {}, requests: [], websockets: [], blocked: [], consoleErrors: [], pageErrors: [], shots: [] };
 const T = 20000;
 
-const HARNESS = `<!doctype html><html lang=en><meta charset=utf-8><meta name=viewport content="width=device-width,initial-scale=1">
-<title>sandboxd panels</title><link rel=stylesheet href=app.css><script src=app.js defer></script>
-<main style="display:grid;gap:1rem;padding:.5rem"><div id=sandboxes></div><div id=files></div><div id=terminal></div></main>`;
-
 const args = ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",
   "--disable-default-apps", "--disable-sync", "--metrics-recording-only", "--no-default-browser-check"];
 if (process.getuid && process.getuid() === 0) args.push("--no-sandbox");
-// A document answered by the harness (route.fulfill) has no address, so
-// Chromium's Local Network Access checks would refuse its WebSocket to the
-// loopback daemon; a page the daemon serves itself needs no such switch.
-if (cfg.dist) args.push("--disable-features=LocalNetworkAccessChecks");
 
 async function step(name, fn) {
   try {
@@ -40,15 +29,6 @@ async function step(name, fn) {
   } catch (e) {
     report.steps[name] = String(e && e.message || e).split("\n").slice(0, 6).join("\n");
   }
-}
-
-function serveFromDist(route, path) {
-  const file = { "/": null, "/index.html": null, "/app.js": "app.js", "/app.css": "app.css" }[path];
-  if (file === undefined) return false;
-  if (file === null) route.fulfill({ status: 200, contentType: "text/html", body: HARNESS });
-  else route.fulfill({ status: 200, contentType: file.endsWith(".js") ? "text/javascript" : "text/css",
-    body: readFileSync(join(cfg.dist, file)) });
-  return true;
 }
 
 let browser;
@@ -62,7 +42,6 @@ try {
     const u = new URL(route.request().url());
     report.requests.push(route.request().method() + " " + u.href);
     if (u.origin !== origin) { report.blocked.push(u.href); return route.abort("blockedbyclient"); }
-    if (cfg.dist && serveFromDist(route, u.pathname)) return;
     return route.continue();
   });
   const page = await context.newPage();
@@ -219,6 +198,23 @@ try {
           ? [`${s.dataset.testid}: ${s.scrollWidth} wide in ${s.clientWidth}, right edge ${s.getBoundingClientRect().right}`] : []));
       await shot(`panels-360-${name}.png`);
     }
+  });
+
+  // A visitor without the key: the page's prompt asks for it, and the list
+  // fills once it is given (the panel refreshes on the app's "key" event).
+  await step("key-prompt", async () => {
+    const fresh = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+    const p2 = await fresh.newPage();
+    p2.on("pageerror", (e) => report.pageErrors.push(String(e)));
+    await p2.goto(cfg.url, { waitUntil: "load", timeout: T });
+    await p2.locator(tid("key-input")).waitFor({ timeout: T });
+    report.listedBeforeKey = await p2.locator(tid("sandbox-item")).count();
+    await p2.fill(tid("key-input"), cfg.key);
+    await p2.click(tid("key-submit"));
+    await p2.locator(`[data-tab="sandboxes"], [data-testid="tab-sandboxes"]`).first().click();
+    await p2.locator(`${tid("sandbox-item")}[data-sandbox-id="${cfg.sandbox}"]`).waitFor({ timeout: T });
+    report.listedAfterKey = await p2.locator(tid("sandbox-item")).count();
+    await fresh.close();
   });
 
   console.log(JSON.stringify(report));

@@ -20,7 +20,6 @@ from conftest import FAST_LIMITS, NODE_DIR, ROOT, Daemon
 CHROMIUM = "/usr/bin/chromium"
 KEY = "panels-k3y-0123"
 AUTH = {"Authorization": f"Bearer {KEY}"}
-DIST = os.path.join(ROOT, "web", "dist")
 ARTIFACTS = os.path.join(ROOT, "build", "test-artifacts", "web")
 UPLOAD = "upload-\u00e9 data.bin"
 PAYLOAD = bytes(range(256)) * 3 + "é ü\n".encode() + b"\x00\xff"
@@ -65,13 +64,10 @@ def run(keyed, tmp_path_factory):
     upload = tmp / UPLOAD
     upload.write_bytes(PAYLOAD)
     os.makedirs(ARTIFACTS, exist_ok=True)
-    status, _, _ = keyed.get("/", headers=AUTH)
-    served = status == 200
     cfg = {"url": f"http://127.0.0.1:{keyed.port}/", "key": KEY, "chromium": CHROMIUM, "shots": ARTIFACTS,
-           "dist": "" if served else DIST, "sandbox": sandbox, "context": ctx["id"],
+           "sandbox": sandbox, "context": ctx["id"],
            "upload": {"path": str(upload), "name": UPLOAD},
            "drop": {"name": DROP[0], "text": DROP[1]}, "doomed": {"name": DOOMED[0], "text": DOOMED[1]}}
-    print(f"\npage: {'served by the daemon' if served else 'web/dist through a harness (the daemon serves no page)'}")
     r = subprocess.run(["node", os.path.join(NODE_DIR, "playground-panels.mjs")], input=json.dumps(cfg).encode(),
                        capture_output=True, timeout=180, cwd=NODE_DIR)
     assert r.returncode == 0, r.stderr.decode()[-4000:]
@@ -161,6 +157,13 @@ def test_the_key_goes_in_headers_never_in_a_page_url(run):
     assert rep["blocked"] == []
     assert rep["pageErrors"] == [], rep["pageErrors"]
     assert rep["consoleErrors"] == [], rep["consoleErrors"]
+
+
+def test_the_list_fills_once_the_key_prompt_is_answered(run):
+    rep, _ = run
+    ok(rep, "key-prompt")
+    assert rep["listedBeforeKey"] == 0
+    assert rep["listedAfterKey"] >= 1
 
 
 def test_the_panels_fit_a_360px_screen(run):
