@@ -161,6 +161,15 @@ try {
     report.filesStatus = await page.locator(tid("files-status")).innerText();
   });
 
+  await step("delete-folder", async () => {
+    await page.fill(tid("files-mkdir-name"), "old/deep");
+    await page.click(tid("files-mkdir"));
+    await fileRow("old").waitFor({ timeout: T });
+    await fileRow("old").locator(tid("file-delete")).click();
+    await fileRow("old").waitFor({ state: "detached", timeout: T });
+    report.folderDialog = report.dialogs[report.dialogs.length - 1];
+  });
+
   const screenText = () => page.locator(`${tid("terminal-screen")} .xterm-rows`).innerText();
   await step("terminal", async () => {
     await reveal("terminal");
@@ -176,6 +185,24 @@ try {
     report.terminalText = await screenText();
     await page.locator(tid("terminal-panel")).scrollIntoViewIfNeeded();
     await shot("panels-terminal.png");
+  });
+
+  // The shell's idea of its size (stty size → "rows cols"), through a marker
+  // the command line itself does not match.
+  async function ttySize(marker) {
+    await page.locator(tid("terminal-screen")).click();
+    await page.keyboard.type(`echo "${marker}:$(stty size):"`);
+    await page.keyboard.press("Enter");
+    const re = new RegExp(marker + ":(\\d+) (\\d+):");
+    await page.waitForFunction((src) => new RegExp(src).test(
+      document.querySelector('[data-testid="terminal-screen"] .xterm-rows').innerText), re.source, { timeout: T });
+    const m = re.exec(await screenText());
+    return { rows: Number(m[1]), cols: Number(m[2]) };
+  }
+
+  await step("terminal-size", async () => {
+    report.sizeWide = await ttySize("szw");
+    report.xtermWide = await page.locator(tid("terminal-screen")).evaluate((s) => s.querySelector(".xterm-rows").children.length);
   });
 
   await step("terminal-exit", async () => {
@@ -198,6 +225,16 @@ try {
           ? [`${s.dataset.testid}: ${s.scrollWidth} wide in ${s.clientWidth}, right edge ${s.getBoundingClientRect().right}`] : []));
       await shot(`panels-360-${name}.png`);
     }
+  });
+
+  await step("terminal-resize", async () => {
+    // A new shell at 360 px is narrow; widening the window resizes it live.
+    await page.click(tid("terminal-connect"));
+    await page.waitForSelector(`${tid("terminal-panel")}[data-state="connected"]`, { timeout: T });
+    report.sizeNarrow = await ttySize("szn");
+    await page.setViewportSize({ width: 1280, height: 1000 });
+    await page.waitForTimeout(300); // the refit after the window's resize
+    report.sizeWidened = await ttySize("szb");
   });
 
   // A visitor without the key: the page's prompt asks for it, and the list

@@ -147,6 +147,25 @@ def test_the_terminal_runs_a_command_and_shows_the_shells_exit(run):
     assert "exited with code 3" in rep["exitStatus"]
 
 
+def test_a_folder_is_deleted_with_its_contents(run, keyed):
+    rep, setup = run
+    ok(rep, "delete-folder")
+    assert "everything in it" in rep["folderDialog"]
+    status, res, _ = keyed.post(f"/languages/python/sandboxes/{setup['sandbox']}/files",
+                                {"op": "exists", "path": "old"}, headers=AUTH)
+    assert status == 200 and res["exists"] is False, res
+
+
+def test_the_terminal_is_sized_to_its_panel_and_follows_the_window(run):
+    rep, _ = run
+    ok(rep, "terminal-size", "terminal-resize")
+    # The shell's rows × cols are the ones xterm shows (fit to the panel).
+    assert rep["sizeWide"]["rows"] == rep["xtermWide"], rep
+    assert rep["sizeWide"]["cols"] > 100, rep["sizeWide"]
+    assert rep["sizeNarrow"]["cols"] < 50, rep["sizeNarrow"]
+    assert rep["sizeWidened"]["cols"] == rep["sizeWide"]["cols"], rep
+
+
 def test_the_key_goes_in_headers_never_in_a_page_url(run):
     rep, setup = run
     assert rep["requests"], rep

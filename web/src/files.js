@@ -239,6 +239,7 @@ export function mount(root, app) {
   app.on("sandbox", (id) => { sandbox = id || ""; cwd = ROOT; refresh(); });
   app.on("changed", (id) => { if (sandbox && (!id || id === sandbox)) refresh(); });
   app.on("key", () => refresh());
+  app.on("tab", (name) => { if (name === "files") refresh(); }); // code may have written files meanwhile
   sandbox = app.state.sandboxId || "";
   refresh();
 }

@@ -117,5 +117,6 @@ export function mount(root, app) {
   app.on("changed", () => refresh());
   app.on("sandbox", () => refresh());
   app.on("key", () => refresh()); // a key typed into the prompt after a 401
+  app.on("tab", (name) => { if (name === "sandboxes") refresh(); }); // states change by themselves (expiry, eviction)
   refresh();
 }
