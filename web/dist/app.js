@@ -45,7 +45,7 @@ puts "hello from Ruby #{RUBY_VERSION}"
 `,shell:`# bash, in a fresh jail per run (stateless only).
 echo "hello from $(uname -s)"
 ls -la /workspace
-`};function m0(t,e){return`/languages/${t.state.language}/sandboxes/${encodeURIComponent(e)}/contexts`}function _0({select:t,button:e,status:i},s){let r="";function n(l){t.textContent="",t.append(new Option("default (oldest, or a new one)",""));for(let a of l){let h=new Option(`${a.id.slice(0,8)} \xB7 ${a.cwd}`,a.id);h.title=a.id,t.append(h)}l.some(a=>a.id===s.state.contextId)||(s.state.contextId=""),t.value=s.state.contextId}async function o(l){if(r=l,!l)return n([]);let a=await s.withKey(()=>s.api.json("GET",m0(s,l)));if(l===r){if(!a.ok)return i.textContent="Contexts: "+s.api.message(a.body,a.status),n([]);n(a.body.contexts.filter(h=>h.language===s.state.language))}}return t.addEventListener("change",()=>{s.state.contextId=t.value}),e.addEventListener("click",async()=>{if(!r)return;let l=await s.withKey(()=>s.api.json("POST",m0(s,r),{}));if(!l.ok){i.textContent="New context: "+s.api.message(l.body,l.status);return}s.state.contextId=l.body.id,i.textContent="Context "+l.body.id+" created",await o(r)}),{load:o}}var zQ=`
+`};function m0(t,e){return`/languages/${t.state.language}/sandboxes/${encodeURIComponent(e)}/contexts`}function _0({select:t,button:e,status:i},s){let r="";function n(l){t.textContent="",t.append(new Option("default",""));for(let a of l){let h=new Option(`${a.id.slice(0,8)} \xB7 ${a.cwd}`,a.id);h.title=a.id,t.append(h)}l.some(a=>a.id===s.state.contextId)||(s.state.contextId=""),t.value=s.state.contextId}async function o(l){if(r=l,!l)return n([]);let a=await s.withKey(()=>s.api.json("GET",m0(s,l)));if(l===r){if(!a.ok)return i.textContent="Contexts: "+s.api.message(a.body,a.status),n([]);n(a.body.contexts.filter(h=>h.language===s.state.language))}}return t.addEventListener("change",()=>{s.state.contextId=t.value}),e.addEventListener("click",async()=>{if(!r)return;let l=await s.withKey(()=>s.api.json("POST",m0(s,r),{}));if(!l.ok){i.textContent="New context: "+s.api.message(l.body,l.status);return}s.state.contextId=l.body.id,i.textContent="Context "+l.body.id+" created",await o(r)}),{load:o}}var zQ=`
 <div class="toolbar">
   <label>Language <select data-testid="lang-picker" name="language"></select></label>
   <label>Run <select data-testid="target" name="target">
@@ -54,7 +54,7 @@ ls -la /workspace
   </select></label>
   <span class="where" data-testid="where" hidden>
     <label>Sandbox <input data-testid="sandbox-id" name="sandbox" value="playground" spellcheck="false"
-      autocomplete="off" pattern="[A-Za-z0-9._-]{1,63}"></label>
+      autocomplete="off" pattern="[A-Za-z0-9._\\-]{1,63}"></label>
     <label>Context <select data-testid="context-select" name="context"></select></label>
     <button type="button" data-testid="context-new" class="secondary">New context</button>
   </span>

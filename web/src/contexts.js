@@ -11,7 +11,7 @@ export function mountContexts({ select, button, status }, app) {
 
   function fill(list) {
     select.textContent = "";
-    select.append(new Option("default (oldest, or a new one)", ""));
+    select.append(new Option("default", ""));
     for (const c of list) {
       const o = new Option(`${c.id.slice(0, 8)} · ${c.cwd}`, c.id);
       o.title = c.id;

@@ -17,7 +17,7 @@ const TEMPLATE = `
   </select></label>
   <span class="where" data-testid="where" hidden>
     <label>Sandbox <input data-testid="sandbox-id" name="sandbox" value="playground" spellcheck="false"
-      autocomplete="off" pattern="[A-Za-z0-9._-]{1,63}"></label>
+      autocomplete="off" pattern="[A-Za-z0-9._\\-]{1,63}"></label>
     <label>Context <select data-testid="context-select" name="context"></select></label>
     <button type="button" data-testid="context-new" class="secondary">New context</button>
   </span>
