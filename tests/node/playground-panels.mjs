@@ -244,11 +244,14 @@ try {
     const p2 = await fresh.newPage();
     p2.on("pageerror", (e) => report.pageErrors.push(String(e)));
     await p2.goto(cfg.url, { waitUntil: "load", timeout: T });
+    await p2.waitForFunction(() => document.body.dataset.ready === "true", null, { timeout: T });
+    // A hidden panel asks nothing: no prompt before its tab is opened.
+    report.promptAtLoad = await p2.locator(tid("key-input")).isVisible();
+    await p2.locator(`[data-tab="sandboxes"], [data-testid="tab-sandboxes"]`).first().click();
     await p2.locator(tid("key-input")).waitFor({ timeout: T });
     report.listedBeforeKey = await p2.locator(tid("sandbox-item")).count();
     await p2.fill(tid("key-input"), cfg.key);
     await p2.click(tid("key-submit"));
-    await p2.locator(`[data-tab="sandboxes"], [data-testid="tab-sandboxes"]`).first().click();
     await p2.locator(`${tid("sandbox-item")}[data-sandbox-id="${cfg.sandbox}"]`).waitFor({ timeout: T });
     report.listedAfterKey = await p2.locator(tid("sandbox-item")).count();
     await fresh.close();

@@ -181,6 +181,7 @@ def test_the_key_goes_in_headers_never_in_a_page_url(run):
 def test_the_list_fills_once_the_key_prompt_is_answered(run):
     rep, _ = run
     ok(rep, "key-prompt")
+    assert rep["promptAtLoad"] is False
     assert rep["listedBeforeKey"] == 0
     assert rep["listedAfterKey"] >= 1
 

@@ -5,7 +5,7 @@
 // into a URL), delete (op "delete", recursive for a folder), make a folder
 // (op "mkdir"). mount(root, app), see app.js. Follows "sandbox" events;
 // refreshes on "changed" for its sandbox and emits "changed" after a change.
-import { el, panelFrame, button, formatBytes, relativeTime, absoluteTime, escapePath } from "./panel-kit.js";
+import { el, panelFrame, button, formatBytes, relativeTime, absoluteTime, escapePath, refreshWhenShown } from "./panel-kit.js";
 
 const ROOT = "/workspace";
 
@@ -236,10 +236,10 @@ export function mount(root, app) {
     upload((await Promise.all(pending)).flat());
   });
 
-  app.on("sandbox", (id) => { sandbox = id || ""; cwd = ROOT; refresh(); });
-  app.on("changed", (id) => { if (sandbox && (!id || id === sandbox)) refresh(); });
-  app.on("key", () => refresh());
-  app.on("tab", (name) => { if (name === "files") refresh(); }); // code may have written files meanwhile
+  const soon = refreshWhenShown(root, app, "files", () => refresh()); // shown again: code may have written files
+  app.on("sandbox", (id) => { sandbox = id || ""; cwd = ROOT; setEnabled(); soon(); });
+  app.on("changed", (id) => { if (sandbox && (!id || id === sandbox)) soon(); });
+  app.on("key", soon);
   sandbox = app.state.sandboxId || "";
   refresh();
 }

@@ -69,3 +69,13 @@ export function absoluteTime(when) {
 export function escapePath(path) {
   return path.split("/").filter((s) => s !== "").map(encodeURIComponent).join("/");
 }
+
+// Wraps a panel's refresh for the app's events: it runs now when the panel is
+// on screen, else when the panel's tab is shown next ("tab" event; it also
+// refreshes on every show, since sandboxes change by themselves). So a hidden
+// panel makes no calls: no key prompt at page load for a panel nobody opened.
+export function refreshWhenShown(root, app, tab, refresh) {
+  const shown = () => (root.checkVisibility ? root.checkVisibility() : root.offsetParent !== null);
+  app.on("tab", (name) => { if (name === tab) refresh(); });
+  return (...args) => (shown() ? refresh(...args) : undefined);
+}

@@ -4,7 +4,7 @@
 // delete one (DELETE /v1/sandbox/:id, after a confirm). mount(root, app), see
 // app.js. Events: listens to "changed" and "sandbox"; clicking a context sets
 // app.state.contextId and emits "context" (id).
-import { el, panelFrame, button, relativeTime, absoluteTime } from "./panel-kit.js";
+import { el, panelFrame, button, relativeTime, absoluteTime, refreshWhenShown } from "./panel-kit.js";
 
 const PAGE = 100;
 
@@ -114,9 +114,9 @@ export function mount(root, app) {
     await refresh("Deleted sandbox " + id + ".");
   }
 
-  app.on("changed", () => refresh());
-  app.on("sandbox", () => refresh());
-  app.on("key", () => refresh()); // a key typed into the prompt after a 401
-  app.on("tab", (name) => { if (name === "sandboxes") refresh(); }); // states change by themselves (expiry, eviction)
-  refresh();
+  const soon = refreshWhenShown(root, app, "sandboxes", () => refresh());
+  app.on("changed", soon);
+  app.on("sandbox", soon);
+  app.on("key", soon); // a key typed into the prompt after a 401
+  soon();
 }
