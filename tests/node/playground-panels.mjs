@@ -111,6 +111,18 @@ try {
     report.chosen = await item(cfg.sandbox).getAttribute("aria-current");
   });
 
+  // A context clicked in the list becomes the Run tab's target (sandbox and context).
+  await step("use-context", async () => {
+    await item(cfg.sandbox).locator(`${tid("sandbox-context")}[data-context-id="${cfg.context}"] ${tid("sandbox-context-use")}`).click();
+    report.useContextStatus = await page.locator(tid("sandboxes-status")).innerText();
+    await reveal("run");
+    await page.waitForFunction((id) => {
+      const s = document.querySelector('#run [data-testid="context-select"]');
+      return s && s.value === id;
+    }, cfg.context, { timeout: T });
+    report.runTarget = await page.locator(`#run ${tid("sandbox-id")}`).inputValue();
+  });
+
   await step("mkdir", async () => {
     await reveal("files");
     await page.fill(tid("files-mkdir-name"), "docs");

@@ -92,6 +92,13 @@ def test_the_list_shows_an_api_made_sandbox_with_its_context(run):
     assert "1 run" in ctxs[0]["text"], ctxs[0]["text"]
 
 
+def test_a_context_chosen_in_the_list_is_the_run_tabs_target(run):
+    rep, setup = run
+    ok(rep, "use-context")
+    assert setup["context"] in rep["useContextStatus"]
+    assert rep["runTarget"] == setup["sandbox"]
+
+
 def test_a_sandbox_is_created_and_deleted_from_the_page(run, keyed):
     rep, _ = run
     ok(rep, "create", "delete")

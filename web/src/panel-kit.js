@@ -20,7 +20,7 @@ export function el(tag, attrs, ...children) {
 
 // The panel's frame: a header (title + tools) and a status line that says
 // what the panel is doing or what went wrong (role=status: screen readers
-// hear it). Returns {section, tools, status(text, kind)}.
+// hear it). Returns {section, tools, status(text, kind), kind()}.
 export function panelFrame(root, name, title) {
   const tools = el("div", { class: "pk-tools" });
   const line = el("p", { class: "pk-status", role: "status", "data-testid": name + "-status" });
@@ -31,7 +31,7 @@ export function panelFrame(root, name, title) {
     line.textContent = text || "";
     line.dataset.kind = kind || "info";
   }
-  return { section, tools, status };
+  return { section, tools, status, kind: () => line.dataset.kind || "info" };
 }
 
 export function button(label, testid, onclick, extra) {

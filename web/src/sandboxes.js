@@ -34,7 +34,9 @@ export function mount(root, app) {
     render(items);
     more.textContent = r.body.total > items.length ? `Showing ${items.length} of ${r.body.total}.` : "";
     frame.section.dataset.count = String(items.length);
-    frame.status(note || (items.length ? "" : "No sandboxes yet: create one, or run code in a sandbox."));
+    // A note replaces the line; a plain refresh keeps what the last action said, but not an old error.
+    if (note || !items.length) frame.status(note || "No sandboxes yet: create one, or run code in a sandbox.");
+    else if (frame.kind() === "error") frame.status("");
   }
 
   function render(items) {
@@ -68,7 +70,7 @@ export function mount(root, app) {
     const state = c.resident ? "running" : c.snapshot && !c.snapshot.stale ? "saved" : "idle";
     return el("li", { class: "sbx-context" + (chosen ? " is-chosen" : ""), "data-testid": "sandbox-context",
       "data-context-id": c.id, "data-language": c.language, "data-state": state },
-    el("button", { type: "button", class: "sbx-pick", title: "Run in this context", onclick: () => chooseContext(sandboxId, c) },
+    el("button", { type: "button", class: "sbx-pick", title: "Run in this context", "data-testid": "sandbox-context-use", onclick: () => chooseContext(sandboxId, c) },
       el("span", { class: "sbx-lang", text: c.language }), " ", el("code", { text: c.id })),
     el("span", { class: "sbx-meta" },
       el("span", { "data-testid": "context-executions" }, (c.executions || 0) + (c.executions === 1 ? " run" : " runs")),
@@ -81,12 +83,19 @@ export function mount(root, app) {
       idle: "no interpreter now" }[state];
   }
 
+  // Runs go to this context when it is of the Run tab's language (the
+  // language is the Run tab's to change); either way its sandbox is chosen.
+  // select() first: it clears contextId, and the Run tab's context list,
+  // reloaded on "sandbox", keeps the id set here.
   function chooseContext(sandboxId, c) {
-    if (app.state.sandboxId !== sandboxId) app.select(sandboxId);
-    app.state.contextId = c.id;
-    if (c.language) app.state.language = c.language;
-    app.emit("context", c.id);
-    refresh();
+    app.select(sandboxId);
+    if (c.language === app.state.language) {
+      app.state.contextId = c.id;
+      app.emit("context", c.id);
+      frame.status(`Runs in ${c.language} now go to context ${c.id}.`);
+    } else {
+      frame.status(`Chose ${sandboxId}; pick ${c.language} in the Run tab to run in this context.`);
+    }
   }
 
   async function create() {
