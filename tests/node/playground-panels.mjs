@@ -131,6 +131,13 @@ try {
     report.folder = await fileRow("docs").evaluate((r) => ({ type: r.dataset.type, kind: r.querySelector('[data-testid="file-type"]').innerText }));
   });
 
+  await step("mkdir-refused", async () => {
+    await page.fill(tid("files-mkdir-name"), "../escape");
+    await page.click(tid("files-mkdir"));
+    await page.waitForSelector(`${tid("files-status")}[data-kind="error"]`, { timeout: T });
+    report.refusedStatus = await page.locator(tid("files-status")).innerText();
+  });
+
   await step("upload", async () => {
     await page.setInputFiles(tid("files-upload-input"), cfg.upload.path);
     await fileRow(cfg.upload.name).waitFor({ timeout: T });

@@ -137,6 +137,14 @@ def test_a_folder_made_in_the_page_takes_a_dropped_file(run, keyed):
     assert stdout(res).strip() == repr(DROP[1]), res
 
 
+def test_a_refused_change_says_why(run):
+    rep, _ = run
+    ok(rep, "mkdir-refused")
+    # The files API's own message, not a bare status.
+    assert rep["refusedStatus"].startswith("Cannot make ../escape: "), rep["refusedStatus"]
+    assert "escapes /workspace" in rep["refusedStatus"], rep["refusedStatus"]
+
+
 def test_a_file_is_deleted_from_the_page(run, keyed):
     rep, setup = run
     ok(rep, "delete-file")
@@ -182,7 +190,9 @@ def test_the_key_goes_in_headers_never_in_a_page_url(run):
     assert all(f"token={KEY}" in u for u in rep["websockets"])
     assert rep["blocked"] == []
     assert rep["pageErrors"] == [], rep["pageErrors"]
-    assert rep["consoleErrors"] == [], rep["consoleErrors"]
+    # The browser logs each failed response; the one expected is the refused mkdir's 403.
+    expected = "Failed to load resource: the server responded with a status of 403 (Forbidden)"
+    assert [e for e in rep["consoleErrors"] if e != expected] == [], rep["consoleErrors"]
 
 
 def test_the_list_fills_once_the_key_prompt_is_answered(run):

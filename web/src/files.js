@@ -5,7 +5,7 @@
 // into a URL), delete (op "delete", recursive for a folder), make a folder
 // (op "mkdir"). mount(root, app), see app.js. Follows "sandbox" events;
 // refreshes on "changed" for its sandbox and emits "changed" after a change.
-import { el, panelFrame, button, formatBytes, relativeTime, absoluteTime, escapePath, refreshWhenShown } from "./panel-kit.js";
+import { el, panelFrame, button, formatBytes, relativeTime, absoluteTime, escapePath, refreshWhenShown, failure, callJson } from "./panel-kit.js";
 
 const ROOT = "/workspace";
 
@@ -48,7 +48,7 @@ export function mount(root, app) {
   frame.section.append(drop);
 
   function filesOp(body_) {
-    return api.json("POST", "/languages/python/sandboxes/" + encodeURIComponent(sandbox) + "/files", body_);
+    return callJson(api, "POST", "/languages/python/sandboxes/" + encodeURIComponent(sandbox) + "/files", body_);
   }
 
   function fileUrl(path) {
@@ -95,7 +95,7 @@ export function mount(root, app) {
       return;
     }
     frame.section.setAttribute("aria-busy", "true");
-    const r = await filesOp({ op: "list", path: cwd }).catch((e) => ({ ok: false, status: 0, body: { message: String(e) } }));
+    const r = await filesOp({ op: "list", path: cwd });
     if (mine !== seq) return;
     frame.section.removeAttribute("aria-busy");
     if (!r.ok) {
@@ -138,11 +138,9 @@ export function mount(root, app) {
     for (const { file, rel } of items) {
       frame.status(`Uploading ${rel} (${done + 1} of ${items.length}, ${formatBytes(file.size)})…`);
       const r = await api.raw("PUT", fileUrl(cwd + "/" + rel), file, { "Content-Type": "application/octet-stream" })
-        .catch((e) => ({ ok: false, status: 0, json: async () => ({ message: String(e) }) }));
+        .catch((e) => e);
       if (!r.ok) {
-        let b = null;
-        try { b = await r.json(); } catch (_) { /* not JSON */ }
-        frame.status("Cannot upload " + rel + ": " + api.message(b, r.status), "error");
+        frame.status("Cannot upload " + rel + ": " + await failure(api, r), "error");
         app.emit("changed", target);
         return;
       }
@@ -154,11 +152,9 @@ export function mount(root, app) {
 
   async function download(path, name) {
     frame.status("Downloading " + name + "…");
-    const r = await api.raw("GET", fileUrl(path));
+    const r = await api.raw("GET", fileUrl(path)).catch((e) => e);
     if (!r.ok) {
-      let b = null;
-      try { b = await r.json(); } catch (_) { /* not JSON */ }
-      frame.status("Cannot download " + name + ": " + api.message(b, r.status), "error");
+      frame.status("Cannot download " + name + ": " + await failure(api, r), "error");
       return;
     }
     const url = URL.createObjectURL(await r.blob());

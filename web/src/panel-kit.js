@@ -79,3 +79,19 @@ export function refreshWhenShown(root, app, tab, refresh) {
   app.on("tab", (name) => { if (name === tab) refresh(); });
   return (...args) => (shown() ? refresh(...args) : undefined);
 }
+
+// A failed raw (non-JSON-call) response's message: the API's error body as
+// one line when there is one, else "HTTP <status>". A network failure is a
+// rejected fetch: pass the error instead, its text is the message.
+export async function failure(api, resOrError) {
+  if (resOrError instanceof Error) return resOrError.message;
+  let body = null;
+  try { body = await resOrError.json(); } catch (_) { /* not JSON */ }
+  return api.message(body, resOrError.status);
+}
+
+// api.json that never throws: a network failure (the daemon stopped, the
+// connection dropped) comes back as {ok: false, status: 0, body: {message}}.
+export function callJson(api, method, path, body) {
+  return api.json(method, path, body).catch((e) => ({ ok: false, status: 0, body: { message: String(e.message || e) } }));
+}

@@ -4,7 +4,7 @@
 // delete one (DELETE /v1/sandbox/:id, after a confirm). mount(root, app), see
 // app.js. Events: listens to "changed" and "sandbox"; clicking a context sets
 // app.state.contextId and emits "context" (id).
-import { el, panelFrame, button, relativeTime, absoluteTime, refreshWhenShown } from "./panel-kit.js";
+import { el, panelFrame, button, relativeTime, absoluteTime, refreshWhenShown, failure, callJson } from "./panel-kit.js";
 
 const PAGE = 100;
 
@@ -23,7 +23,7 @@ export function mount(root, app) {
   async function refresh(note) {
     const mine = ++seq;
     frame.section.setAttribute("aria-busy", "true");
-    const r = await api.json("GET", "/sandboxes?limit=" + PAGE).catch((e) => ({ ok: false, status: 0, body: { message: String(e) } }));
+    const r = await callJson(api, "GET", "/sandboxes?limit=" + PAGE);
     if (mine !== seq) return;
     frame.section.removeAttribute("aria-busy");
     if (!r.ok) {
@@ -100,7 +100,7 @@ export function mount(root, app) {
 
   async function create() {
     frame.status("Creating a sandbox…");
-    const r = await api.json("POST", "/v1/sandbox", {});
+    const r = await callJson(api, "POST", "/v1/sandbox", {});
     if (!r.ok || !r.body || !r.body.id) {
       frame.status("Cannot create a sandbox: " + api.message(r.body, r.status), "error");
       return;
@@ -112,11 +112,9 @@ export function mount(root, app) {
   async function remove(id) {
     if (!window.confirm("Delete sandbox " + id + " with its files, contexts and terminals?")) return;
     frame.status("Deleting " + id + "…");
-    const r = await api.raw("DELETE", "/v1/sandbox/" + encodeURIComponent(id));
+    const r = await api.raw("DELETE", "/v1/sandbox/" + encodeURIComponent(id)).catch((e) => e);
     if (!r.ok) {
-      let body = null;
-      try { body = await r.json(); } catch (_) { /* not JSON */ }
-      frame.status("Cannot delete " + id + ": " + api.message(body, r.status), "error");
+      frame.status("Cannot delete " + id + ": " + await failure(api, r), "error");
       return;
     }
     if (app.state.sandboxId === id) app.select("");
