@@ -252,8 +252,13 @@ try {
     await page.waitForSelector(`${tid("terminal-panel")}[data-state="connected"]`, { timeout: T });
     report.sizeNarrow = await ttySize("szn");
     await page.setViewportSize({ width: 1280, height: 1000 });
-    await page.waitForTimeout(300); // the refit after the window's resize
-    report.sizeWidened = await ttySize("szb");
+    // The refit (and its resize message) follows the window's resize event:
+    // ask the shell again until it sees a change, or give up after a few tries.
+    for (let i = 0; i < 10; i++) {
+      report.sizeWidened = await ttySize("szb" + i);
+      if (report.sizeWidened.cols !== report.sizeNarrow.cols) break;
+      await page.waitForTimeout(200);
+    }
   });
 
   // A visitor without the key: the page's prompt asks for it, and the list

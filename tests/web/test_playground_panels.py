@@ -1,13 +1,16 @@
 """The playground's side panels in a real browser (headless Debian chromium
-driven by playwright-core, tests/node/playground-panels.mjs): the sandbox
-list shows a sandbox made through the API with its context; a sandbox is
-created and deleted from the page; a file uploaded in the page (file input,
-and a drop into a folder made in the page) is read back by code; the
-download is the same bytes; a file is deleted; the terminal runs a command
-and reports the shell's exit. The daemon has an API key, so every request
-is checked to carry it in a header, never in a URL (the PTY WebSocket's
-?token= is the one exception browsers force). Screenshots go to
-build/test-artifacts/web/ (printed)."""
+driven by playwright-core, tests/node/playground-panels.mjs), on the page
+the daemon serves: the sandbox list shows a sandbox made through the API
+with its context, and a context clicked there becomes the Run tab's target;
+a sandbox is created and deleted from the page; a file uploaded in the page
+(file input, and a drop into a folder made in the page) is read back by
+code; the download is the same bytes; a file and a folder are deleted; a
+refused change says why; the terminal runs a command, has the size xterm
+shows, follows a window resize and reports the shell's exit; each panel
+fits 360 px. The daemon has an API key: the prompt fills the list once
+answered, and every request carries the key in a header, never in a URL
+(the PTY WebSocket's ?token= is the one exception browsers force).
+Screenshots go to build/test-artifacts/web/panels-*.png (printed)."""
 import base64
 import json
 import os
