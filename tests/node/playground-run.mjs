@@ -10,15 +10,11 @@
 //   narrow     the page at 360 px: {scrollWidth, clientWidth, ...} per panel
 //   key        a daemon with an API key: the prompt, then the run after the key
 // Exits 0 once the report is printed (the caller judges it), 2 on a driver failure.
-import { chromium } from "playwright-core";
+import { openPage } from "./browser.mjs";
 
 const [scenario, url, shots, exe = "/usr/bin/chromium", key = ""] = process.argv.slice(2);
 const origin = new URL(url).origin;
-const report = { blocked: [], consoleErrors: [], pageErrors: [], shots: [] };
-
-const args = ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",
-  "--disable-default-apps", "--disable-sync", "--metrics-recording-only", "--no-default-browser-check"];
-if (process.getuid && process.getuid() === 0) args.push("--no-sandbox");
+const report = { shots: [] };
 
 const tid = (id) => `[data-testid="${id}"]`;
 
@@ -112,6 +108,11 @@ async function rich(page) {
   report.error = await run(page);
   await shot(page, "run-error");
   report.contextOptions = await page.$$eval(`${tid("context-select")} option`, (o) => o.map((x) => x.value));
+  // The example picker: the plot example switches to a sandbox run.
+  await page.selectOption(tid("target"), "stateless");
+  await page.selectOption(tid("example-picker"), { label: "matplotlib plot" });
+  report.exampleTarget = await page.$eval(tid("target"), (s) => s.value);
+  report.example = await run(page);
 }
 
 async function narrow(page) {
@@ -136,15 +137,33 @@ async function narrow(page) {
 }
 
 async function keyed(page) {
+  const dialog = `${tid("key-dialog")}[open]`;
+  // Another panel's first call may have met the 401 already: cancel that.
+  await page.waitForLoadState("networkidle");
+  report.promptOnLoad = await page.$eval(tid("key-dialog"), (d) => d.open);
+  if (report.promptOnLoad) await page.click(tid("key-cancel"));
   await pick(page, "javascript", "stateless");
   await setCode(page, "'with-key'");
+  // Cancel: the run shows the 401.
   await page.click(tid("run-button"));
-  await page.waitForSelector(`${tid("key-dialog")}[open]`, { timeout: 20000 });
+  await page.waitForSelector(dialog, { timeout: 20000 });
+  await page.click(tid("key-cancel"));
+  await page.waitForFunction(() => document.querySelector('[data-testid="results"]').childElementCount > 0,
+    null, { timeout: 30000 });
+  report.cancelled = await page.$eval(tid("results"), (r) => r.textContent);
+  // A wrong key: asked again, saying so; then the right one.
+  await page.click(tid("run-button"));
+  await page.waitForSelector(dialog, { timeout: 20000 });
   report.promptShown = true;
   await shot(page, "key-prompt");
+  await page.fill(tid("key-input"), key + "-wrong");
+  await page.click(tid("key-submit"));
+  await page.waitForSelector(`${tid("key-error")}:not([hidden])`, { timeout: 20000 });
+  report.wrongKeyAskedAgain = await page.$eval(tid("key-dialog"), (d) => d.open);
   await page.fill(tid("key-input"), key);
   await page.click(tid("key-submit"));
-  await page.waitForFunction(() => document.querySelector('[data-testid="results"]').childElementCount > 0,
+  // The refused run waits for the key, then finishes (the panel goes idle).
+  await page.waitForFunction(() => document.querySelector('[data-panel="run"]').dataset.state === "idle",
     null, { timeout: 30000 });
   report.afterKey = await page.$eval(tid("results"), (r) => r.textContent);
   report.stored = await page.evaluate(() => sessionStorage.getItem("sandboxd.apiKey"));
@@ -157,19 +176,8 @@ const scenarios = { languages, rich, narrow, key: keyed };
 
 let browser;
 try {
-  browser = await chromium.launch({ executablePath: exe, headless: true, args });
-  const context = await browser.newContext({ viewport: { width: 1200, height: 900 }, serviceWorkers: "block" });
-  report.requests = [];
-  await context.route("**/*", (route) => {
-    const u = route.request().url();
-    report.requests.push(route.request().method() + " " + u);
-    if (u.startsWith(origin + "/")) return route.continue();
-    report.blocked.push(u);
-    return route.abort("blockedbyclient");
-  });
-  const page = await context.newPage();
-  page.on("console", (m) => { if (m.type() === "error") report.consoleErrors.push(m.text()); });
-  page.on("pageerror", (e) => report.pageErrors.push(String(e)));
+  let page;
+  ({ browser, page } = await openPage(exe, origin, report, { viewport: { width: 1200, height: 900 } }));
   await page.goto(url, { waitUntil: "load", timeout: 20000 });
   await page.waitForSelector('body[data-ready="true"]', { timeout: 20000 });
   report.title = await page.title();

@@ -5,12 +5,13 @@
 // Shell has no kernel, so no contexts: it always runs stateless.
 import { createEditor } from "./editor.js";
 import { render } from "./results.js";
-import { LANGUAGES, SAMPLES } from "./samples.js";
+import { EXAMPLES, LANGUAGES, SAMPLES } from "./samples.js";
 import { mountContexts } from "./contexts.js";
 
 const TEMPLATE = `
 <div class="toolbar">
   <label>Language <select data-testid="lang-picker" name="language"></select></label>
+  <label>Example <select data-testid="example-picker" name="example"></select></label>
   <label>Run <select data-testid="target" name="target">
     <option value="stateless">once (stateless)</option>
     <option value="sandbox">in a sandbox</option>
@@ -30,7 +31,7 @@ const TEMPLATE = `
 export function mount(root, app) {
   root.innerHTML = TEMPLATE;
   const $ = (id) => root.querySelector(`[data-testid="${id}"]`);
-  const picker = $("lang-picker"), target = $("target"), where = $("where"), sandbox = $("sandbox-id");
+  const picker = $("lang-picker"), examples = $("example-picker"), target = $("target"), where = $("where"), sandbox = $("sandbox-id");
   const runButton = $("run-button"), status = $("run-status"), results = $("results");
   const drafts = Object.assign({}, SAMPLES); // the code per language, kept across switches
   let running = false;
@@ -39,6 +40,19 @@ export function mount(root, app) {
   picker.value = app.state.language;
   const editor = createEditor($("editor"), { language: app.state.language, doc: drafts[app.state.language], onRun: run });
   const contexts = mountContexts({ select: $("context-select"), button: $("context-new"), status }, app);
+
+  function fillExamples() {
+    examples.textContent = "";
+    examples.append(new Option("starter", ""));
+    (EXAMPLES[app.state.language] || []).forEach((x, i) => examples.append(new Option(x.name, String(i))));
+  }
+  examples.addEventListener("change", () => {
+    const x = EXAMPLES[app.state.language][Number(examples.value)];
+    editor.set(x ? x.code : SAMPLES[app.state.language]);
+    if (x && x.sandbox) target.value = "sandbox";
+    syncTarget();
+    editor.focus();
+  });
 
   const stateless = () => target.value === "stateless" || app.state.language === "shell";
 
@@ -56,6 +70,7 @@ export function mount(root, app) {
     app.state.contextId = "";
     editor.setLanguage(picker.value);
     editor.set(drafts[picker.value]);
+    fillExamples();
     syncTarget();
   });
   target.addEventListener("change", syncTarget);
@@ -114,6 +129,7 @@ export function mount(root, app) {
       run();
     }
   });
+  fillExamples();
   syncTarget();
   root.dataset.state = "idle";
 }
