@@ -11,16 +11,12 @@
 // Exits 0 once the report is printed (the caller judges it), 2 on a driver failure.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { openPage } from "./browser.mjs";
 
 const cfg = JSON.parse(readFileSync(0, "utf8"));
 const origin = new URL(cfg.url).origin;
-const report = { steps: {}, requests: [], websockets: [], blocked: [], consoleErrors: [], pageErrors: [], shots: [] };
+const report = { steps: {}, shots: [] };
 const T = 20000;
-
-const args = ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",
-  "--disable-default-apps", "--disable-sync", "--metrics-recording-only", "--no-default-browser-check"];
-if (process.getuid && process.getuid() === 0) args.push("--no-sandbox");
 
 async function step(name, fn) {
   try {
@@ -33,20 +29,12 @@ async function step(name, fn) {
 
 let browser;
 try {
-  browser = await chromium.launch({ executablePath: cfg.chromium, headless: true, args });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 }, acceptDownloads: true,
-    serviceWorkers: "block" });
+  const opened = await openPage(cfg.chromium, origin, report, { viewport: { width: 1280, height: 1000 } });
+  browser = opened.browser;
+  const page = opened.page;
   // The key as the page keeps it (sessionStorage), as if typed into its prompt.
-  await context.addInitScript((key) => { if (key) sessionStorage.setItem("sandboxd.apiKey", key); }, cfg.key || "");
-  await context.route("**/*", (route) => {
-    const u = new URL(route.request().url());
-    report.requests.push(route.request().method() + " " + u.href);
-    if (u.origin !== origin) { report.blocked.push(u.href); return route.abort("blockedbyclient"); }
-    return route.continue();
-  });
-  const page = await context.newPage();
-  page.on("console", (m) => { if (m.type() === "error") report.consoleErrors.push(m.text()); });
-  page.on("pageerror", (e) => report.pageErrors.push(String(e)));
+  await opened.context.addInitScript((key) => { if (key) sessionStorage.setItem("sandboxd.apiKey", key); }, cfg.key || "");
+  report.websockets = [];
   page.on("websocket", (ws) => report.websockets.push(ws.url()));
   let dialogs = "accept";
   page.on("dialog", (d) => { (report.dialogs = report.dialogs || []).push(d.message()); return dialogs === "accept" ? d.accept() : d.dismiss(); });
