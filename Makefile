@@ -66,6 +66,10 @@ $(BUILD)/obj/src/api/bridge/openapi.o: src/api/bridge/openapi.json
 $(BUILD)/obj/src/api/workers/openapi.o: src/api/workers/openapi.json
 $(BUILD)/obj/src/api/controller/openapi.o: src/api/controller/openapi.json
 $(BUILD)/obj/src/api/common/openapi.o: src/api/common/openapi.html
+# The playground (web/dist) is committed: building it needs npm, building
+# the daemon does not (`make web` rebuilds web/dist from web/src).
+WEB_DIST := web/dist/index.html web/dist/app.js web/dist/app.css
+$(BUILD)/obj/src/api/web/web.o: $(WEB_DIST)
 
 $(BUILD)/libsandboxd.a: $(OBJS)
 	@rm -f $@

@@ -13,6 +13,8 @@
 #include "api/bridge/bridge.h"
 #include "api/controller/controller.h"
 #include "api/controller/template_catalog.h"
+#include "api/mcp/mcp_http.h"
+#include "api/web/web.h"
 #include "api/workers/routes.h"
 #include "base/log.h"
 #include "base/metrics.h"
@@ -287,6 +289,8 @@ static void drain_and_stop(struct app *app)
         ctl_queue_stop(app);
         http_server_stop(app->srv);
         app->srv = NULL;
+        /* After the stop: no MCP call is running any more. */
+        api_mcp_free(app);
 }
 
 /* The sandbox layer's options: main turns the one config table into
@@ -344,11 +348,16 @@ static int start_server(struct app *app, sigset_t *sigs)
         if (r >= 0)
                 r = api_controller_register(app->srv, app);
         if (r >= 0)
+                r = api_mcp_register(app->srv, app);
+        if (r >= 0)
+                r = api_web_register(app->srv, app);
+        if (r >= 0)
                 r = http_server_start(app->srv);
         if (r < 0) {
                 ctl_queue_stop(app);
                 http_server_stop(app->srv);
                 app->srv = NULL;
+                api_mcp_free(app);
                 return log_error_errno(r, "msg=\"cannot listen\" listen=\"%s\"", app->cfg->listen);
         }
         log_info("msg=\"listening\" listen=\"%s\" port=%u cgroup=%s version=%s", app->cfg->listen,

@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 rm -rf dist.new && mkdir -p dist.new
 esbuild src/main.js --bundle --minify --format=iife --target=es2020 --legal-comments=none \
   --outfile=dist.new/app.js --log-level=warning
-cat node_modules/@xterm/xterm/css/xterm.css src/style.css > dist.new/app.css.tmp
+cat node_modules/@xterm/xterm/css/xterm.css src/style.css src/panels.css > dist.new/app.css.tmp
 esbuild dist.new/app.css.tmp --loader:.tmp=css --minify --outfile=dist.new/app.css --log-level=warning
 rm dist.new/app.css.tmp
 cp src/index.html dist.new/index.html

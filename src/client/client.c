@@ -331,6 +331,9 @@ static int perform(struct client *c, struct transfer *t, struct client_reply *ou
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        /* A loopback server (the local daemon, the daemon's own /mcp calls)
+         * is never reached through an http_proxy of the environment. */
+        curl_easy_setopt(h, CURLOPT_NOPROXY, "localhost,127.0.0.1,::1");
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, t);
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);

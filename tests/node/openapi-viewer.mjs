@@ -9,33 +9,22 @@
 // refuse-spec: openapi.json is answered 401 by the harness (the viewer's
 // error path).
 // Exits 0 once the report is printed (the caller judges it), 2 on a driver failure.
-import { chromium } from "playwright-core";
+import { openPage } from "./browser.mjs";
 
 const [url, shot, exe = "/usr/bin/chromium", mode = ""] = process.argv.slice(2);
 const origin = new URL(url).origin;
-const report = { blocked: [], requests: [], consoleErrors: [], pageErrors: [] };
-
-const args = ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update",
-  "--disable-default-apps", "--disable-sync", "--metrics-recording-only", "--no-default-browser-check"];
-if (process.getuid && process.getuid() === 0) args.push("--no-sandbox");
+const report = {};
 
 let browser;
 try {
-  browser = await chromium.launch({ executablePath: exe, headless: true, args });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, serviceWorkers: "block" });
-  await context.route("**/*", (route) => {
-    const u = route.request().url();
-    report.requests.push(u);
-    if (mode === "refuse-spec" && new URL(u).pathname.endsWith("/openapi.json"))
-      return route.fulfill({ status: 401, contentType: "application/json",
-        body: JSON.stringify({ error: "Unauthorized", code: "unauthorized" }) });
-    if (u.startsWith(origin + "/")) return route.continue();
-    report.blocked.push(u);
-    return route.abort("blockedbyclient");
-  });
-  const page = await context.newPage();
-  page.on("console", (m) => { if (m.type() === "error") report.consoleErrors.push(m.text()); });
-  page.on("pageerror", (e) => report.pageErrors.push(String(e)));
+  let page;
+  ({ browser, page } = await openPage(exe, origin, report, {
+    // refuse-spec: the harness answers openapi.json itself.
+    route: (route, u) => mode === "refuse-spec" && new URL(u).pathname.endsWith("/openapi.json")
+      ? route.fulfill({ status: 401, contentType: "application/json",
+        body: JSON.stringify({ error: "Unauthorized", code: "unauthorized" }) })
+      : undefined,
+  }));
   await page.goto(url, { waitUntil: "load", timeout: 20000 });
   await page.waitForFunction(() => document.body.dataset.state !== "loading", null, { timeout: 20000 });
   Object.assign(report, await page.evaluate(() => ({

@@ -38,7 +38,8 @@ void tap_register(const char *name, tap_fn fn);
  * prints both expressions and both values. */
 #define TAP_CMP_(type, fmt, a, op, b)                                        \
         do {                                                                 \
-                type _tap_a = (type)(a), _tap_b = (type)(b);                 \
+                type _tap_a = (type)(a);                                     \
+                type _tap_b = (type)(b);                                     \
                 if (!(_tap_a op _tap_b))                                     \
                         TAP_FAIL("%s %s %s: " fmt " vs " fmt, #a, #op, #b,   \
                                  _tap_a, _tap_b);                            \

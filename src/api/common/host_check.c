@@ -34,3 +34,16 @@ bool api_host_is_loopback_literal(const char *host)
         }
         return false;
 }
+
+const char *api_origin_authority(const char *origin)
+{
+        static const char *const schemes[] = { "http://", "https://" };
+        if (!origin)
+                return NULL;
+        for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+                size_t n = strlen(schemes[i]);
+                if (strncasecmp(origin, schemes[i], n) == 0 && origin[n] && !strchr(origin + n, '/'))
+                        return origin + n;
+        }
+        return NULL;
+}

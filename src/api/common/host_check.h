@@ -10,3 +10,6 @@
  * an optional ":port" (1-5 digits). Anything else, a missing header
  * included, is false. */
 bool api_host_is_loopback_literal(const char *host);
+/* The host[:port] of an Origin header value "http://…" or "https://…"
+ * (the scheme in any case), or NULL for anything else ("null" included). */
+const char *api_origin_authority(const char *origin);
