@@ -93,6 +93,13 @@ def delete(d, creds, sid):
     assert status == 200, body
 
 
+def watched_sandbox(d):
+    """A new org's key, a sandbox of it, and a stream opened after."""
+    _, creds = org(d)
+    sid = create(d, creds)
+    return creds, sid, Stream(d, creds)
+
+
 def about(sid, name):
     return lambda ev: ev["event"] == name and ev["data"]["sandboxId"] == sid
 
@@ -268,9 +275,7 @@ def test_org_isolation(d):
 
 
 def test_limit_warning_and_security_violation(d):
-    _, creds = org(d)
-    sid = create(d, creds)
-    s = Stream(d, creds)
+    creds, sid, s = watched_sandbox(d)
     sessions = V1 + f"/sandbox/{sid}/repl/sessions"
     status, res, _ = raw(d, "POST", sessions, {"language": "python"}, headers=creds)
     assert status == 201, res
@@ -290,9 +295,7 @@ def test_limit_warning_and_security_violation(d):
 
 
 def test_execute_events(d):
-    _, creds = org(d)
-    sid = create(d, creds)
-    s = Stream(d, creds)
+    creds, sid, s = watched_sandbox(d)
     run = V1 + f"/sandbox/{sid}/execute"
     status, res, _ = raw(d, "POST", run, {"command": "exit 3"}, headers=creds)
     assert status == 200 and res["exit_code"] == 3, res
@@ -307,9 +310,7 @@ def test_execute_events(d):
 
 
 def test_checkpoint_events(d):
-    _, creds = org(d)
-    sid = create(d, creds)
-    s = Stream(d, creds)
+    creds, sid, s = watched_sandbox(d)
     status, cp, _ = raw(d, "POST", V1 + f"/sandbox/{sid}/checkpoints", {"name": "one"}, headers=creds)
     assert status == 201, cp
     ev = s.until(about(sid, "checkpoint.created"))[-1]
