@@ -13,6 +13,10 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("SANDBOXD_BIN", os.path.join(ROOT, "build", "sandboxd"))
+# Under these names too: test files of every directory import them "from
+# conftest", which in one pytest session is whichever directory's came first.
+SANDBOXD_BIN = BIN
+NODE_DIR = os.path.join(ROOT, "tests", "node")
 
 # Limits small enough that limit tests finish quickly.
 FAST_LIMITS = [
