@@ -9,7 +9,7 @@
 SANITIZER ?=
 BUILD     ?= build$(if $(SANITIZER),-$(SANITIZER))
 CC        ?= cc
-PKGS      := libmicrohttpd jansson libseccomp sqlite3 libarchive libargon2 libcurl
+PKGS      := libmicrohttpd jansson libseccomp sqlite3 libarchive libargon2 libcurl libpq
 
 WARN   := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
           -Wmissing-prototypes -Wno-missing-field-initializers -Wvla

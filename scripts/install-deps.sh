@@ -11,6 +11,7 @@ PACKAGES=(
   uidmap
   libarchive-dev s3fs fuse3 python3-websocket chromium
   libargon2-dev libcurl4-openssl-dev
+  libpq-dev postgresql
   python3-matplotlib python3-pandas python3-numpy
 )
 

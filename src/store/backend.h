@@ -167,6 +167,7 @@ struct store {
 
 /* Backends, listed by scheme in store.c. */
 extern const struct store_ops store_sqlite_ops;
+extern const struct store_ops store_pg_ops;   /* store/pg/db.c */
 
 /* snprintf into an optional message buffer (NULL or 0 length: no-op). */
 void store_set_msg(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -1,7 +1,7 @@
 /* The store's public functions: pick a backend from the URL, check
  * arguments once for every backend, serialise single-connection backends,
  * and run *_each callbacks after the rows were read (see backend.h). No
- * SQL here: that lives in the backends (store/sqlite/). */
+ * SQL here: that lives in the backends (store/sqlite/, store/pg/). */
 #include "store/store.h"
 
 #include <errno.h>
@@ -13,13 +13,14 @@
 #include "base/util.h"
 #include "store/backend.h"
 
-/* URL scheme → backend. The PostgreSQL backend adds its row here
- * ({ "postgres", &store_pg_ops }, { "postgresql", &store_pg_ops }). */
+/* URL scheme → backend (libpq takes both spellings of PostgreSQL's). */
 static const struct {
         const char *scheme;
         const struct store_ops *ops;
 } backends[] = {
         { "sqlite", &store_sqlite_ops },
+        { "postgres", &store_pg_ops },
+        { "postgresql", &store_pg_ops },
 };
 
 void store_set_msg(char *buf, size_t len, const char *fmt, ...)

@@ -1,0 +1,237 @@
+/* The PostgreSQL backend's connection pool, open/close, integrity check and
+ * the ops table the store core dispatches to (see pg.h for the choices). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/pg/pg.h"
+
+struct pgs_store {
+        struct store base;   /* first: the core's part */
+        pthread_mutex_t mu;
+        pthread_cond_t freed;
+        PGconn *conns[PGS_POOL_SIZE];   /* NULL: not opened yet */
+        bool leased[PGS_POOL_SIZE];
+        char *url;
+};
+
+/* Notices ("relation already exists, skipping") are not errors; libpq would
+ * print them on stderr. */
+static void quiet(void *arg, const char *msg)
+{
+        (void)arg;
+        (void)msg;
+}
+
+static PGconn *connect_url(const char *url, char *msg, size_t len)
+{
+        PGconn *db = PQconnectdb(url);
+
+        if (!db) {
+                store_set_msg(msg, len, "out of memory");
+                return NULL;
+        }
+        if (PQstatus(db) != CONNECTION_OK) {
+                store_set_msg(msg, len, "%s", PQerrorMessage(db));
+                PQfinish(db);
+                return NULL;
+        }
+        PQsetNoticeProcessor(db, quiet, NULL);
+        return db;
+}
+
+struct pgs_lease pgs_lease(struct store *s)
+{
+        struct pgs_store *p = (struct pgs_store *)s;
+        struct pgs_lease l = { .p = p };
+        size_t i;
+
+        pthread_mutex_lock(&p->mu);
+        for (;;) {
+                for (i = 0; i < PGS_POOL_SIZE && p->leased[i]; i++)
+                        ;
+                if (i < PGS_POOL_SIZE)
+                        break;
+                pthread_cond_wait(&p->freed, &p->mu);
+        }
+        p->leased[i] = true;
+        pthread_mutex_unlock(&p->mu);
+
+        /* Connecting happens outside the pool lock: it may take a while. */
+        if (!p->conns[i])
+                p->conns[i] = connect_url(p->url, NULL, 0);
+        else if (PQstatus(p->conns[i]) != CONNECTION_OK)
+                PQreset(p->conns[i]);
+        l.db = p->conns[i];
+        if (l.db && PQstatus(l.db) != CONNECTION_OK)
+                l.db = NULL;
+        if (!l.db) {
+                pthread_mutex_lock(&p->mu);
+                p->leased[i] = false;
+                pthread_cond_signal(&p->freed);
+                pthread_mutex_unlock(&p->mu);
+        }
+        return l;
+}
+
+void pgs_lease_done(struct pgs_lease *l)
+{
+        struct pgs_store *p = l->p;
+
+        if (!l->db)
+                return;
+        /* An op that returned mid-transaction (its cleanup rolled back) or a
+         * connection the server dropped must not reach the next lease as is. */
+        if (PQstatus(l->db) == CONNECTION_OK && PQtransactionStatus(l->db) != PQTRANS_IDLE)
+                PQclear(PQexec(l->db, "ROLLBACK"));
+        pthread_mutex_lock(&p->mu);
+        for (size_t i = 0; i < PGS_POOL_SIZE; i++)
+                if (p->conns[i] == l->db)
+                        p->leased[i] = false;
+        pthread_cond_signal(&p->freed);
+        pthread_mutex_unlock(&p->mu);
+        l->db = NULL;
+}
+
+static void pgs_close(struct store *s)
+{
+        struct pgs_store *p = (struct pgs_store *)s;
+
+        for (size_t i = 0; i < PGS_POOL_SIZE; i++)
+                if (p->conns[i])
+                        PQfinish(p->conns[i]);
+        pthread_cond_destroy(&p->freed);
+        pthread_mutex_destroy(&p->mu);
+        free(p->url);
+        free(p);
+}
+
+static void pgs_closep(struct pgs_store **p)
+{
+        if (*p)
+                pgs_close(&(*p)->base);
+}
+
+static int pgs_open(const char *url, const char *rest, struct store **ret, struct err *err)
+{
+        _cleanup_(pgs_closep) struct pgs_store *p = NULL;
+        char msg[512];
+        int r;
+
+        (void)rest;   /* libpq parses the whole postgres:// or postgresql:// URI */
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return err_set(err, ERR_INTERNAL, ENOMEM, "out of memory");
+        pthread_mutex_init(&p->mu, NULL);
+        pthread_cond_init(&p->freed, NULL);
+        p->url = strdup(url);
+        if (!p->url)
+                return err_set(err, ERR_INTERNAL, ENOMEM, "out of memory");
+        /* One connection now: a wrong URL or an unreachable server fails
+         * the open (and the daemon's start), not the first request. */
+        p->conns[0] = connect_url(url, msg, sizeof(msg));
+        if (!p->conns[0])
+                return err_set(err, ERR_INTERNAL, EIO, "connect: %s", msg);
+        r = pgs_migrate(p->conns[0], err);
+        if (r < 0)
+                return r;
+        *ret = &TAKE_PTR(p)->base;
+        return 0;
+}
+
+/* PostgreSQL checks its own pages; what can be wrong from here is a
+ * server that refuses writes (a standby) or a schema we do not know. */
+static int pgs_integrity_check(struct store *s, char *msg, size_t len)
+{
+        _cleanup_res_ PGresult *res = NULL;
+        PGS_CONN(s, db);
+        int r = pgs_query_row(db, "SELECT pg_is_in_recovery()", &res, "");
+
+        if (r < 0) {
+                store_set_msg(msg, len, "query: %s", PQerrorMessage(db));
+                return -EIO;
+        }
+        if (pgs_bool(res, 0, 0)) {
+                store_set_msg(msg, len, "the server is a read-only standby");
+                return -EIO;
+        }
+        r = pgs_schema_version_on(db);
+        if (r < 0 || r > pgs_schema_latest()) {
+                store_set_msg(msg, len, "schema version %d unknown to this build", r);
+                return -EIO;
+        }
+        store_set_msg(msg, len, "ok");
+        return 0;
+}
+
+/* Keep in step with store_ops in backend.h and with store_sqlite_ops. */
+const struct store_ops store_pg_ops = {
+        .name = "postgres",
+        .serialize = false,
+        .open = pgs_open,
+        .close = pgs_close,
+        .integrity_check = pgs_integrity_check,
+        .schema_version = pgs_schema_version,
+        .org_ensure = pgs_org_ensure,
+        .org_get = pgs_org_get,
+        .account_create = pgs_account_create,
+        .user_get = pgs_user_get,
+        .user_get_by_email = pgs_user_get_by_email,
+        .apikey_create = pgs_apikey_create,
+        .apikey_get_by_hash = pgs_apikey_get_by_hash,
+        .apikey_get = pgs_apikey_get,
+        .apikey_list = pgs_apikey_list,
+        .apikey_delete = pgs_apikey_delete,
+        .apikey_rehash = pgs_apikey_rehash,
+        .session_create = pgs_session_create,
+        .session_get = pgs_session_get,
+        .session_revoke = pgs_session_revoke,
+        .idem_get = pgs_idem_get,
+        .idem_put = pgs_idem_put,
+        .secret_create = pgs_secret_create,
+        .secret_update = pgs_secret_update,
+        .secret_delete = pgs_secret_delete,
+        .secret_list = pgs_secret_list,
+        .checkpoint_create = pgs_checkpoint_create,
+        .checkpoint_get = pgs_checkpoint_get,
+        .checkpoint_delete = pgs_checkpoint_delete,
+        .checkpoint_list = pgs_checkpoint_list,
+        .checkpoint_usage = pgs_checkpoint_usage,
+        .queue_insert = pgs_queue_insert,
+        .queue_get = pgs_queue_get,
+        .queue_update = pgs_queue_update,
+        .queue_list = pgs_queue_list,
+        .queue_heads = pgs_queue_heads,
+        .queue_position = pgs_queue_position,
+        .queue_stats = pgs_queue_stats,
+        .queue_settle = pgs_queue_settle,
+        .event_append = pgs_event_append,
+        .event_last = pgs_event_last,
+        .event_list = pgs_event_list,
+        .audit_append = pgs_audit_append,
+        .audit_list = pgs_audit_list,
+        .audit_summary = pgs_audit_summary,
+        .sandbox_get = pgs_sandbox_get,
+        .sandbox_put = pgs_sandbox_put,
+        .sandbox_touch = pgs_sandbox_touch,
+        .sandbox_set_env = pgs_sandbox_set_env,
+        .sandbox_delete = pgs_sandbox_delete,
+        .sandbox_list_expired = pgs_sandbox_list_expired,
+        .sandbox_count = pgs_sandbox_count,
+        .sandbox_ids_in_org = pgs_sandbox_ids_in_org,
+        .sandbox_list_org = pgs_sandbox_list_org,
+        .sandbox_disk_reserved = pgs_sandbox_disk_reserved,
+        .sandbox_free_host_id = pgs_sandbox_free_host_id,
+        .context_insert = pgs_context_insert,
+        .context_update = pgs_context_update,
+        .context_get = pgs_context_get,
+        .context_delete = pgs_context_delete,
+        .context_list = pgs_context_list,
+        .context_count = pgs_context_count,
+        .cell_append = pgs_cell_append,
+        .cell_list = pgs_cell_list,
+        .cells_delete = pgs_cells_delete,
+        .cell_stats = pgs_cell_stats,
+};
