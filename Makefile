@@ -42,7 +42,7 @@ UNIT_SRCS := $(shell find tests/unit -name 'test_*.c' | sort)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 TAP_OBJ  := $(BUILD)/obj/tests/unit/tap_main.o
 
-.PHONY: all deps node-deps web install uninstall run test unit api attacks check bench fuzz clean layers
+.PHONY: all deps node-deps web install uninstall run test unit unit-pg api api-pg attacks check bench fuzz clean layers
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/sandboxd $(SHIM) $(INIT)
@@ -105,6 +105,23 @@ layers:
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do echo "# $$t"; $$t || fail=1; done; exit $$fail
 
+# The backend-agnostic store suites again, on PostgreSQL: a throwaway
+# cluster (tests/pg/pg_cluster.sh; a TAP skip line when it cannot start).
+PG_UNIT := $(addprefix $(BUILD)/unit/store/test_store_,contract checkpoints events secrets tenants)
+unit-pg: $(PG_UNIT)
+	@tests/pg/pg_cluster.sh run sh -c 'fail=0; for t in $(PG_UNIT); do echo "# $$t (postgres)"; $$t || fail=1; done; exit $$fail'
+
+# Black-box smoke on PostgreSQL: these files with every daemon started
+# --store postgresql://... (tests/pg/pg_plugin.py). Deselected: tests that
+# open the SQLite file itself to look at what is stored.
+PG_SMOKE := tests/pg tests/api/test_sandboxes.py $(addprefix tests/controller/test_controller_,sandboxes.py keys.py \
+	secrets.py events.py queue.py checkpoints.py audit.py idempotency.py identity.py)
+PG_SMOKE_SKIP := not encrypted_at_rest and not key_from_the_environment and not tampered_ciphertext \
+	and not no_secret_is_ever_recorded and not providers_and_health_routes and not no_secret_is_stored_in_the_clear
+api-pg: $(BUILD)/sandboxd $(SHIM) $(INIT)
+	PYTHONPATH=tests/pg SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+		-p pg_plugin -k "$(PG_SMOKE_SKIP)" $(PG_SMOKE) $(PYTEST_ARGS)
+
 # npm test tools (s3rver, playwright-core, an OpenAPI validator), pinned by
 # tests/node/package-lock.json; reinstalled when the lockfile changes.
 NODE_STAMP := tests/node/node_modules/.stamp-$(shell md5sum tests/node/package-lock.json 2>/dev/null | cut -c1-12)
@@ -128,8 +145,9 @@ api: $(BUILD)/sandboxd $(SHIM) $(INIT) $(NODE_STAMP)
 	SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/tools tests/api tests/bridge tests/controller tests/cli tests/web tests/mcp tests/kernels tests/attacks $(PYTEST_ARGS)
 
 # Fuzzers carry their own ASan+UBSan build, so the short fuzz runs happen
-# once, in the plain `make test`, not again under SANITIZER=.
-test: layers unit api $(if $(SANITIZER),,fuzz-smoke)
+# once, in the plain `make test`, not again under SANITIZER=; so does the
+# PostgreSQL black-box smoke (its daemons are the same code as `api`'s).
+test: layers unit unit-pg api $(if $(SANITIZER),,api-pg fuzz-smoke)
 
 check: test
 

@@ -34,6 +34,7 @@ static void usage(FILE *f)
                 "Runs untrusted code for AI agents in Linux jails, behind HTTP APIs.\n\n"
                 "  --listen HOST:PORT   address to listen on (default 127.0.0.1:8787)\n"
                 "  --data-dir DIR       data directory (default ./data)\n"
+                "  --store URL          metadata store: sqlite:PATH or postgres://... (default DIR/sandboxd.db)\n"
                 "  --config FILE        key = value configuration file (see docs/limits.md)\n"
                 "  --set KEY=VALUE      override one configuration key (repeatable)\n"
                 "  --insecure           allow a non-loopback address without an API key\n"
@@ -46,7 +47,7 @@ static void usage(FILE *f)
 
 struct cli {
         const char *config_file;
-        const char *listen, *data_dir, *log_level;
+        const char *listen, *data_dir, *log_level, *store;
         bool insecure, print_config, rotate_session_key;
         const char *sets[64];
         size_t nsets;
@@ -59,7 +60,7 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
                 { "config", required_argument, NULL, 'c' },  { "set", required_argument, NULL, 's' },
                 { "insecure", no_argument, NULL, 'i' },      { "log-level", required_argument, NULL, 'L' },
                 { "print-config", no_argument, NULL, 'P' },  { "help", no_argument, NULL, 'h' },
-                { "rotate-session-key", no_argument, NULL, 'R' },
+                { "rotate-session-key", no_argument, NULL, 'R' }, { "store", required_argument, NULL, 'S' },
                 { "version", no_argument, NULL, 'V' },       { NULL, 0, NULL, 0 },
         };
         int c;
@@ -67,6 +68,7 @@ static int parse_cli(int argc, char **argv, struct cli *cli)
                 switch (c) {
                 case 'l': cli->listen = optarg; break;
                 case 'd': cli->data_dir = optarg; break;
+                case 'S': cli->store = optarg; break;
                 case 'c': cli->config_file = optarg; break;
                 case 'L': cli->log_level = optarg; break;
                 case 'i': cli->insecure = true; break;
@@ -182,6 +184,7 @@ static int build_config(const struct cli *cli, struct config *cfg)
                 }
         if ((cli->listen && config_set(cfg, "listen", cli->listen) < 0) ||
             (cli->data_dir && config_set(cfg, "data_dir", cli->data_dir) < 0) ||
+            (cli->store && config_set(cfg, "store", cli->store) < 0) ||
             (cli->log_level && config_set(cfg, "log_level", cli->log_level) < 0))
                 return -EINVAL;
         if (cli->insecure)
@@ -497,9 +500,14 @@ int main(int argc, char **argv)
         if (r < 0)
                 return log_start_failure("cannot start the engine", NULL, &err), 1;
         char dbpath[4200];
-        snprintf(dbpath, sizeof(dbpath), "%s/sandboxd.db", cfg.data_dir);
+        if (cfg.store[0])
+                snprintf(dbpath, sizeof(dbpath), "%s", cfg.store);
+        else   /* "sqlite:" so a data dir with a ':' in its name stays a path */
+                snprintf(dbpath, sizeof(dbpath), "sqlite:%s/sandboxd.db", cfg.data_dir);
         if ((r = store_open(dbpath, &app.store, &err)) < 0) {
-                log_start_failure("cannot open the store", dbpath, &err);
+                /* A URL may carry a password: name only the backend's scheme. */
+                log_start_failure("cannot open the store", strchr(dbpath, '@') ? "(a URL with credentials)" : dbpath,
+                                  &err);
                 engine_free(app.engine);
                 return 1;
         }

@@ -36,6 +36,7 @@ struct cfg_opt {
 static const struct cfg_opt opts[] = {
         STR("listen", listen, "127.0.0.1:8787", "HOST:PORT to listen on"),
         STR("data_dir", data_dir, "./data", "where sandboxes, the store and run files live"),
+        STR("store", store, "", "store URL: sqlite:PATH or postgres://USER@HOST/DB (docs/store.md); empty: <data_dir>/sandboxd.db"),
         STR("kernels_dir", kernels_dir, "", "language kernels (default: next to the binary's source tree)"),
         STR("forkserver_dir", forkserver_dir, "", "dir of libsandboxd-forkserver.so (default: the binary's dir)"),
         STR("api_key", api_key, "", "bearer key required on every route but /health; env SANDBOXD_API_KEY"),

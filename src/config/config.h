@@ -13,6 +13,7 @@
 struct config {
         char listen[256];
         char data_dir[4096];
+        char store[4096];         /* store URL; "" = SQLite at <data_dir>/sandboxd.db */
         char kernels_dir[4096];
         char forkserver_dir[4096];
         char api_key[256];

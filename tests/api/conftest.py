@@ -1,5 +1,6 @@
 """Black-box fixtures: start a real sandboxd on a free loopback port with a
 temporary data dir, and talk to it over real HTTP (http.client)."""
+import hashlib
 import http.client
 import json
 import os
@@ -44,6 +45,21 @@ def free_port():
         return s.getsockname()[1]
 
 
+def store_args(data_dir):
+    """--store for a daemon when the suite runs on PostgreSQL (tests/pg/
+    pg_plugin.py exports SANDBOXD_TEST_PG_HOST, the cluster's socket dir):
+    one database per data dir, so a daemon restarted on the same data dir
+    finds its store again, as it finds the SQLite file there."""
+    host = os.environ.get("SANDBOXD_TEST_PG_HOST")
+    if not host:
+        return []
+    name = "d" + hashlib.sha1(os.path.realpath(data_dir).encode()).hexdigest()[:16]
+    createdb = os.path.join(os.environ["SANDBOXD_TEST_PG_BIN"], "createdb")
+    # Fails when it exists already (a restart): that is the point.
+    subprocess.run([createdb, "-h", host, "-U", "sandboxd", name], capture_output=True)
+    return ["--store", f"postgresql:///{name}?host={host}&user=sandboxd"]
+
+
 class Daemon:
     def __init__(self, extra_args=(), data_dir=None, sets=FAST_LIMITS, env=None, wrapper=()):
         self.port = free_port()
@@ -55,7 +71,7 @@ class Daemon:
         args = list(wrapper) + [BIN, "--listen", f"127.0.0.1:{self.port}", "--data-dir", data_dir, "--log-level", "warn"]
         for s in sets:
             args += ["--set", s]
-        args += list(extra_args)
+        args += store_args(data_dir) + list(extra_args)
         self.log_path = os.path.join(data_dir, "daemon.log")
         self.log = open(self.log_path, "ab")
         full_env = {"PATH": "/usr/bin:/bin"}
