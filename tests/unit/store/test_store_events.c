@@ -2,6 +2,8 @@
  * reused, per-org reads after an id, the retention cap and age trim on
  * insert) and audit (filters, newest-first pages, per-action summary, org
  * scoping, age trim). Public store.h functions only (STORE_URL). */
+#include <pthread.h>
+
 #include "store_fixture.h"
 
 static uint64_t emit(struct store *s, const char *org, const char *name, const char *sbx, uint64_t at, uint64_t keep,
@@ -194,5 +196,57 @@ TEST(audit_age_trim_and_bad_arguments)
         ASSERT_ERR(store_audit_each(s, id("ao3"), NULL, 1, 0, on_audit, NULL, &total), EINVAL);
         ASSERT_ERR(store_audit_each(s, "", &(struct audit_filter){}, 1, 0, on_audit, NULL, &total), EINVAL);
         ASSERT_ERR(store_audit_summary(s, id("ao3"), "", on_count, NULL), EINVAL);
+        store_close(s);
+}
+
+/* ---- concurrent appends: a follower "after id N" misses none ---- */
+
+#define WRITERS 4
+#define PER_WRITER 60
+
+static int g_writers_done;
+
+struct tail {
+        uint64_t cursor, seen;
+};
+
+static void on_tail(const struct event_row *r, void *userdata)
+{
+        struct tail *t = userdata;
+        ASSERT_GT(r->id, t->cursor);
+        t->cursor = r->id;
+        t->seen++;
+}
+
+static void *writer(void *arg)
+{
+        for (int i = 0; i < PER_WRITER; i++)
+                emit(arg, "tail", "sandbox.created", "x", 1, 0, 0);
+        __atomic_add_fetch(&g_writers_done, 1, __ATOMIC_SEQ_CST);
+        return NULL;
+}
+
+/* What an SSE stream does: read everything after the last id it saw, over
+ * and over, while several threads (on a pool backend, several connections)
+ * append. Were ids visible out of order (a lower id committing after a
+ * higher one), the follower would move past the lower one and never see
+ * it: the final read after every writer finished would come up short. */
+TEST(events_a_follower_misses_none_under_concurrent_appends)
+{
+        struct store *s = open_store();
+        pthread_t th[WRITERS];
+        struct tail t = {};
+        bool done;
+
+        id("");   /* the namespace, before the threads read it */
+        for (int i = 0; i < WRITERS; i++)
+                ASSERT_EQ(pthread_create(&th[i], NULL, writer, s), 0);
+        do {
+                done = __atomic_load_n(&g_writers_done, __ATOMIC_SEQ_CST) == WRITERS;
+                ASSERT_OK(store_event_each(s, id("tail"), t.cursor, 1000, on_tail, &t));
+        } while (!done);
+        for (int i = 0; i < WRITERS; i++)
+                ASSERT_EQ(pthread_join(th[i], NULL), 0);
+        ASSERT_EQ(t.seen, WRITERS * PER_WRITER);
         store_close(s);
 }
