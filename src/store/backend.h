@@ -10,10 +10,19 @@
  * row/out pointers are non-NULL. Ops return 0 or -errno with the meanings
  * documented in store.h.
  *
- * Adding a backend (the PostgreSQL one): implement every op in
- * src/store/<name>/ (SQL stays there), export a const struct store_ops
- * below, add its scheme row to backends[] in store.c, and make
- * STORE_URL=<url> build/unit/store/test_store_contract pass. */
+ * Adding an op: its public function in store.h and store.c (argument
+ * checks, STORE_CALL), its member here, and its implementation in EVERY
+ * backend: src/store/sqlite/<family>.c + sqlite.h + store_sqlite_ops, and
+ * src/store/pg/<family>.c + pg.h + store_pg_ops (a missing member is a
+ * NULL call: `make unit-pg` catches it). A new table is a migration in
+ * both backends under the same number. Tests go in the backend-agnostic
+ * suites (tests/unit/store/, store_fixture.h), which `make unit` runs on
+ * SQLite and `make unit-pg` on PostgreSQL. docs/store.md has the recipe.
+ *
+ * Adding a backend: implement every op in src/store/<name>/ (SQL stays
+ * there), export a const struct store_ops below, add its scheme row to
+ * backends[] in store.c, and make STORE_URL=<url>
+ * build/unit/store/test_store_contract pass. */
 #pragma once
 
 #include <pthread.h>

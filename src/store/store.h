@@ -1,7 +1,9 @@
 /* Metadata store: orgs, sandboxes, code contexts and the context cell
  * journal. The public functions below check their arguments and dispatch
- * to a backend through an ops table (store/backend.h); today's backend is
- * an embedded SQLite database (WAL, synchronous=FULL, schema migrations).
+ * to a backend through an ops table (store/backend.h): an embedded SQLite
+ * database (the default; WAL, synchronous=FULL) or a PostgreSQL server
+ * (libpq, for nodes that share their state), each with its own schema
+ * migrations; docs/store.md.
  * Every call is atomic and may be made from any thread. No HTTP, no JSON
  * parsing: JSON columns are stored as opaque text. Nothing outside
  * src/store/ knows which backend is in use, nor any SQL. */
@@ -19,7 +21,8 @@ struct store;
  * migrations. url is "sqlite:PATH" or a plain PATH (SQLite; "sqlite:///abs"
  * also works); a PATH whose first ':' comes before any '/' must be written
  * "sqlite:PATH" or "./PATH". Other schemes ("postgres://...") select other
- * backends; an unknown scheme fails with -EPROTONOSUPPORT. Returns 0 or
+ * backends ("postgres://" and "postgresql://": PostgreSQL, the URI as
+ * libpq takes it); an unknown scheme fails with -EPROTONOSUPPORT. Returns 0 or
  * -errno (-EIO for database errors, -EPROTO for a schema newer than this
  * build); err gets ERR_INVALID for a bad url or an unknown scheme and
  * ERR_INTERNAL for a database that cannot be opened, with a message. */
