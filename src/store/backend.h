@@ -26,6 +26,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -177,6 +178,17 @@ struct store {
 /* Backends, listed by scheme in store.c. */
 extern const struct store_ops store_sqlite_ops;
 extern const struct store_ops store_pg_ops;   /* store/pg/db.c */
+
+/* Evaluates call (an int) with ap_ holding the variadic arguments after
+ * last: the statement helpers of every backend bind "types, ..." so. */
+#define STORE_WITH_ARGS(last, call)                                          \
+        ({                                                                   \
+                va_list ap_;                                                 \
+                va_start(ap_, last);                                         \
+                int r_ = (call);                                             \
+                va_end(ap_);                                                 \
+                r_;                                                          \
+        })
 
 /* snprintf into an optional message buffer (NULL or 0 length: no-op). */
 void store_set_msg(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -140,14 +140,7 @@ int pgs_query_va(PGconn *db, const char *sql, PGresult **ret, const char *types,
         return 0;
 }
 
-#define WITH_ARGS(call)                                                      \
-        ({                                                                   \
-                va_list ap_;                                                 \
-                va_start(ap_, types);                                        \
-                int r_ = (call);                                             \
-                va_end(ap_);                                                 \
-                r_;                                                          \
-        })
+#define WITH_ARGS(call) STORE_WITH_ARGS(types, call)
 
 int pgs_run(PGconn *db, const char *sql, const char *types, ...)
 {

@@ -177,14 +177,7 @@ int sq_prepare_bound_va(sqlite3 *db, const char *sql, sqlite3_stmt **ret, const 
         return prepare_va(db, sql, ret, types, ap);
 }
 
-#define WITH_ARGS(call)                                                      \
-        ({                                                                   \
-                va_list ap_;                                                 \
-                va_start(ap_, types);                                        \
-                int r_ = (call);                                             \
-                va_end(ap_);                                                 \
-                r_;                                                          \
-        })
+#define WITH_ARGS(call) STORE_WITH_ARGS(types, call)
 
 int sq_prepare_bound(sqlite3 *db, const char *sql, sqlite3_stmt **ret, const char *types, ...)
 {
