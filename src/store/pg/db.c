@@ -25,9 +25,15 @@ static void quiet(void *arg, const char *msg)
         (void)msg;
 }
 
+/* Defaults the URL may override: libpq applies keywords in order, and the
+ * URL (dbname, expanded) comes after these. Without a connect timeout, an
+ * unreachable host would hold a lease, and the thread that asked, for the
+ * kernel's TCP timeout (minutes). */
 static PGconn *connect_url(const char *url, char *msg, size_t len)
 {
-        PGconn *db = PQconnectdb(url);
+        static const char *const keys[] = { "connect_timeout", "application_name", "dbname", NULL };
+        const char *const values[] = { "10", "sandboxd", url, NULL };
+        PGconn *db = PQconnectdbParams(keys, values, 1);
 
         if (!db) {
                 store_set_msg(msg, len, "out of memory");
