@@ -73,6 +73,10 @@ struct config {
         uint64_t ctl_budget_sandboxes, ctl_budget_executes;
         bool ctl_queue_mode;
         uint64_t ctl_queue_max_depth, ctl_queue_ttl_s;
+        /* Artifacts (issue 15). */
+        uint64_t ctl_artifact_max_bytes, ctl_artifact_part_min_bytes, ctl_artifact_part_max_bytes;
+        uint64_t ctl_artifact_max_parts, ctl_artifact_org_quota_bytes, ctl_artifact_upload_ttl_s;
+        uint64_t ctl_artifact_max_ttl_s;
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;

@@ -100,6 +100,11 @@ int files_write(const struct files_root *root, const char *path, const void *dat
  * first (after the byte quota is checked, so a refused write makes none). */
 int files_put(const struct files_root *root, const char *path, const void *data, size_t len, unsigned flags,
               struct err *err);
+/* files_put of len bytes read from src_fd (from its offset; nothing is
+ * buffered whole): a host file streamed into the workspace (an artifact).
+ * A source that ends early fails (ERR_FILESYSTEM, EIO) and writes nothing. */
+int files_put_fd(const struct files_root *root, const char *path, int src_fd, uint64_t len, unsigned flags,
+                 struct err *err);
 /* FILES_RECURSIVE: create missing parents, an existing directory is fine.
  * The root is always a no-op success. */
 int files_mkdir(const struct files_root *root, const char *path, unsigned flags, struct err *err);

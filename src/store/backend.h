@@ -104,6 +104,15 @@ struct store_ops {
         int (*queue_settle)(struct store *s, bool at_start, uint32_t failed_status, const char *failed_body,
                             uint64_t now, uint64_t expire_before, uint64_t forget_before);
 
+        int (*artifact_put)(struct store *s, const struct artifact_row *row);
+        int (*artifact_get)(struct store *s, const char *org_id, const char *id, struct artifact_row *ret);
+        int (*artifact_delete)(struct store *s, const char *org_id, const char *id);
+        /* Pushes struct artifact_row items of one page; ret_total: how many match. */
+        int (*artifact_list)(struct store *s, const struct artifact_filter *f, uint64_t limit, uint64_t offset,
+                             struct store_rows *out, uint64_t *ret_total);
+        int (*artifact_list_expired)(struct store *s, uint64_t now, struct store_rows *out);
+        int (*artifact_bytes)(struct store *s, const char *org_id, uint64_t *ret);
+
         int (*sandbox_get)(struct store *s, const char *id, struct sandbox_row *ret);
         int (*sandbox_put)(struct store *s, const struct sandbox_row *row);
         int (*sandbox_touch)(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at);

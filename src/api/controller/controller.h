@@ -83,6 +83,9 @@ struct ctl_string_field {
  * (and *ret_body NULL). The strings live as long as *ret_body. */
 bool ctl_body_strings(struct http_request *req, struct http_response *res, json_t **ret_body,
                       const struct ctl_string_field *fields, size_t n);
+/* A user path normalised into out[PATH_MAX] ("/workspace/…"), or false
+ * with a 400 (missing, leaving /workspace, too long, not UTF-8). files.c. */
+bool ctl_user_path(const char *path, struct http_response *res, char *out);
 static inline void ctl_json_decrefp(json_t **j)
 {
         json_decref(*j);
@@ -174,3 +177,5 @@ const struct route *ctl_secret_routes(size_t *ret_n);
 const struct route *ctl_metrics_routes(size_t *ret_n);
 const struct route *ctl_openapi_routes(size_t *ret_n);
 const struct route *ctl_queue_routes(size_t *ret_n);
+const struct route *ctl_artifact_routes(size_t *ret_n);
+const struct route *ctl_artifact_upload_routes(size_t *ret_n);

@@ -150,6 +150,26 @@ static const char *const migrations[] = {
         "  started_at INTEGER NOT NULL DEFAULT 0,"
         "  finished_at INTEGER NOT NULL DEFAULT 0);"
         "CREATE INDEX queued_requests_org ON queued_requests(org_id, status, seq);",
+
+        /* 13: artifacts (issue 15): an org's durable objects (bytes on disk
+         * or in a bucket, named by id) and its multipart uploads in
+         * progress (state 'uploading'). */
+        "CREATE TABLE artifacts("
+        "  id TEXT PRIMARY KEY,"
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  sandbox_id TEXT NOT NULL DEFAULT '',"
+        "  state TEXT NOT NULL,"
+        "  name TEXT NOT NULL,"
+        "  path TEXT NOT NULL DEFAULT '',"
+        "  content_type TEXT NOT NULL,"
+        "  checksum TEXT NOT NULL DEFAULT '',"
+        "  metadata TEXT NOT NULL DEFAULT '{}',"
+        "  size INTEGER NOT NULL DEFAULT 0,"
+        "  created_at INTEGER NOT NULL,"
+        "  expires_at INTEGER NOT NULL DEFAULT 0,"
+        "  ttl_s INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX artifacts_org ON artifacts(org_id, state, created_at, id);"
+        "CREATE INDEX artifacts_expiry ON artifacts(expires_at) WHERE expires_at > 0;",
 };
 
 int sq_schema_latest(void)

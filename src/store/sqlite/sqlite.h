@@ -8,7 +8,7 @@
  *
  * Files: db.c connection, pragmas, open/close, the ops table; stmt.c
  * statement, transaction and error helpers; migrate.c schema migrations;
- * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c one table each;
+ * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, artifacts.c one table each;
  * tenants.c users, api_keys and sessions. */
 #pragma once
 
@@ -140,6 +140,14 @@ int sq_secret_update(struct store *s, const struct secret_row *row);
 int sq_secret_delete(struct store *s, const char *org_id, const char *name);
 int sq_secret_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
                    uint64_t *ret_total);
+
+int sq_artifact_put(struct store *s, const struct artifact_row *row);
+int sq_artifact_get(struct store *s, const char *org_id, const char *id, struct artifact_row *ret);
+int sq_artifact_delete(struct store *s, const char *org_id, const char *id);
+int sq_artifact_list(struct store *s, const struct artifact_filter *f, uint64_t limit, uint64_t offset,
+                     struct store_rows *out, uint64_t *ret_total);
+int sq_artifact_list_expired(struct store *s, uint64_t now, struct store_rows *out);
+int sq_artifact_bytes(struct store *s, const char *org_id, uint64_t *ret);
 
 int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret);
 int sq_sandbox_put(struct store *s, const struct sandbox_row *row);
