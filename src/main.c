@@ -277,6 +277,7 @@ static void drain_and_stop(struct app *app)
                 log_warn("msg=\"drain timeout; killing remaining executions\" busy=%zu", http_server_busy(app->srv));
         engine_kill_all(app->engine);
         ctl_queue_stop(app);
+        ctl_artifacts_stop(app);
         http_server_stop(app->srv);
         app->srv = NULL;
 }
@@ -339,6 +340,7 @@ static int start_server(struct app *app, sigset_t *sigs)
                 r = http_server_start(app->srv);
         if (r < 0) {
                 ctl_queue_stop(app);
+                ctl_artifacts_stop(app);
                 http_server_stop(app->srv);
                 app->srv = NULL;
                 return log_error_errno(r, "msg=\"cannot listen\" listen=\"%s\"", app->cfg->listen);

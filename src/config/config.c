@@ -135,6 +135,9 @@ static const struct cfg_opt opts[] = {
         U64("controller.artifact_org_quota_bytes", ctl_artifact_org_quota_bytes, 10ull << 30, 1, 1ull << 50, "bytes an org's artifacts and unfinished uploads may hold before 429 QUOTA_EXCEEDED"),
         U64("controller.artifact_upload_ttl_s", ctl_artifact_upload_ttl_s, 86400, 1, 30 * 86400, "a multipart upload not completed within this many seconds is dropped with its parts"),
         U64("controller.artifact_max_ttl_s", ctl_artifact_max_ttl_s, 0, 0, 1ull << 32, "longest ttl_seconds an artifact may ask for (0: no limit; no ttl: kept until deleted)"),
+        STR("controller.artifact_s3_bucket", ctl_artifact_s3_bucket, "", "keep artifacts in this S3-compatible bucket (mounted with s3fs; root and FUSE) instead of <data_dir>/artifacts; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, else R2_ACCESS_KEY_ID/R2_SECRET_ACCESS_KEY"),
+        STR("controller.artifact_s3_endpoint", ctl_artifact_s3_endpoint, "", "the bucket's endpoint URL (http:// or https://)"),
+        STR("controller.artifact_s3_prefix", ctl_artifact_s3_prefix, "", "a key prefix in the bucket (\"/…\"); empty: the bucket's root"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)

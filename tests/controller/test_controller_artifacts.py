@@ -9,12 +9,18 @@ import base64
 import hashlib
 import http.client
 import os
+import shutil
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
 
-from controller_common import CTL_SETS, V1, Daemon, account, apikey, raw
+from controller_common import CTL_SETS, V1, Daemon, account, api, apikey, raw
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from s3rver_common import KEY, S3, S3RVER, free_port  # noqa: E402
 
 PART_MIN = 64 * 1024
 PART_MAX = 256 * 1024
@@ -424,3 +430,80 @@ def test_idempotent_complete(ctl):
     assert s1 == s2 == 201 and r1 == r2 and h2["idempotency-status"] == "replayed"
     status, page, _ = call(ctl, "GET", "/artifacts", creds)
     assert page["total"] == 1
+
+
+# ---- artifacts in an S3-compatible bucket (s3rver on loopback) ----
+
+def s3_missing():
+    if not os.path.exists("/dev/fuse"):
+        return "no /dev/fuse on this host: the artifacts bucket is mounted with s3fs (FUSE)"
+    if not shutil.which("s3fs"):
+        return "s3fs is not installed (scripts/install-deps.sh installs it)"
+    if not os.path.exists(S3RVER):
+        return "s3rver is missing: run `make node-deps`"
+    if os.geteuid() != 0:
+        return "a bucket mount needs the daemon to run as root"
+    return None
+
+
+@pytest.fixture(scope="module")
+def s3ctl():
+    why = s3_missing()
+    if why:
+        pytest.skip(why)
+    s3 = S3()
+    d = Daemon(sets=SETS + ["controller.artifact_s3_bucket=bkt", f"controller.artifact_s3_endpoint={s3.endpoint}",
+                            "controller.artifact_s3_prefix=/arts"],
+               env={"AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": KEY})
+    yield d, s3
+    d.stop()
+    with open("/proc/self/mountinfo") as f:
+        left = [line for line in f if os.path.realpath(d.data_dir) in line]
+    d.cleanup()
+    s3.stop()
+    assert not left, "the daemon left its bucket mounted"
+
+
+def test_s3_mode_round_trip(s3ctl):
+    d, s3 = s3ctl
+    creds, org_id = org(d)
+    src, dst = new_sandbox(d, creds), new_sandbox(d, creds)
+    data = os.urandom(120_000)
+    put_file(d, creds, src, "res.bin", data)
+    status, art = upload(d, creds, src, {"path": "res.bin"})
+    assert status == 201 and art["checksum"] == sha(data), art
+    # The bytes are an object of the bucket, under the prefix; none on local disk.
+    assert s3.object("bkt", f"arts/{org_id}/{art['id']}") == data
+    assert not os.path.exists(os.path.join(blob_dir(d, org_id), art["id"]))
+    status, hdrs, body = download(d, creds, art["id"], {"Range": "bytes=100-199"})
+    assert status == 206 and body == data[100:200]
+    status, hdrs, body = download(d, creds, art["id"])
+    assert status == 200 and body == data and hdrs["etag"] == f'"{sha(data)}"'
+    # Multipart: parts on local scratch, the joined artifact in the bucket.
+    parts = [os.urandom(PART_MIN), os.urandom(500)]
+    uid, etags = multipart(d, creds, "joined.bin", parts, order=[1, 0])
+    status, joined = complete(d, creds, uid, [{"part_number": n, "etag": e} for n, e in etags.items()])
+    assert status == 201, joined
+    assert s3.object("bkt", f"arts/{org_id}/{joined['id']}") == b"".join(parts)
+    status, res, _ = call(d, "POST", f"/artifacts/{joined['id']}/download-to-sandbox", creds,
+                          body={"sandbox_id": dst, "path": "joined.bin"})
+    assert status == 200, res
+    out = execute(d, creds, dst, ["sha256sum", "/workspace/joined.bin"])
+    assert out["stdout"].split()[0] == sha(b"".join(parts))
+    status, _, _ = call(d, "DELETE", f"/artifacts/{art['id']}", creds)
+    assert status == 200
+    assert s3.object("bkt", f"arts/{org_id}/{art['id']}") is None
+
+
+def test_s3_mode_unreachable_bucket_fails_the_start(tmp_path):
+    why = s3_missing()
+    if why:
+        pytest.skip(why)
+    port = free_port()  # nothing listens there
+    args = [api.BIN, "--listen", f"127.0.0.1:{free_port()}", "--data-dir", str(tmp_path), "--log-level", "warn"]
+    for s in SETS + ["controller.artifact_s3_bucket=bkt", f"controller.artifact_s3_endpoint=http://127.0.0.1:{port}"]:
+        args += ["--set", s]
+    env = {"PATH": "/usr/bin:/bin", "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": KEY}
+    r = subprocess.run(args, env=env, capture_output=True, timeout=120)
+    assert r.returncode != 0
+    assert b"cannot mount the artifacts bucket" in r.stdout + r.stderr

@@ -19,7 +19,11 @@
 #include "api/controller/artifacts.h"
 #include "base/fs.h"
 #include "base/io.h"
+#include "base/log.h"
+#include "base/thread.h"
+#include "base/time.h"
 #include "base/util.h"
+#include "sandbox/sandbox.h"
 
 #define CHUNK (64 * 1024)
 
@@ -58,13 +62,22 @@ static bool id_ok(const char *id)
                strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
 }
 
-/* <data_dir>/artifacts/<org>[/uploads/<up>], made (0700) when mk. */
+/* Where artifacts live: the bucket's mount when one is configured, else
+ * "" (<data_dir>/artifacts). Set before the server starts. */
+static char bucket_root[PATH_MAX];
+static struct sbx_host_mount *bucket;
+static struct bg_thread sweeper;
+
+/* <root>/<org> for artifacts, <data_dir>/artifacts/<org>/uploads/<up> for
+ * parts (local scratch even with a bucket: parts are rewritten and joined,
+ * the bucket gets the joined file once); made (0700) when mk. */
 static int dir_path(const struct app *app, const char *org, const char *up, bool mk, char out[PATH_MAX])
 {
         if (!id_ok(org) || (up && !id_ok(up)))
                 return -EINVAL;
         int n = up ? snprintf(out, PATH_MAX, "%s/artifacts/%s/uploads/%s", app->cfg->data_dir, org, up)
-                   : snprintf(out, PATH_MAX, "%s/artifacts/%s", app->cfg->data_dir, org);
+            : bucket_root[0] ? snprintf(out, PATH_MAX, "%s/%s", bucket_root, org)
+                             : snprintf(out, PATH_MAX, "%s/artifacts/%s", app->cfg->data_dir, org);
         if (n < 0 || n >= PATH_MAX)
                 return -ENAMETOOLONG;
         return mk ? mkdir_p(out, 0700) : 0;
@@ -341,4 +354,65 @@ void art_parts_remove(const struct app *app, const char *org, const char *up)
         char path[PATH_MAX];
         if (dir_path(app, org, up, false, path) == 0)
                 (void)rm_rf(path);
+}
+
+/* ---- start and stop ---- */
+
+#define SWEEP_EVERY_NS (5ull * 1000000000ull)
+
+static void sweep_loop(void *arg)
+{
+        struct app *app = arg;
+        bg_thread_lock(&sweeper);
+        while (bg_thread_running(&sweeper)) {
+                bg_thread_unlock(&sweeper);
+                art_sweep(app, true);
+                bg_thread_lock(&sweeper);
+                bg_thread_wait(&sweeper, now_ns() + SWEEP_EVERY_NS);
+        }
+        bg_thread_unlock(&sweeper);
+}
+
+static int mount_bucket(struct app *app)
+{
+        const struct config *c = app->cfg;
+        char dir[PATH_MAX + 32];
+        struct err err = {};
+        const struct sbx_mount_spec spec = { .endpoint = c->ctl_artifact_s3_endpoint,
+                                             .bucket = c->ctl_artifact_s3_bucket,
+                                             .prefix = c->ctl_artifact_s3_prefix[0] ? c->ctl_artifact_s3_prefix
+                                                                                    : NULL };
+        snprintf(dir, sizeof(dir), "%s/artifacts-s3", c->data_dir);
+        int r = sbx_host_mount(&spec, dir, &bucket, &err);
+        if (r < 0) {
+                log_error("msg=\"cannot mount the artifacts bucket\" bucket=\"%s\" error=\"%s\"",
+                          c->ctl_artifact_s3_bucket, err.msg);
+                err_done(&err);
+                return r;
+        }
+        snprintf(bucket_root, sizeof(bucket_root), "%s", sbx_host_mount_dir(bucket));
+        log_info("msg=\"artifacts in a bucket\" bucket=\"%s\" mount=\"%s\"", c->ctl_artifact_s3_bucket,
+                 bucket_root);
+        return 0;
+}
+
+int ctl_artifacts_start(struct app *app)
+{
+        int r = app->cfg->ctl_artifact_s3_bucket[0] ? mount_bucket(app) : 0;
+        if (r == 0)
+                r = bg_thread_init(&sweeper, NULL);
+        if (r == 0)
+                r = bg_thread_start(&sweeper, "artifact-sweep", 1, sweep_loop, app);
+        if (r < 0)
+                ctl_artifacts_stop(app);
+        return r;
+}
+
+void ctl_artifacts_stop(struct app *app)
+{
+        (void)app;
+        bg_thread_done(&sweeper);
+        sbx_host_unmount(bucket);
+        bucket = NULL;
+        bucket_root[0] = '\0';
 }

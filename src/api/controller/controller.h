@@ -164,6 +164,11 @@ void ctl_budget_handler(enum ctl_slot kind, http_handler fn);
 /* Starts (at registration) and stops (after the drain) the queue runner. */
 int ctl_queue_start(struct app *app);
 void ctl_queue_stop(struct app *app);
+/* Artifacts (artifact_blob.c): mounts the artifacts bucket when one is
+ * configured and starts the expiry sweeper; stop undoes both (NULL-safe,
+ * idempotent). */
+int ctl_artifacts_start(struct app *app);
+void ctl_artifacts_stop(struct app *app);
 
 /* ---- route tables, one per file ---- */
 const struct route *ctl_identity_routes(size_t *ret_n);

@@ -126,6 +126,8 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 if (tables[i] != ctl_repl_routes || app->cfg->ctl_repl_enabled)
                         on[n++] = tables[i];
         int r = ctl_queue_start(app);
+        if (r == 0 && (r = ctl_artifacts_start(app)) < 0)
+                ctl_queue_stop(app);
         if (r < 0)
                 return r;
         return api_group_register(srv, CTL_PREFIX, &ops, app, on, n);
