@@ -131,7 +131,7 @@ static const struct cfg_opt opts[] = {
         U64("controller.artifact_max_bytes", ctl_artifact_max_bytes, 5ull << 30, 1, 1ull << 40, "largest artifact (an upload from a sandbox, or a multipart upload's total) before 413 PAYLOAD_TOO_LARGE"),
         U64("controller.artifact_part_min_bytes", ctl_artifact_part_min_bytes, 5ull << 20, 0, 1ull << 30, "smallest part of a multipart upload but its last (checked at complete: 400)"),
         U64("controller.artifact_part_max_bytes", ctl_artifact_part_max_bytes, 64ull << 20, 1, 1ull << 30, "largest part of a multipart upload (its body, which the HTTP layer holds in memory while it arrives) before 413"),
-        U64("controller.artifact_max_parts", ctl_artifact_max_parts, 10000, 1, 100000, "part numbers of a multipart upload are 1 ... this"),
+        U64("controller.artifact_max_parts", ctl_artifact_max_parts, 10000, 1, 100000, "part numbers of a multipart upload run from 1 to this"),
         U64("controller.artifact_org_quota_bytes", ctl_artifact_org_quota_bytes, 10ull << 30, 1, 1ull << 50, "bytes an org's artifacts and unfinished uploads may hold before 429 QUOTA_EXCEEDED"),
         U64("controller.artifact_upload_ttl_s", ctl_artifact_upload_ttl_s, 86400, 1, 30 * 86400, "a multipart upload not completed within this many seconds is dropped with its parts"),
         U64("controller.artifact_max_ttl_s", ctl_artifact_max_ttl_s, 0, 0, 1ull << 32, "longest ttl_seconds an artifact may ask for (0: no limit; no ttl: kept until deleted)"),
