@@ -137,6 +137,13 @@ int files_list(const struct files_root *root, const char *path, unsigned flags, 
  * normalised is an error. */
 int files_exists(const struct files_root *root, const char *path, bool *ret, struct err *err);
 
+/* Replaces dir_fd/name atomically and durably with what fill writes into
+ * a new 0600 file (a hidden temp file in the same directory, fsynced,
+ * renamed over name, the directory fsynced; on failure nothing is left):
+ * the primitive every write above uses, for host files too (artifacts).
+ * fill returns 0 or -errno. */
+int files_replace_at(int dir_fd, const char *name, int (*fill)(int fd, void *ud), void *ud);
+
 /* Workspace totals (entries incl. directories, bytes of regular files). */
 int files_usage(int root_fd, uint64_t *ret_entries, uint64_t *ret_bytes);
 

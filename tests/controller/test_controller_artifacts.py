@@ -7,7 +7,6 @@ org isolation on every route, the size limit and the org quota, and the
 bytes on disk under <data_dir>/artifacts/<org>/ (0600, no temp leftovers)."""
 import base64
 import hashlib
-import http.client
 import os
 import shutil
 import socket
@@ -17,7 +16,7 @@ import time
 
 import pytest
 
-from controller_common import CTL_SETS, V1, Daemon, account, api, apikey, raw
+from controller_common import CTL_SETS, V1, Daemon, account, api, apikey, execute, get_bytes, raw
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from s3rver_common import KEY, S3, S3RVER, free_port  # noqa: E402
@@ -72,21 +71,9 @@ def call(d, method, path, creds, body=None, data=None, headers=None):
 
 
 def download(d, creds, aid, headers=None):
-    conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)
     h = dict(creds)
     h.update(headers or {})
-    conn.request("GET", V1 + f"/artifacts/{aid}/download", headers=h)
-    resp = conn.getresponse()
-    body = resp.read()
-    hdrs = {k.lower(): v for k, v in resp.getheaders()}
-    conn.close()
-    return resp.status, hdrs, body
-
-
-def execute(d, creds, sid, command):
-    status, res, _ = raw(d, "POST", V1 + f"/sandbox/{sid}/execute", {"command": command}, headers=creds)
-    assert status == 200, res
-    return res
+    return get_bytes(d, V1 + f"/artifacts/{aid}/download", h)
 
 
 def sha(data):

@@ -1,7 +1,8 @@
 /* The bytes of artifacts and of multipart uploads' parts on the host, under
- * <data_dir>/artifacts (see artifacts.h). Every file is written under a
- * temp name in its final directory, fsynced, renamed into place and the
- * directory fsynced, so a reader (or a restart) never sees half a file.
+ * <data_dir>/artifacts or the bucket's mount (see artifacts.h). Every file
+ * is written by files_replace_at (a temp name in its final directory,
+ * fsynced, renamed into place, the directory fsynced), so a reader (or a
+ * restart) never sees half a file.
  * Bodies are copied in 64 KiB chunks and hashed on the way: nothing is held
  * whole in memory. The ids in paths come from the store (org ids, "art_" /
  * "upl_" ids of hex), never from the client's text. */
@@ -12,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +23,7 @@
 #include "base/thread.h"
 #include "base/time.h"
 #include "base/util.h"
+#include "sandbox/files.h"
 #include "sandbox/sandbox.h"
 
 #define CHUNK (64 * 1024)
@@ -93,30 +94,6 @@ static int open_dir(const struct app *app, const char *org, const char *up, bool
         return fd < 0 ? -errno : fd;
 }
 
-typedef int (*art_fill)(int fd, void *ud);
-
-/* dir_fd/name replaced atomically and durably by what fill writes. */
-static int replace_file(int dir_fd, const char *name, art_fill fill, void *ud)
-{
-        char tmp[64];
-        uint64_t rnd = 0;
-        (void)getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK);
-        snprintf(tmp, sizeof(tmp), ".tmp-%016llx", (unsigned long long)rnd);
-        _cleanup_close_ int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        int r = fill(fd, ud);
-        if (r == 0 && fsync(fd) < 0)
-                r = -errno;
-        if (r == 0 && renameat(dir_fd, tmp, dir_fd, name) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void)unlinkat(dir_fd, tmp, 0);
-                return r;
-        }
-        return fsync(dir_fd) < 0 ? -errno : 0;
-}
-
 /* Copies len bytes of in (UINT64_MAX: to its end) to out (-1: nowhere),
  * into every non-NULL digest; *ret_n: bytes copied. A source that ends
  * before len is -EIO. */
@@ -183,7 +160,7 @@ int art_blob_write_fd(const struct app *app, const char *org, const char *id, in
                 return fail(err, dfd < 0 ? dfd : -EINVAL, "store the artifact");
         char name[STORE_ID_MAX];
         blob_name(id, name);
-        int r = replace_file(dfd, name, fill_from_fd, &(struct from_fd){ src_fd, len, md });
+        int r = files_replace_at(dfd, name, fill_from_fd, &(struct from_fd){ src_fd, len, md });
         if (r == -EIO)
                 return err_set(err, ERR_EXISTS, EIO, "The source file changed while it was read");
         if (r < 0)
@@ -262,7 +239,7 @@ int art_part_write(const struct app *app, const char *org, const char *up, unsig
                 return fail(err, dfd, "store the part");
         char name[16];
         snprintf(name, sizeof(name), "%u", n);
-        int r = replace_file(dfd, name, fill_from_mem, &(struct from_mem){ data, len });
+        int r = files_replace_at(dfd, name, fill_from_mem, &(struct from_mem){ data, len });
         if (r < 0)
                 return fail(err, r, "store the part");
         unsigned char d[EVP_MAX_MD_SIZE];
@@ -341,7 +318,7 @@ int art_parts_join(const struct app *app, const char *org, const char *up, const
                 return fail(err, pfd < 0 ? pfd : dfd < 0 ? dfd : -EINVAL, "join the parts");
         struct join j = { .parts_fd = pfd, .parts = parts, .n = n, .min_part = min_part, .max_total = max_total,
                           .whole = whole, .err = err };
-        int r = replace_file(dfd, id, fill_join, &j);
+        int r = files_replace_at(dfd, id, fill_join, &j);
         if (r < 0)
                 return err->reason != ERR_OK ? r : fail(err, r, "join the parts");
         md_hex(whole, sha);

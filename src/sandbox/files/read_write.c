@@ -147,6 +147,11 @@ int atomic_replace(int dir_fd, const char *name, int (*fill)(int fd, void *ud), 
         return durable ? fsync_dir(dir_fd) : 0;
 }
 
+int files_replace_at(int dir_fd, const char *name, int (*fill)(int fd, void *ud), void *ud)
+{
+        return atomic_replace(dir_fd, name, fill, ud, true);
+}
+
 struct bytes {
         const void *data;
         size_t len;
