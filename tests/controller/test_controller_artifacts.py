@@ -419,6 +419,28 @@ def test_idempotent_complete(ctl):
     assert page["total"] == 1
 
 
+def test_artifacts_and_uploads_survive_a_restart(tmp_path):
+    d = Daemon(sets=SETS, data_dir=str(tmp_path))
+    try:
+        creds, _ = org(d)
+        sid = new_sandbox(d, creds)
+        data = os.urandom(50_000)
+        put_file(d, creds, sid, "keep.bin", data)
+        status, art = upload(d, creds, sid, {"path": "keep.bin"})
+        assert status == 201, art
+        uid, etags = multipart(d, creds, "later.bin", [b"part one"])
+    finally:
+        d.stop()
+    d = Daemon(sets=SETS, data_dir=str(tmp_path))
+    try:
+        status, hdrs, body = download(d, creds, art["id"])
+        assert status == 200 and body == data and hdrs["etag"] == f'"{sha(data)}"'
+        status, res = complete(d, creds, uid, [{"part_number": 1, "etag": etags[1]}])
+        assert status == 201 and res["checksum"] == sha(b"part one"), res
+    finally:
+        d.cleanup()
+
+
 # ---- artifacts in an S3-compatible bucket (s3rver on loopback) ----
 
 def s3_missing():

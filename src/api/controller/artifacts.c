@@ -22,6 +22,9 @@
 
 #define NAME_MAX_BYTES 1024
 #define METADATA_MAX_BYTES (16 * 1024)
+#define CONTENT_TYPE_MAX 128
+_Static_assert(CONTENT_TYPE_MAX <= sizeof(((struct http_response *)0)->content_type),
+               "a content type must fit the reply's Content-Type");
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -119,10 +122,11 @@ static bool text_ok(const char *s, size_t max)
         return true;
 }
 
-/* type/subtype and parameters in printable ASCII: it goes out as a header. */
+/* type/subtype and parameters in printable ASCII: it goes out as a header
+ * (the HTTP layer's Content-Type holds 127 bytes). */
 static bool content_type_ok(const char *s)
 {
-        if (!text_ok(s, 256) || !strchr(s, '/') || s[0] == '/')
+        if (!text_ok(s, CONTENT_TYPE_MAX) || !strchr(s, '/') || s[0] == '/')
                 return false;
         for (const char *p = s; *p; p++)
                 if ((unsigned char)*p > 0x7e)
@@ -180,7 +184,7 @@ bool art_parse_options(struct app *app, json_t *body, const char *default_name, 
                 return false;
         }
         if (type && !content_type_ok(type)) {
-                ctl_error(res, 400, "VALIDATION_ERROR", "content_type must be a MIME type such as text/plain");
+                ctl_error(res, 400, "VALIDATION_ERROR", "content_type must be a MIME type such as text/plain (127 bytes at most)");
                 return false;
         }
         snprintf(row->name, sizeof(row->name), "%s", name);
