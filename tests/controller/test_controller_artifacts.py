@@ -272,6 +272,44 @@ def test_multipart_replace_part_and_abort(ctl):
     assert status == 404, res
 
 
+def test_upload_listing_checksums_and_delete_alias(ctl):
+    creds, _ = org(ctl)
+    parts = [os.urandom(PART_MIN), b"tail"]
+    uid, etags = multipart(ctl, creds, "listed.bin", parts, order=[1, 0], metadata={"a": 1})
+    status, page, _ = call(ctl, "GET", "/artifacts/uploads", creds)
+    assert status == 200 and [u["upload_id"] for u in page["data"]] == [uid], page
+    status, up, _ = call(ctl, "GET", f"/artifacts/uploads/{uid}", creds)
+    assert status == 200, up
+    assert up["name"] == "listed.bin" and up["metadata"] == {"a": 1} and up["size"] == PART_MIN + 4
+    assert up["parts"] == [{"part_number": 1, "size": PART_MIN, "etag": etags[1]},
+                           {"part_number": 2, "size": 4, "etag": etags[2]}]
+    # X-Checksum-Sha256 on a part: a mismatch keeps nothing.
+    status, res, _ = call(ctl, "PUT", f"/artifacts/uploads/{uid}/parts/3", creds, data=b"xyz",
+                          headers={"X-Checksum-Sha256": sha(b"other")})
+    assert status == 400 and res["error"]["code"] == "CHECKSUM_MISMATCH", res
+    status, res, _ = call(ctl, "PUT", f"/artifacts/uploads/{uid}/parts/3", creds, data=b"xyz",
+                          headers={"X-Checksum-Sha256": sha(b"xyz").upper()})
+    assert status == 200, res
+    # complete's checksum of the whole: a wrong one refuses and keeps the upload open.
+    listing = [{"part_number": n, "etag": etags[n]} for n in (1, 2)]
+    status, res, _ = call(ctl, "POST", f"/artifacts/uploads/{uid}/complete", creds,
+                          body={"parts": listing, "checksum": sha(b"nope")})
+    assert status == 400 and res["error"]["code"] == "CHECKSUM_MISMATCH", res
+    status, page, _ = call(ctl, "GET", "/artifacts", creds)
+    assert page["total"] == 0
+    status, art, _ = call(ctl, "POST", f"/artifacts/uploads/{uid}/complete", creds,
+                          body={"parts": listing, "checksum": f'"{sha(b"".join(parts))}"'})
+    assert status == 201 and art["size"] == PART_MIN + 4, art  # part 3, not listed, is dropped
+    status, page, _ = call(ctl, "GET", "/artifacts/uploads", creds)
+    assert page["total"] == 0
+    # DELETE is abort.
+    uid2, _ = multipart(ctl, creds, "gone.bin", [b"x"])
+    status, res, _ = call(ctl, "DELETE", f"/artifacts/uploads/{uid2}", creds)
+    assert status == 200 and res["status"] == "aborted"
+    status, res, _ = call(ctl, "GET", f"/artifacts/uploads/{uid2}", creds)
+    assert status == 404
+
+
 def test_expiry(ctl):
     creds, org_id = org(ctl)
     sid = new_sandbox(ctl, creds)
@@ -350,7 +388,9 @@ def test_org_isolation(ctl):
                                ("POST", f"/artifacts/{aid}/download-to-sandbox", {"sandbox_id": sb}),
                                ("POST", f"/artifacts/uploads/{uid}/complete",
                                 {"parts": [{"part_number": 1, "etag": etags[1]}]}),
-                               ("POST", f"/artifacts/uploads/{uid}/abort", None)):
+                               ("POST", f"/artifacts/uploads/{uid}/abort", None),
+                               ("GET", f"/artifacts/uploads/{uid}", None),
+                               ("DELETE", f"/artifacts/uploads/{uid}", None)):
         status, res, _ = call(ctl, method, path, b, body=body)
         assert status == 404 and res["error"]["code"] == "NOT_FOUND", (method, path, res)
     status, res, _ = call(ctl, "PUT", f"/artifacts/uploads/{uid}/parts/2", b, data=b"x")
@@ -358,6 +398,8 @@ def test_org_isolation(ctl):
     status, page, _ = call(ctl, "GET", "/artifacts", b)
     assert page["total"] == 0 and page["data"] == []
     status, page, _ = call(ctl, "GET", f"/artifacts?sandbox_id={sa}", b)
+    assert page["total"] == 0
+    status, page, _ = call(ctl, "GET", "/artifacts/uploads", b)
     assert page["total"] == 0
     # B cannot upload from A's sandbox, nor write A's artifact into A's sandbox.
     status, res = upload(ctl, b, sa, {"path": "secret.txt"})

@@ -209,46 +209,112 @@ static int fill_from_mem(int fd, void *ud)
         return write_all(fd, m->data, m->len);
 }
 
-/* The bytes of the regular files directly in dir_fd (the parts so far). */
-static uint64_t dir_bytes(int dir_fd)
+/* Calls fn for each part in dir_fd (names of digits only: not temp files
+ * nor etag sidecars) with its number and size. */
+static void each_part(int dir_fd, void (*fn)(unsigned n, uint64_t size, void *ud), void *ud)
 {
         int fd = dup(dir_fd);
         DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        uint64_t total = 0;
         if (!d) {
                 if (fd >= 0)
                         close(fd);
-                return 0;
+                return;
         }
         rewinddir(d);
         struct dirent *e;
         struct stat st;
         while ((e = readdir(d)))
-                if (e->d_name[0] != '.' && fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                    S_ISREG(st.st_mode))
-                        total += (uint64_t)st.st_size;
+                if (e->d_name[0] && strspn(e->d_name, "0123456789") == strlen(e->d_name) && strlen(e->d_name) < 10 &&
+                    fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+                        fn((unsigned)strtoul(e->d_name, NULL, 10), (uint64_t)st.st_size, ud);
         closedir(d);
-        return total;
+}
+
+static void add_size(unsigned n, uint64_t size, void *ud)
+{
+        (void)n;
+        *(uint64_t *)ud += size;
+}
+
+void art_sha256_hex(const void *data, size_t len, char out[ART_SHA_HEX])
+{
+        unsigned char d[EVP_MAX_MD_SIZE];
+        unsigned dn = 0;
+        out[0] = '\0';
+        if (EVP_Digest(data, len, d, &dn, EVP_sha256(), NULL) != 1)
+                return;
+        for (unsigned i = 0; i < dn && i < 32; i++)
+                snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
 int art_part_write(const struct app *app, const char *org, const char *up, unsigned n, const void *data,
-                   size_t len, char sha[ART_SHA_HEX], uint64_t *ret_total, struct err *err)
+                   size_t len, const char *sha, uint64_t *ret_total, struct err *err)
 {
         _cleanup_close_ int dfd = open_dir(app, org, up, true);
         if (dfd < 0)
                 return fail(err, dfd, "store the part");
-        char name[16];
+        char name[16], side[32];
         snprintf(name, sizeof(name), "%u", n);
-        int r = files_replace_at(dfd, name, fill_from_mem, &(struct from_mem){ data, len });
+        snprintf(side, sizeof(side), "%u.sha256", n);
+        /* The sidecar (for listings) first: a part is only listed once its
+         * bytes are in, and complete hashes the bytes again anyway. */
+        int r = files_replace_at(dfd, side, fill_from_mem, &(struct from_mem){ sha, strlen(sha) });
+        if (r == 0)
+                r = files_replace_at(dfd, name, fill_from_mem, &(struct from_mem){ data, len });
         if (r < 0)
                 return fail(err, r, "store the part");
-        unsigned char d[EVP_MAX_MD_SIZE];
-        unsigned dn = 0;
-        if (EVP_Digest(data, len, d, &dn, EVP_sha256(), NULL) != 1)
-                return err_set(err, ERR_INTERNAL, EIO, "Cannot hash the part");
-        for (unsigned i = 0; i < dn && i < 32; i++)
-                snprintf(sha + 2 * i, 3, "%02x", d[i]);
-        *ret_total = dir_bytes(dfd);
+        *ret_total = 0;
+        each_part(dfd, add_size, ret_total);
+        return 0;
+}
+
+struct part_list {
+        int dir_fd;
+        struct art_part_info *v;
+        size_t n, cap;
+};
+
+static void add_info(unsigned n, uint64_t size, void *ud)
+{
+        struct part_list *l = ud;
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? 2 * l->cap : 16;
+                struct art_part_info *v = realloc(l->v, cap * sizeof(*v));
+                if (!v)
+                        return;
+                l->v = v;
+                l->cap = cap;
+        }
+        struct art_part_info *p = &l->v[l->n++];
+        *p = (struct art_part_info){ .number = n, .size = size };
+        char side[32];
+        snprintf(side, sizeof(side), "%u.sha256", n);
+        _cleanup_close_ int fd = openat(l->dir_fd, side, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0 && read_all(fd, p->etag, ART_SHA_HEX - 1) == 0)
+                p->etag[ART_SHA_HEX - 1] = '\0';
+        else
+                p->etag[0] = '\0';
+}
+
+static int by_number(const void *a, const void *b)
+{
+        unsigned x = ((const struct art_part_info *)a)->number, y = ((const struct art_part_info *)b)->number;
+        return x < y ? -1 : x > y;
+}
+
+int art_parts_list(const struct app *app, const char *org, const char *up, struct art_part_info **ret,
+                   size_t *ret_n)
+{
+        _cleanup_close_ int dfd = open_dir(app, org, up, false);
+        struct part_list l = { .dir_fd = dfd };
+        if (dfd >= 0)
+                each_part(dfd, add_info, &l);
+        else if (dfd != -ENOENT)
+                return dfd;
+        if (l.n)
+                qsort(l.v, l.n, sizeof(*l.v), by_number);
+        *ret = l.v;
+        *ret_n = l.n;
         return 0;
 }
 

@@ -6,7 +6,12 @@
  * it; parts may come in any order and at once); POST …/complete {parts:
  * [{part_number, etag}]} joins the listed parts in part-number order,
  * checking each etag, into a new artifact whose checksum is the SHA-256 of
- * the whole (parts not listed are dropped); POST …/abort drops the upload.
+ * the whole (parts not listed are dropped; an optional "checksum" of the
+ * whole is checked); POST …/abort (or DELETE /artifacts/uploads/:upload_id)
+ * drops the upload. GET /artifacts/uploads lists the org's open uploads,
+ * GET /artifacts/uploads/:upload_id one with its parts (number, size,
+ * etag). A part's PUT may carry X-Checksum-Sha256: a mismatch is a 400
+ * CHECKSUM_MISMATCH and nothing is kept.
  * A part's body is held in memory by the HTTP layer while it arrives (it
  * buffers whole bodies up to a route's cap), so the cap is
  * controller.artifact_part_max_bytes; parts go to disk as they are
@@ -24,6 +29,23 @@
 static void fail(struct http_response *res, struct err *err)
 {
         ctl_error_done(res, err, ERR_OK, 0, NULL);
+}
+
+/* An open upload: its options, the bytes of its parts so far and the
+ * limits its parts must keep. */
+static json_t *upload_view(struct app *app, const struct artifact_row *row)
+{
+        char created[32], exp[32];
+        iso8601_ms(row->created_at, created);
+        iso8601_ms(row->expires_at, exp);
+        json_t *meta = json_loads(row->metadata ? row->metadata : "{}", 0, NULL);
+        return json_pack("{s:s, s:s, s:s, s:o, s:I, s:s, s:s, s:I, s:I, s:I, s:I}", "upload_id", row->id, "name",
+                         row->name, "content_type", row->content_type, "metadata", meta ? meta : json_object(),
+                         "size", (json_int_t)row->size, "created_at", created, "expires_at", exp, "part_size_min",
+                         (json_int_t)app->cfg->ctl_artifact_part_min_bytes, "part_size_max",
+                         (json_int_t)app->cfg->ctl_artifact_part_max_bytes, "max_parts",
+                         (json_int_t)app->cfg->ctl_artifact_max_parts, "max_size",
+                         (json_int_t)app->cfg->ctl_artifact_max_bytes);
 }
 
 /* ---- initiate ---- */
@@ -48,15 +70,7 @@ static void h_initiate(struct http_request *req, struct http_response *res)
                 ctl_error(res, 500, "INTERNAL_ERROR", "Cannot start the upload");
                 goto out;
         }
-        char exp[32];
-        iso8601_ms(row.expires_at, exp);
-        http_json(res, 201,
-                  json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I}", "upload_id", row.id, "name", row.name,
-                            "content_type", row.content_type, "expires_at", exp, "part_size_min",
-                            (json_int_t)app->cfg->ctl_artifact_part_min_bytes, "part_size_max",
-                            (json_int_t)app->cfg->ctl_artifact_part_max_bytes, "max_parts",
-                            (json_int_t)app->cfg->ctl_artifact_max_parts, "max_size",
-                            (json_int_t)app->cfg->ctl_artifact_max_bytes));
+        http_json(res, 201, upload_view(app, &row));
 out:
         artifact_row_done(&row);
 }
@@ -74,6 +88,40 @@ static bool part_number(const char *s, uint64_t max, unsigned *ret)
                 return false;
         *ret = (unsigned)v;
         return true;
+}
+
+/* An etag as a client echoes it: quoted or not, any case. */
+static bool etag_parse(const char *s, char out[ART_SHA_HEX])
+{
+        size_t n = s ? strlen(s) : 0;
+        if (n == 66 && s[0] == '"' && s[65] == '"') {
+                s++;
+                n = 64;
+        }
+        if (n != 64 || strspn(s, "0123456789abcdefABCDEF") < 64)
+                return false;
+        for (size_t i = 0; i < 64; i++)
+                out[i] = (char)(s[i] >= 'A' && s[i] <= 'F' ? s[i] - 'A' + 'a' : s[i]);
+        out[64] = '\0';
+        return true;
+}
+
+/* A checksum the client sent (X-Checksum-Sha256, or complete's
+ * "checksum": hex, quotes and case as for etags) against the one computed;
+ * absent is fine. false with a 400 CHECKSUM_MISMATCH in res. */
+static bool checksum_matches(const char *given, const char *sha, struct http_response *res)
+{
+        char want[ART_SHA_HEX];
+        if (!given)
+                return true;
+        if (!etag_parse(given, want)) {
+                ctl_error(res, 400, "VALIDATION_ERROR", "A SHA-256 checksum is 64 hex digits");
+                return false;
+        }
+        if (strcmp(want, sha) == 0)
+                return true;
+        ctl_errorf(res, 400, "CHECKSUM_MISMATCH", "The bytes' SHA-256 is %s, not %s", sha, want);
+        return false;
 }
 
 /* After a part is written: the upload's row counts its parts' bytes
@@ -107,6 +155,9 @@ static void h_part(struct http_request *req, struct http_response *res)
                            app->cfg->ctl_artifact_max_parts);
                 return;
         }
+        art_sha256_hex(req->body, req->body_len, sha);
+        if (!checksum_matches(http_header(req, "X-Checksum-Sha256"), sha, res))
+                return;
         art_lock();
         int r = art_get(app, org, up, ART_STATE_UPLOADING, &row, &err);
         if (r == 0) {
@@ -134,22 +185,6 @@ static int by_number(const void *a, const void *b)
 {
         unsigned x = ((const struct art_part *)a)->number, y = ((const struct art_part *)b)->number;
         return x < y ? -1 : x > y;
-}
-
-/* An etag as a client echoes it: quoted or not, any case. */
-static bool etag_parse(const char *s, char out[ART_SHA_HEX])
-{
-        size_t n = s ? strlen(s) : 0;
-        if (n == 66 && s[0] == '"' && s[65] == '"') {
-                s++;
-                n = 64;
-        }
-        if (n != 64 || strspn(s, "0123456789abcdefABCDEF") < 64)
-                return false;
-        for (size_t i = 0; i < 64; i++)
-                out[i] = (char)(s[i] >= 'A' && s[i] <= 'F' ? s[i] - 'A' + 'a' : s[i]);
-        out[64] = '\0';
-        return true;
 }
 
 /* body.parts into a sorted array (*ret, *ret_n), or false with a 400. */
@@ -245,14 +280,25 @@ static void h_complete(struct http_request *req, struct http_response *res)
         struct artifact_row upload = { 0 }, art = { 0 };
         struct err err = {};
         art_sweep(app, false);
-        if (!ctl_body_object(req, res, &b) || !parse_parts(app, b, &parts, &n, res))
+        const char *want = NULL;
+        char hex[ART_SHA_HEX];
+        if (!ctl_body_object(req, res, &b) || !parse_parts(app, b, &parts, &n, res) ||
+            !ctl_opt_string(b, "checksum", &want, res))
                 return;
+        if (want && !etag_parse(want, hex)) {
+                ctl_error(res, 400, "VALIDATION_ERROR", "checksum must be the SHA-256 of the whole, 64 hex digits");
+                return;
+        }
         int r = upload_claim(app, org, up, ART_STATE_UPLOADING, ART_STATE_WRITING, &upload, &err);
         if (r == 0 && (r = tenant_id_new("art", art.id)) < 0)
                 err_set(&err, ERR_INTERNAL, -r, "Cannot make an id");
         if (r == 0)
                 r = art_parts_join(app, org, up, parts, n, app->cfg->ctl_artifact_part_min_bytes,
                                    app->cfg->ctl_artifact_max_bytes, art.id, art.checksum, &art.size, &err);
+        if (r == 0 && want && !checksum_matches(want, art.checksum, res)) {
+                art_blob_remove(app, org, art.id);
+                r = -EBADMSG;   /* answered */
+        }
         if (r == 0 && (r = finish(app, &upload, &art, &err)) < 0)
                 art_blob_remove(app, org, art.id);
         if (r == 0) {
@@ -266,7 +312,8 @@ static void h_complete(struct http_request *req, struct http_response *res)
                         (void)upload_claim(app, org, up, ART_STATE_WRITING, ART_STATE_UPLOADING, NULL, &ignored);
                         err_done(&ignored);
                 }
-                fail(res, &err);
+                if (r != -EBADMSG)
+                        fail(res, &err);
         }
         artifact_row_done(&upload);
         artifact_row_done(&art);
@@ -295,6 +342,65 @@ static void h_abort(struct http_request *req, struct http_response *res)
         http_json(res, 200, json_pack("{s:s, s:s}", "upload_id", up, "status", "aborted"));
 }
 
+/* ---- GET /artifacts/uploads, GET /artifacts/uploads/:upload_id ---- */
+
+struct list_ctx {
+        struct app *app;
+        json_t *data;
+};
+
+static void on_upload(const struct artifact_row *row, void *userdata)
+{
+        struct list_ctx *c = userdata;
+        json_array_append_new(c->data, upload_view(c->app, row));
+}
+
+static int uploads_fill(struct http_request *req, const struct ctl_page *p, json_t *data, uint64_t *ret_total,
+                        struct err *err)
+{
+        struct app *app = req->app;
+        const char *prefix = http_query(req, "prefix");
+        struct artifact_filter f = { .org_id = ctl_caller(req)->who.org_id, .state = ART_STATE_UPLOADING,
+                                     .sandbox_id = "", .name_prefix = prefix ? prefix : "", .now = wall_ms() };
+        struct list_ctx c = { app, data };
+        int r = store_artifact_each(app->store, &f, p->limit, p->offset, on_upload, &c, ret_total);
+        return r < 0 ? err_set(err, ERR_INTERNAL, -r, "Cannot list uploads") : 0;
+}
+
+static void h_uploads(struct http_request *req, struct http_response *res)
+{
+        art_sweep(req->app, false);
+        ctl_page_reply(req, res, uploads_fill);
+}
+
+static void h_upload_get(struct http_request *req, struct http_response *res)
+{
+        struct app *app = req->app;
+        const char *org = ctl_caller(req)->who.org_id, *up = req->captures[0];
+        struct artifact_row row;
+        struct err err = {};
+        struct art_part_info *parts = NULL;
+        size_t n = 0;
+        if (art_get(app, org, up, ART_STATE_UPLOADING, &row, &err) < 0) {
+                fail(res, &err);
+                return;
+        }
+        json_t *view = upload_view(app, &row), *list = json_array();
+        artifact_row_done(&row);
+        if (art_parts_list(app, org, up, &parts, &n) < 0) {
+                json_decref(view);
+                json_decref(list);
+                ctl_error(res, 500, "INTERNAL_ERROR", "Cannot list the parts");
+                return;
+        }
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(list, json_pack("{s:i, s:I, s:s}", "part_number", (int)parts[i].number, "size",
+                                                      (json_int_t)parts[i].size, "etag", parts[i].etag));
+        free(parts);
+        json_object_set_new(view, "parts", list);
+        http_json(res, 200, view);
+}
+
 static size_t part_body_cap(const void *app)
 {
         return ((const struct app *)app)->cfg->ctl_artifact_part_max_bytes;
@@ -310,6 +416,9 @@ static const struct route routes[] = {
         { "POST", CTL_PREFIX "/artifacts/uploads/:upload_id/complete", h_complete_idem, ROUTE_JSON | ROUTE_BLOCKING,
           0 },
         { "POST", CTL_PREFIX "/artifacts/uploads/:upload_id/abort", h_abort, ROUTE_BLOCKING, 0 },
+        { "DELETE", CTL_PREFIX "/artifacts/uploads/:upload_id", h_abort, ROUTE_BLOCKING, 0 },
+        { "GET", CTL_PREFIX "/artifacts/uploads", h_uploads, ROUTE_BLOCKING, 0 },
+        { "GET", CTL_PREFIX "/artifacts/uploads/:upload_id", h_upload_get, ROUTE_BLOCKING, 0 },
 };
 
 const struct route *ctl_artifact_upload_routes(size_t *ret_n)

@@ -42,10 +42,20 @@ int art_blob_write_fd(const struct app *app, const char *org, const char *id, in
 int art_blob_open(const struct app *app, const char *org, const char *id, int *ret_fd, uint64_t *ret_size);
 /* Removes artifact id's bytes; a missing file is fine. */
 void art_blob_remove(const struct app *app, const char *org, const char *id);
-/* Writes part n of upload up from data; its SHA-256 into sha; *ret_total:
- * the bytes of all the upload's parts now. */
+/* The SHA-256 of data in lowercase hex. */
+void art_sha256_hex(const void *data, size_t len, char out[ART_SHA_HEX]);
+/* Writes part n of upload up from data (sha: its SHA-256, kept for
+ * listings); *ret_total: the bytes of all the upload's parts now. */
 int art_part_write(const struct app *app, const char *org, const char *up, unsigned n, const void *data,
-                   size_t len, char sha[ART_SHA_HEX], uint64_t *ret_total, struct err *err);
+                   size_t len, const char *sha, uint64_t *ret_total, struct err *err);
+struct art_part_info {
+        unsigned number;
+        uint64_t size;
+        char etag[ART_SHA_HEX];     /* "" when unknown */
+};
+/* The parts of upload up so far, by number (*ret: free()). */
+int art_parts_list(const struct app *app, const char *org, const char *up, struct art_part_info **ret,
+                   size_t *ret_n);
 struct art_part {
         unsigned number;
         char etag[ART_SHA_HEX];     /* lowercase hex, as the client gave it */
