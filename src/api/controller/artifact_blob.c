@@ -6,7 +6,6 @@
  * Bodies are copied in 64 KiB chunks and hashed on the way: nothing is held
  * whole in memory. The ids in paths come from the store (org ids, "art_" /
  * "upl_" ids of hex), never from the client's text. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -209,25 +208,25 @@ static int fill_from_mem(int fd, void *ud)
         return write_all(fd, m->data, m->len);
 }
 
+struct part_visit {
+        void (*fn)(unsigned n, uint64_t size, void *ud);
+        void *ud;
+};
+
+static void visit_part(int dir_fd, const char *name, void *ud)
+{
+        const struct part_visit *v = ud;
+        struct stat st;
+        if (strspn(name, "0123456789") == strlen(name) && strlen(name) < 10 &&
+            fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+                v->fn((unsigned)strtoul(name, NULL, 10), (uint64_t)st.st_size, v->ud);
+}
+
 /* Calls fn for each part in dir_fd (names of digits only: not temp files
  * nor etag sidecars) with its number and size. */
 static void each_part(int dir_fd, void (*fn)(unsigned n, uint64_t size, void *ud), void *ud)
 {
-        int fd = dup(dir_fd);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
-                return;
-        }
-        rewinddir(d);
-        struct dirent *e;
-        struct stat st;
-        while ((e = readdir(d)))
-                if (e->d_name[0] && strspn(e->d_name, "0123456789") == strlen(e->d_name) && strlen(e->d_name) < 10 &&
-                    fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-                        fn((unsigned)strtoul(e->d_name, NULL, 10), (uint64_t)st.st_size, ud);
-        closedir(d);
+        (void)dir_each(dir_fd, visit_part, &(struct part_visit){ fn, ud });
 }
 
 static void add_size(unsigned n, uint64_t size, void *ud)
