@@ -151,6 +151,11 @@ def test_default_name_type_and_ranges(ctl):
     assert status == 206 and body == data[990:]
     status, hdrs, _ = download(ctl, creds, art["id"], {"Range": f"bytes={len(data)}-"})
     assert status == 416 and hdrs["content-range"] == f"bytes */{len(data)}"
+    # Conditional: the ETag the client holds → 304, no body; another → the bytes.
+    status, hdrs, body = download(ctl, creds, art["id"], {"If-None-Match": f'"x", "{sha(data)}"'})
+    assert status == 304 and body == b"" and hdrs["etag"] == f'"{sha(data)}"'
+    status, hdrs, body = download(ctl, creds, art["id"], {"If-None-Match": f'"{sha(b"other")}"'})
+    assert status == 200 and body == data
 
 
 def test_upload_validation(ctl):

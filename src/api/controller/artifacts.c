@@ -378,6 +378,21 @@ static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *le
         return 1;
 }
 
+/* Whether an If-None-Match list names this checksum's ETag (or is "*"). */
+static bool etag_listed(const char *h, const char *checksum)
+{
+        if (!h)
+                return false;
+        if (strcmp(h, "*") == 0)
+                return true;
+        char quoted[sizeof(((struct artifact_row *)0)->checksum) + 2];
+        snprintf(quoted, sizeof(quoted), "\"%s\"", checksum);
+        for (const char *p = strstr(h, quoted); p; p = strstr(p + 1, quoted))
+                if ((p == h || strchr(" ,/", p[-1])) && strchr(" ,", p[strlen(quoted)]))
+                        return true;
+        return false;
+}
+
 static void download_headers(struct http_response *res, const struct artifact_row *row)
 {
         char etag[sizeof(row->checksum) + 2], disp[NAME_MAX_BYTES + 64];
@@ -401,7 +416,7 @@ static void h_download(struct http_request *req, struct http_response *res)
         if (!own_artifact(req, res, &row))
                 return;
         int fd;
-        uint64_t size, off = 0, len;
+        uint64_t size, off = 0, len = 0;
         int r = art_blob_open(app, row.org_id, row.id, &fd, &size);
         if (r < 0) {
                 ctl_error(res, r == -ENOENT ? 404 : 500, r == -ENOENT ? "NOT_FOUND" : "INTERNAL_ERROR",
@@ -411,7 +426,11 @@ static void h_download(struct http_request *req, struct http_response *res)
         }
         const char *range = http_header(req, "Range");
         int rr = range ? parse_range(range, size, &off, &len) : -1;
-        if (rr == 0) {
+        if (etag_listed(http_header(req, "If-None-Match"), row.checksum)) {
+                /* The client has these bytes already. */
+                close(fd);
+                (void)http_bytes(res, 304, NULL, "", 0);
+        } else if (rr == 0) {
                 close(fd);
                 char cr[64];
                 snprintf(cr, sizeof(cr), "bytes */%" PRIu64, size);
