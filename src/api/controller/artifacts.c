@@ -52,14 +52,16 @@ static void sweep_one(const struct artifact_row *row, void *userdata)
         struct artifact_row cur;
         /* Re-read under the lock: a completed upload or a renewed row is
          * not swept from a stale list. */
-        bool gone = store_artifact_get(app->store, row->org_id, row->id, &cur) == 0 && expired(&cur, wall_ms()) &&
-                    store_artifact_delete(app->store, row->org_id, row->id) == 0;
+        bool found = store_artifact_get(app->store, row->org_id, row->id, &cur) == 0;
+        bool gone = found && expired(&cur, wall_ms()) && store_artifact_delete(app->store, row->org_id, row->id) == 0;
+        art_unlock();
+        /* The row is gone, so nobody reaches the bytes any more: removing
+         * them (slow on a bucket) needs no lock. */
         if (gone) {
                 art_blob_remove(app, row->org_id, row->id);
                 art_parts_remove(app, row->org_id, row->id);
         }
-        art_unlock();
-        if (gone)
+        if (found)
                 artifact_row_done(&cur);
 }
 
