@@ -7,6 +7,7 @@ org isolation on every route, the size limit and the org quota, and the
 bytes on disk under <data_dir>/artifacts/<org>/ (0600, no temp leftovers)."""
 import base64
 import hashlib
+import http.client
 import os
 import shutil
 import socket
@@ -151,6 +152,12 @@ def test_default_name_type_and_ranges(ctl):
     assert status == 206 and body == data[990:]
     status, hdrs, _ = download(ctl, creds, art["id"], {"Range": f"bytes={len(data)}-"})
     assert status == 416 and hdrs["content-range"] == f"bytes */{len(data)}"
+    conn = http.client.HTTPConnection("127.0.0.1", ctl.port, timeout=30)
+    conn.request("HEAD", V1 + f"/artifacts/{art['id']}/download", headers=creds)
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.read() == b""
+    assert int(resp.getheader("content-length")) == len(data) and resp.getheader("etag") == f'"{sha(data)}"'
+    conn.close()
     # Conditional: the ETag the client holds → 304, no body; another → the bytes.
     status, hdrs, body = download(ctl, creds, art["id"], {"If-None-Match": f'"x", "{sha(data)}"'})
     assert status == 304 and body == b"" and hdrs["etag"] == f'"{sha(data)}"'

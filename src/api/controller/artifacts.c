@@ -2,8 +2,8 @@
  * "Artifacts"): POST /sandbox/:id/artifacts/upload {path, name?,
  * content_type?, ttl_seconds?, metadata?} keeps a file of the sandbox's
  * workspace as an artifact; GET /artifacts (paginated; ?sandbox_id=,
- * ?prefix=), GET /artifacts/:id, GET /artifacts/:id/download (the bytes;
- * ETag = the SHA-256; one Range), DELETE /artifacts/:id, and POST
+ * ?prefix=), GET /artifacts/:id, GET (or HEAD) /artifacts/:id/download
+ * (the bytes; ETag = the SHA-256; one Range; If-None-Match), DELETE /artifacts/:id, and POST
  * /artifacts/:id/download-to-sandbox {sandbox_id, path} writes it into a
  * sandbox of the same org through the confined file ops. Everything is
  * scoped by the caller's org: another org's artifact is a 404. */
@@ -532,6 +532,8 @@ static const struct route routes[] = {
         { "GET", CTL_PREFIX "/artifacts", h_list, ROUTE_BLOCKING, 0 },
         { "GET", CTL_PREFIX "/artifacts/:id", h_get, ROUTE_BLOCKING, 0 },
         { "GET", CTL_PREFIX "/artifacts/:id/download", h_download, ROUTE_BLOCKING, 0 },
+        /* The headers only (size, type, ETag): libmicrohttpd sends no body for HEAD. */
+        { "HEAD", CTL_PREFIX "/artifacts/:id/download", h_download, ROUTE_BLOCKING, 0 },
         { "DELETE", CTL_PREFIX "/artifacts/:id", h_delete, ROUTE_BLOCKING, 0 },
         { "POST", CTL_PREFIX "/artifacts/:id/download-to-sandbox", h_to_sandbox_idem, ROUTE_JSON | ROUTE_BLOCKING, 0 },
 };
