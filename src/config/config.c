@@ -141,6 +141,17 @@ static const struct cfg_opt opts[] = {
          * session per client; each holds little, but clients rarely end them. */
         U64("mcp.session_idle_s", mcp_session_idle_s, 3600, 1, 30 * 86400, "an MCP session of /mcp unused this long ends (its client re-initializes)"),
         U64("mcp.max_sessions", mcp_max_sessions, 256, 1, 100000, "MCP sessions of /mcp at once (beyond: the least recently used idle one ends)"),
+        /* Issue 15: artifacts. */
+        U64("controller.artifact_max_bytes", ctl_artifact_max_bytes, 5ull << 30, 1, 1ull << 40, "largest artifact (an upload from a sandbox, or a multipart upload's total) before 413 PAYLOAD_TOO_LARGE"),
+        U64("controller.artifact_part_min_bytes", ctl_artifact_part_min_bytes, 5ull << 20, 0, 1ull << 30, "smallest part of a multipart upload but its last (checked at complete: 400)"),
+        U64("controller.artifact_part_max_bytes", ctl_artifact_part_max_bytes, 64ull << 20, 1, 1ull << 30, "largest part of a multipart upload (its body, which the HTTP layer holds in memory while it arrives) before 413"),
+        U64("controller.artifact_max_parts", ctl_artifact_max_parts, 10000, 1, 100000, "part numbers of a multipart upload run from 1 to this"),
+        U64("controller.artifact_org_quota_bytes", ctl_artifact_org_quota_bytes, 10ull << 30, 1, 1ull << 50, "bytes an org's artifacts and unfinished uploads may hold before 429 QUOTA_EXCEEDED"),
+        U64("controller.artifact_upload_ttl_s", ctl_artifact_upload_ttl_s, 86400, 1, 30 * 86400, "a multipart upload not completed within this many seconds is dropped with its parts"),
+        U64("controller.artifact_max_ttl_s", ctl_artifact_max_ttl_s, 0, 0, 1ull << 32, "longest ttl_seconds an artifact may ask for (0: no limit; no ttl: kept until deleted)"),
+        STR("controller.artifact_s3_bucket", ctl_artifact_s3_bucket, "", "keep artifacts in this S3-compatible bucket (mounted with s3fs; root and FUSE) instead of <data_dir>/artifacts; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, else R2_ACCESS_KEY_ID/R2_SECRET_ACCESS_KEY"),
+        STR("controller.artifact_s3_endpoint", ctl_artifact_s3_endpoint, "", "the bucket's endpoint URL (http:// or https://)"),
+        STR("controller.artifact_s3_prefix", ctl_artifact_s3_prefix, "", "a key prefix in the bucket (\"/…\"); empty: the bucket's root"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)

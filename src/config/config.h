@@ -80,6 +80,11 @@ struct config {
         uint64_t ctl_audit_retention_days;
         uint64_t mcp_session_idle_s;   /* /mcp sessions: idle expiry */
         uint64_t mcp_max_sessions;     /* /mcp sessions at once (LRU beyond) */
+        /* Artifacts (issue 15). */
+        uint64_t ctl_artifact_max_bytes, ctl_artifact_part_min_bytes, ctl_artifact_part_max_bytes;
+        uint64_t ctl_artifact_max_parts, ctl_artifact_org_quota_bytes, ctl_artifact_upload_ttl_s;
+        uint64_t ctl_artifact_max_ttl_s;
+        char ctl_artifact_s3_endpoint[2048], ctl_artifact_s3_bucket[64], ctl_artifact_s3_prefix[1024];
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;

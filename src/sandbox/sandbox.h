@@ -403,6 +403,19 @@ int sbx_unmount(struct sandbox_mgr *m, const char *id, const char *path, struct 
 /* Resolves ".", ".." and repeated slashes of an absolute path into out.
  * -EINVAL: not absolute, a component of 256 bytes or more, or too long. */
 int sbx_mount_path_normalize(const char *in, char *out, size_t len);
+/* A bucket the daemon mounts on the host for itself (the controller's
+ * artifacts; no jail sees it): spec's endpoint, bucket, prefix and
+ * credentials as for sbx_mount (path, readonly and options unused), served
+ * by s3fs on dir/mnt, files owned by the daemon. dir must not exist or be
+ * a leftover of an earlier run (detached and removed first); its parent
+ * must be private to the daemon. ERR_INVALID, ERR_UNAVAILABLE (no FUSE,
+ * not root, s3fs or the bucket failing). */
+struct sbx_host_mount;
+int sbx_host_mount(const struct sbx_mount_spec *spec, const char *dir, struct sbx_host_mount **ret, struct err *err);
+/* The mounted directory (dir/mnt). */
+const char *sbx_host_mount_dir(const struct sbx_host_mount *hm);
+/* Unmounts, ends s3fs and removes dir. NULL-safe. */
+void sbx_host_unmount(struct sbx_host_mount *hm);
 
 /* Number of resident (live) context interpreters. */
 size_t sbx_resident_count(struct sandbox_mgr *m);

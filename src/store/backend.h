@@ -125,6 +125,14 @@ struct store_ops {
                           uint64_t offset, struct store_rows *out, uint64_t *ret_total);
         /* Pushes struct audit_count items by action. */
         int (*audit_summary)(struct store *s, const char *org_id, const char *sandbox_id, struct store_rows *out);
+        int (*artifact_put)(struct store *s, const struct artifact_row *row);
+        int (*artifact_get)(struct store *s, const char *org_id, const char *id, struct artifact_row *ret);
+        int (*artifact_delete)(struct store *s, const char *org_id, const char *id);
+        /* Pushes struct artifact_row items of one page; ret_total: how many match. */
+        int (*artifact_list)(struct store *s, const struct artifact_filter *f, uint64_t limit, uint64_t offset,
+                             struct store_rows *out, uint64_t *ret_total);
+        int (*artifact_list_expired)(struct store *s, uint64_t now, struct store_rows *out);
+        int (*artifact_bytes)(struct store *s, const char *org_id, uint64_t *ret);
 
         int (*sandbox_get)(struct store *s, const char *id, struct sandbox_row *ret);
         int (*sandbox_put)(struct store *s, const struct sandbox_row *row);

@@ -500,6 +500,99 @@ int store_secret_each(struct store *s, const char *org_id, uint64_t limit, uint6
         return r;
 }
 
+/* ---- artifacts -------------------------------------------------------- */
+
+void artifact_row_done(struct artifact_row *r)
+{
+        if (!r)
+                return;
+        free(r->metadata);
+        r->metadata = NULL;
+}
+
+static void artifact_item_done(void *item)
+{
+        artifact_row_done(item);
+}
+
+static int check_artifact(const struct artifact_row *a)
+{
+        int r;
+        if (!a || !a->name[0] || !a->content_type[0] || !a->state[0])
+                return -EINVAL;
+        if ((r = check_id(a->org_id)) < 0 || (r = CHECK_FIELD(a, sandbox_id)) < 0 || (r = CHECK_FIELD(a, state)) < 0 ||
+            (r = CHECK_FIELD(a, name)) < 0 || (r = CHECK_FIELD(a, path)) < 0 ||
+            (r = CHECK_FIELD(a, content_type)) < 0 || (r = CHECK_FIELD(a, checksum)) < 0)
+                return r;
+        if (a->size > INT64_MAX || a->created_at > INT64_MAX || a->expires_at > INT64_MAX || a->ttl_s > INT64_MAX)
+                return -ERANGE;
+        return 0;
+}
+
+int store_artifact_put(struct store *s, const struct artifact_row *row)
+{
+        STORE_CALL(s, true, row ? row->id : NULL, check_artifact(row) ?: s->ops->artifact_put(s, row));
+}
+
+int store_artifact_get(struct store *s, const char *org_id, const char *id, struct artifact_row *ret)
+{
+        int r = check_id(org_id);
+        if (r < 0)
+                return r;
+        STORE_CALL(s, ret, id, s->ops->artifact_get(s, org_id, id, ret));
+}
+
+int store_artifact_delete(struct store *s, const char *org_id, const char *id)
+{
+        int r = check_id(org_id);
+        if (r < 0)
+                return r;
+        STORE_CALL(s, true, id, s->ops->artifact_delete(s, org_id, id));
+}
+
+int store_artifact_each(struct store *s, const struct artifact_filter *f, uint64_t limit, uint64_t offset,
+                        void (*fn)(const struct artifact_row *row, void *userdata), void *userdata,
+                        uint64_t *ret_total)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct artifact_row),
+                                                           .done = artifact_item_done };
+        if (!s || !f || !fn || !ret_total || !f->state || !f->sandbox_id || !f->name_prefix || limit > INT64_MAX ||
+            offset > INT64_MAX || f->now > INT64_MAX)
+                return -EINVAL;
+        int r = check_id(f->org_id);
+        if (r < 0)
+                return r;
+        {
+                STORE_GUARD(s);
+                r = s->ops->artifact_list(s, f, limit, offset, &l, ret_total);
+        }
+        for (size_t i = 0; r >= 0 && i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        return r;
+}
+
+int store_artifact_each_expired(struct store *s, uint64_t now,
+                                void (*fn)(const struct artifact_row *row, void *userdata), void *userdata)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct artifact_row),
+                                                           .done = artifact_item_done };
+        if (!s || !fn || now > INT64_MAX)
+                return -EINVAL;
+        int r;
+        {
+                STORE_GUARD(s);
+                r = s->ops->artifact_list_expired(s, now, &l);
+        }
+        for (size_t i = 0; r >= 0 && i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        return r;
+}
+
+int store_artifact_bytes(struct store *s, const char *org_id, uint64_t *ret)
+{
+        STORE_CALL(s, ret, org_id, s->ops->artifact_bytes(s, org_id, ret));
+}
+
 /* ---- queued requests -------------------------------------------------- */
 
 void queue_row_done(struct queue_row *r)

@@ -212,6 +212,45 @@ int store_checkpoint_each(struct store *s, const char *org_id, const char *sandb
 /* How many checkpoints the org keeps and their bytes together. */
 int store_checkpoint_usage(struct store *s, const char *org_id, uint64_t *ret_count, uint64_t *ret_bytes);
 
+/* An org's artifact (issue 15): a durable object kept outside sandboxes
+ * (its bytes are the facade's, on disk), or a multipart upload that will
+ * become one (state "uploading": size is the bytes of its parts so far,
+ * expires_at the upload's deadline, ttl_s the artifact's ttl to come). */
+struct artifact_row {
+        char id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        char sandbox_id[STORE_ID_MAX];  /* where it came from; "" for a direct upload */
+        char state[16];             /* "ready" or "uploading" */
+        char name[1024];
+        char path[4096];            /* the source path in the sandbox; "" when none */
+        char content_type[256];
+        char checksum[72];          /* SHA-256, lowercase hex; "" while uploading */
+        char *metadata;             /* owned: a JSON object as text */
+        uint64_t size, created_at, expires_at, ttl_s;   /* expires_at 0: never */
+};
+void artifact_row_done(struct artifact_row *r);   /* frees metadata */
+/* Inserts or replaces every column. */
+int store_artifact_put(struct store *s, const struct artifact_row *row);
+/* Scoped by org: another org's artifact is -ENOENT, as a missing one. */
+int store_artifact_get(struct store *s, const char *org_id, const char *id, struct artifact_row *ret);
+int store_artifact_delete(struct store *s, const char *org_id, const char *id);
+/* Which of an org's rows a page shows ("" fields: any). Rows whose
+ * 0 < expires_at <= now are never shown. */
+struct artifact_filter {
+        const char *org_id, *state, *sandbox_id, *name_prefix;
+        uint64_t now;
+};
+/* One page by created_at then id, newest first (fn gets a borrowed row);
+ * *ret_total: how many match. */
+int store_artifact_each(struct store *s, const struct artifact_filter *f, uint64_t limit, uint64_t offset,
+                        void (*fn)(const struct artifact_row *row, void *userdata), void *userdata,
+                        uint64_t *ret_total);
+/* Every row (any org, any state) with 0 < expires_at <= now. */
+int store_artifact_each_expired(struct store *s, uint64_t now,
+                                void (*fn)(const struct artifact_row *row, void *userdata), void *userdata);
+/* The bytes an org's rows hold (artifacts and parts uploaded so far). */
+int store_artifact_bytes(struct store *s, const char *org_id, uint64_t *ret);
+
 struct sandbox_row {
         char id[STORE_ID_MAX];
         char org_id[STORE_ID_MAX];

@@ -85,6 +85,9 @@ struct ctl_string_field {
  * (and *ret_body NULL). The strings live as long as *ret_body. */
 bool ctl_body_strings(struct http_request *req, struct http_response *res, json_t **ret_body,
                       const struct ctl_string_field *fields, size_t n);
+/* A user path normalised into out[PATH_MAX] ("/workspace/…"), or false
+ * with a 400 (missing, leaving /workspace, too long, not UTF-8). files.c. */
+bool ctl_user_path(const char *path, struct http_response *res, char *out);
 static inline void ctl_json_decrefp(json_t **j)
 {
         json_decref(*j);
@@ -179,6 +182,11 @@ bool ctl_sandbox_create(struct http_request *req, struct http_response *res, jso
 struct sbx_command;
 int ctl_run_collected(struct app *app, const char *id, const struct sbx_command *cmd, uint64_t timeout_ms,
                       json_t **ret, struct err *err);
+/* Artifacts (artifact_blob.c): mounts the artifacts bucket when one is
+ * configured and starts the expiry sweeper; stop undoes both (NULL-safe,
+ * idempotent). */
+int ctl_artifacts_start(struct app *app);
+void ctl_artifacts_stop(struct app *app);
 
 /* ---- route tables, one per file ---- */
 const struct route *ctl_identity_routes(size_t *ret_n);
@@ -202,3 +210,5 @@ const struct route *ctl_audit_routes(size_t *ret_n);
  * (anything but GET/HEAD/OPTIONS) when controller.audit_enabled. */
 void ctl_audit_record(struct app *app, struct http_request *req, const struct http_response *res,
                       const char *request_id);
+const struct route *ctl_artifact_routes(size_t *ret_n);
+const struct route *ctl_artifact_upload_routes(size_t *ret_n);

@@ -120,6 +120,9 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 ctl_checkpoint_routes,
                 ctl_event_routes,
                 ctl_audit_routes,
+                /* before ctl_artifact_routes: /artifacts/uploads is not an :id */
+                ctl_artifact_upload_routes,
+                ctl_artifact_routes,
         };
         /* REPL_ENABLED=false: the REPL routes are not registered (the seed's
          * optional features), so they answer 404 as any unknown path. */
@@ -129,6 +132,8 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 if (tables[i] != ctl_repl_routes || app->cfg->ctl_repl_enabled)
                         on[n++] = tables[i];
         int r = ctl_queue_start(app);
+        if (r == 0 && (r = ctl_artifacts_start(app)) < 0)
+                ctl_queue_stop(app);
         if (r < 0)
                 return r;
         return api_group_register(srv, CTL_PREFIX, &ops, app, on, n);

@@ -201,6 +201,25 @@ static const char *const migrations[] = {
         "CREATE INDEX audit_org_created ON audit(org_id, created_at, id);"
         "CREATE INDEX audit_org_sandbox ON audit(org_id, sandbox_id, created_at);"
         "CREATE INDEX audit_created ON audit(created_at);",
+        /* 12: artifacts (issue 15): an org's durable objects (bytes on disk
+         * or in a bucket, named by id) and its multipart uploads in
+         * progress (state 'uploading'). */
+        "CREATE TABLE artifacts("
+        "  id TEXT PRIMARY KEY,"
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  sandbox_id TEXT NOT NULL DEFAULT '',"
+        "  state TEXT NOT NULL,"
+        "  name TEXT NOT NULL,"
+        "  path TEXT NOT NULL DEFAULT '',"
+        "  content_type TEXT NOT NULL,"
+        "  checksum TEXT NOT NULL DEFAULT '',"
+        "  metadata TEXT NOT NULL DEFAULT '{}',"
+        "  size INTEGER NOT NULL DEFAULT 0,"
+        "  created_at INTEGER NOT NULL,"
+        "  expires_at INTEGER NOT NULL DEFAULT 0,"
+        "  ttl_s INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX artifacts_org ON artifacts(org_id, state, created_at, id);"
+        "CREATE INDEX artifacts_expiry ON artifacts(expires_at) WHERE expires_at > 0;",
 };
 
 int sq_schema_latest(void)

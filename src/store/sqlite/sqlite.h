@@ -10,6 +10,7 @@
  * statement, transaction and error helpers; migrate.c schema migrations;
  * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c, events.c
  * (events and audit) one table family each;
+ * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, artifacts.c one table each;
  * tenants.c users, api_keys and sessions. */
 #pragma once
 
@@ -156,6 +157,14 @@ int sq_audit_append(struct store *s, const struct audit_row *row, uint64_t not_b
 int sq_audit_list(struct store *s, const char *org_id, const struct audit_filter *f, uint64_t limit, uint64_t offset,
                   struct store_rows *out, uint64_t *ret_total);
 int sq_audit_summary(struct store *s, const char *org_id, const char *sandbox_id, struct store_rows *out);
+
+int sq_artifact_put(struct store *s, const struct artifact_row *row);
+int sq_artifact_get(struct store *s, const char *org_id, const char *id, struct artifact_row *ret);
+int sq_artifact_delete(struct store *s, const char *org_id, const char *id);
+int sq_artifact_list(struct store *s, const struct artifact_filter *f, uint64_t limit, uint64_t offset,
+                     struct store_rows *out, uint64_t *ret_total);
+int sq_artifact_list_expired(struct store *s, uint64_t now, struct store_rows *out);
+int sq_artifact_bytes(struct store *s, const char *org_id, uint64_t *ret);
 
 int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret);
 int sq_sandbox_put(struct store *s, const struct sandbox_row *row);
