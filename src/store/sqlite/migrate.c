@@ -167,6 +167,22 @@ static const char *const migrations[] = {
         "  created_at INTEGER NOT NULL DEFAULT 0);"
         "CREATE INDEX checkpoints_org_created ON checkpoints(org_id, created_at, id);"
         "CREATE INDEX checkpoints_org_sandbox ON checkpoints(org_id, sandbox_id, created_at);",
+
+        /* 16 (issue 15): the controller's internal snapshot profiles (a
+         * class of warm sandboxes with limits of its own), and the class a
+         * warm sandbox was prepared for ('' the default pool's; existing
+         * rows get ''). kernel_path and rootfs_path are kept for the seed's
+         * clients, never used. */
+        "CREATE TABLE snapshot_profiles("
+        "  key TEXT PRIMARY KEY,"
+        "  vcpu_count INTEGER NOT NULL,"
+        "  mem_size_mib INTEGER NOT NULL,"
+        "  kernel_path TEXT NOT NULL DEFAULT '',"
+        "  rootfs_path TEXT NOT NULL DEFAULT '',"
+        "  created_at INTEGER NOT NULL DEFAULT 0,"
+        "  version INTEGER NOT NULL DEFAULT 1);"
+        "ALTER TABLE sandboxes ADD COLUMN warm_class TEXT NOT NULL DEFAULT '';"
+        "CREATE INDEX sandboxes_org_class ON sandboxes(org_id, warm_class, created_at);",
 };
 
 int sq_schema_latest(void)
