@@ -131,6 +131,8 @@ static const struct cfg_opt opts[] = {
         STR("controller.templates_dir", ctl_templates_dir, "", "sandbox templates (<id>/template.json + files/; default: templates/ of the binary's source tree)"),
         U64("controller.checkpoints_max", ctl_checkpoints_max, 100, 1, 1000000, "checkpoints one org may keep (413 CHECKPOINT_QUOTA_EXCEEDED beyond)"),
         U64("controller.checkpoint_bytes", ctl_checkpoint_bytes, 1 * GiB, 64 * KiB, UINT64_MAX / 2, "bytes of checkpoint archives one org may keep (413 CHECKPOINT_QUOTA_EXCEEDED beyond)"),
+        BOOL("controller.snapshots_enabled", ctl_snapshots_enabled, 1, "the internal snapshot profiles (/api/v1/internal/snapshots; off: enabled false, changes 503)"),
+        U64("controller.snapshot_max_warm", ctl_snapshot_max_warm, 4, 1, 64, "warm sandboxes one snapshot profile may hold (POST /internal/snapshots/warm count above: 400)"),
         /* Issue 17: the daemon's own MCP endpoint (/mcp) keeps one MCP
          * session per client; each holds little, but clients rarely end them. */
         U64("mcp.session_idle_s", mcp_session_idle_s, 3600, 1, 30 * 86400, "an MCP session of /mcp unused this long ends (its client re-initializes)"),

@@ -75,6 +75,8 @@ struct config {
         uint64_t ctl_queue_max_depth, ctl_queue_ttl_s;
         char ctl_templates_dir[4096];  /* "": templates/ next to the binary's source tree */
         uint64_t ctl_checkpoints_max, ctl_checkpoint_bytes; /* per org */
+        bool ctl_snapshots_enabled;      /* the internal snapshot profiles */
+        uint64_t ctl_snapshot_max_warm;  /* warm sandboxes per profile */
         uint64_t mcp_session_idle_s;   /* /mcp sessions: idle expiry */
         uint64_t mcp_max_sessions;     /* /mcp sessions at once (LRU beyond) */
 

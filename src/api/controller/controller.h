@@ -47,6 +47,11 @@ bool ctl_auth_hook(void *cls, struct http_request *req, struct http_response *re
 /* A session is required (not an API key): false with a 401 in res. */
 bool ctl_require_session(struct http_request *req, struct http_response *res);
 
+/* Whether req may use an internal route (metrics.c; seed "Internal auth"):
+ * X-Internal-Token or Authorization: Bearer equal to
+ * controller.internal_token; with none configured, loopback clients only. */
+bool ctl_internal_allowed(struct http_request *req);
+
 /* ---- errors (errors.c) ---- */
 /* {"error": {"code": code, "message": message}}; message need not be
  * valid UTF-8. Codes: VALIDATION_ERROR 400, AUTH_REQUIRED /
@@ -192,3 +197,4 @@ const struct route *ctl_openapi_routes(size_t *ret_n);
 const struct route *ctl_queue_routes(size_t *ret_n);
 const struct route *ctl_template_routes(size_t *ret_n);
 const struct route *ctl_checkpoint_routes(size_t *ret_n);
+const struct route *ctl_snapshot_routes(size_t *ret_n);
