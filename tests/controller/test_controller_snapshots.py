@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from controller_common import CTL_SETS, V1, Daemon, api
+from controller_common import CTL_SETS, V1, Daemon, all_addresses_daemon
 from test_controller_metrics import get_from, non_loopback_address
 
 SNAP = V1 + "/internal/snapshots"
@@ -23,13 +23,7 @@ TOKEN = "tok-" + uuid.uuid4().hex
 def snap():
     """No internal token: loopback clients only. Listens on every address
     so the non-loopback refusal can be tried."""
-    port = api.free_port()
-    saved = api.free_port
-    api.free_port = lambda: port  # the Daemon's own port, so it finds the daemon ready
-    try:
-        d = Daemon(sets=CTL_SETS, extra_args=["--listen", f"0.0.0.0:{port}", "--insecure"])
-    finally:
-        api.free_port = saved
+    d = all_addresses_daemon()
     yield d
     d.cleanup()
 
