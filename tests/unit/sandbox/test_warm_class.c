@@ -8,31 +8,15 @@
 
 #include "sandbox_fixture.h"
 
-static int seq_id(char *out)
-{
-        static int n;
-        snprintf(out, STORE_ID_MAX, "w%d", ++n);
-        return 0;
-}
-
+/* pool_opts with ids for the classes even without a default pool. */
 static struct sandbox_options opts(uint64_t target, uint64_t max_sandboxes)
 {
-        return (struct sandbox_options){
-                .idle_ttl_ms = 3600000, .max_contexts = 3, .max_resident_contexts = 8,
-                .max_sandboxes = max_sandboxes, .workspace_bytes = 16 * MiB, .workspace_inodes = 1024,
-                .file_bytes = 1 * MiB, .limits = LIM,
-                .pool = { .target = target, .refresh_ms = 100, .batch = 5, .new_id = seq_id },
-        };
+        struct sandbox_options o = pool_opts(target, max_sandboxes);
+        o.pool.new_id = seq_id;
+        return o;
 }
 
 static const struct sbx_warm_class C1 = { .name = "c1", .cpu_millis = 500, .memory_bytes = 64 * MiB };
-
-static bool image_exists(const char *id)
-{
-        char path[256];
-        snprintf(path, sizeof(path), "%s/sandboxes/%s/workspace.img", g.dir, id);
-        return access(path, F_OK) == 0;
-}
 
 static uint64_t warm_count(const char *name)
 {
@@ -40,14 +24,6 @@ static uint64_t warm_count(const char *name)
         struct err e = { 0 };
         ASSERT_OK(sbx_warm_count(g.mgr, name, &n, &e));
         return n;
-}
-
-static struct sbx_pool_stats stats(void)
-{
-        struct sbx_pool_stats st;
-        struct err e = { 0 };
-        ASSERT_OK(sbx_pool_stats(g.mgr, &st, &e));
-        return st;
 }
 
 static void fill(const struct sbx_warm_class *c, uint64_t count, uint64_t expect_made)
@@ -80,11 +56,11 @@ TEST(class_fill_take_drop)
         fill(&C1, 2, 0); /* topped up already */
         ASSERT_U64_EQ(warm_count("c1"), 2);
         ASSERT_U64_EQ(warm_count("other"), 0);
-        ASSERT_TRUE(image_exists("w1") && image_exists("w2"));
+        ASSERT_TRUE(image_exists("warm1") && image_exists("warm2"));
         /* Invisible to tenants, not the default pool's, no tenant counted. */
         struct sbx_info info;
         struct err e = { 0 };
-        ASSERT_ERR(sbx_info(g.mgr, "w1", &info, &e), ENOENT);
+        ASSERT_ERR(sbx_info(g.mgr, "warm1", &info, &e), ENOENT);
         err_done(&e);
         char id[STORE_ID_MAX];
         ASSERT_ERR(sbx_pool_take(g.mgr, id, &e), ENOENT);
@@ -92,14 +68,14 @@ TEST(class_fill_take_drop)
         ASSERT_U64_EQ(stats().assigned, 0);
 
         take(&C1, id, true);
-        ASSERT_STREQ(id, "w1"); /* oldest first */
+        ASSERT_STREQ(id, "warm1"); /* oldest first */
         ASSERT_U64_EQ(warm_count("c1"), 1);
         ASSERT_U64_EQ(stats().assigned, 1);
         uint64_t dropped = 0;
         ASSERT_OK(sbx_warm_drop(g.mgr, "c1", &dropped, &e));
         ASSERT_U64_EQ(dropped, 1);
-        ASSERT_FALSE(image_exists("w2"));
-        ASSERT_TRUE(image_exists("w1")); /* the taken one is a tenant's now */
+        ASSERT_FALSE(image_exists("warm2"));
+        ASSERT_TRUE(image_exists("warm1")); /* the taken one is a tenant's now */
         take(&C1, id, false);            /* none warm: made now, same limits */
         ASSERT_TRUE(image_exists(id));
         ASSERT_U64_EQ(stats().assigned, 2);
@@ -117,15 +93,15 @@ TEST(class_is_not_adopted_by_the_default_pool)
         for (int i = 0; i < 400 && stats().warm != 1; i++)
                 nanosleep(&(struct timespec){ 0, 25 * 1000000 }, NULL);
         ASSERT_U64_EQ(stats().warm, 1);
-        ASSERT_TRUE(image_exists("w3"));
+        ASSERT_TRUE(image_exists("warm3"));
         ASSERT_U64_EQ(warm_count("c1"), 2);
-        ASSERT_TRUE(image_exists("w1") && image_exists("w2"));
+        ASSERT_TRUE(image_exists("warm1") && image_exists("warm2"));
         char id[STORE_ID_MAX];
         take(&C1, id, true); /* prepared again when taken */
-        ASSERT_STREQ(id, "w1");
+        ASSERT_STREQ(id, "warm1");
         struct err e = { 0 };
         ASSERT_OK(sbx_pool_take(g.mgr, id, &e));
-        ASSERT_STREQ(id, "w3");
+        ASSERT_STREQ(id, "warm3");
 }
 
 TEST(class_stays_within_the_caps)
