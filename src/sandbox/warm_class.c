@@ -59,6 +59,21 @@ int sbx_warm_count(struct sandbox_mgr *m, const char *name, uint64_t *ret, struc
         return r;
 }
 
+/* One new warm sandbox of class options o. */
+static int fill_one(struct sandbox_mgr *m, const struct sbx_create_options *o, struct err *err)
+{
+        char id[STORE_ID_MAX];
+        struct sandbox *s = NULL;
+        int r = new_id(m, id, err);
+        if (r == 0)
+                r = pool_on_warm(m, id, 0, o, pool_prepare_locked, &s, err);
+        if (s && r < 0)
+                sandbox_wipe(m, s); /* half made: of no use */
+        if (s)
+                sandbox_put(m, s);
+        return r;
+}
+
 int sbx_warm_fill(struct sandbox_mgr *m, const struct sbx_warm_class *c, uint64_t count, uint64_t *ret_made,
                   struct err *err)
 {
@@ -66,19 +81,8 @@ int sbx_warm_fill(struct sandbox_mgr *m, const struct sbx_warm_class *c, uint64_
         *ret_made = 0;
         int r = sbx_warm_count(m, c->name, &have, err);
         struct sbx_create_options o = class_options(m, c);
-        for (; r == 0 && have + *ret_made < count && class_room(m); ++*ret_made) {
-                char id[STORE_ID_MAX];
-                struct sandbox *s = NULL;
-                if ((r = new_id(m, id, err)) < 0 ||
-                    (r = pool_on_warm(m, id, 0, &o, pool_prepare_locked, &s, err)) < 0) {
-                        if (s)
-                                sandbox_wipe(m, s); /* half made: of no use */
-                }
-                if (s)
-                        sandbox_put(m, s);
-        }
-        if (r < 0)
-                --*ret_made; /* the loop counted the one that failed */
+        while (r == 0 && have + *ret_made < count && class_room(m) && (r = fill_one(m, &o, err)) == 0)
+                ++*ret_made;
         return r;
 }
 
