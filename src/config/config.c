@@ -137,6 +137,8 @@ static const struct cfg_opt opts[] = {
         U64("controller.events_heartbeat_ms", ctl_events_heartbeat_ms, 20000, 50, 600000, "GET /api/v1/events/stream: a ':heartbeat' comment after this long without an event"),
         BOOL("controller.audit_enabled", ctl_audit_enabled, 1, "record every authenticated controller write in the audit log (off: nothing recorded, /audit answers empty); env AUDIT_LOGS_ENABLED"),
         U64("controller.audit_retention_days", ctl_audit_retention_days, 90, 0, 3650, "audit rows older than this are dropped on insert (0: kept forever)"),
+        BOOL("controller.snapshots_enabled", ctl_snapshots_enabled, 1, "the internal snapshot profiles (/api/v1/internal/snapshots; off: enabled false, changes 503)"),
+        U64("controller.snapshot_max_warm", ctl_snapshot_max_warm, 4, 1, 64, "warm sandboxes one snapshot profile may hold (POST /internal/snapshots/warm count above: 400)"),
         /* Issue 17: the daemon's own MCP endpoint (/mcp) keeps one MCP
          * session per client; each holds little, but clients rarely end them. */
         U64("mcp.session_idle_s", mcp_session_idle_s, 3600, 1, 30 * 86400, "an MCP session of /mcp unused this long ends (its client re-initializes)"),

@@ -78,6 +78,8 @@ struct config {
         uint64_t ctl_events_retention, ctl_events_max_age_s, ctl_events_heartbeat_ms;
         bool ctl_audit_enabled;        /* the audit log (seed: AUDIT_LOGS_ENABLED) */
         uint64_t ctl_audit_retention_days;
+        bool ctl_snapshots_enabled;      /* the internal snapshot profiles */
+        uint64_t ctl_snapshot_max_warm;  /* warm sandboxes per profile */
         uint64_t mcp_session_idle_s;   /* /mcp sessions: idle expiry */
         uint64_t mcp_max_sessions;     /* /mcp sessions at once (LRU beyond) */
         /* Artifacts (issue 15). */

@@ -41,6 +41,9 @@ struct sbx_create_options {
          * activity; 0: idle expiry (sandbox_options.idle_ttl_ms). */
         uint64_t lifetime_ms;
         json_t *env;             /* NULL, or its env {name: string} (validated) */
+        /* A warm sandbox's class (sbx_warm_*): NULL or "" the default
+         * pool's. Ignored for a tenant's sandbox. */
+        const char *warm_class;
 };
 
 /* The warm pool of prepared sandboxes (pool.c; the bridge's
@@ -343,6 +346,38 @@ int sbx_pool_stats(struct sandbox_mgr *m, struct sbx_pool_stats *ret, struct err
 int sbx_pool_shutdown_prewarmed(struct sandbox_mgr *m, struct err *err);
 /* (Re)starts the refill loop: it fills toward the target now. */
 void sbx_pool_prime(struct sandbox_mgr *m);
+
+/* ---- warm classes (warm_class.c) ----
+ * Warm sandboxes prepared with limits of their own (a class: the
+ * controller's internal snapshot profiles), kept apart from the default
+ * pool above: its refill loop never makes, adopts, sheds or hands out
+ * one, and sbx_pool_take never gets one. They are made when asked
+ * (sbx_warm_fill, the default pool's workspace limits with the class's CPU
+ * and memory), are durable (a restart finds them stored; mount, namespace
+ * and cgroup are redone when one is taken), and leave only by
+ * sbx_warm_take or sbx_warm_drop. Like the pool's they belong to
+ * SBX_POOL_ORG and count in no tenant cap; the default pool gives way to
+ * them (fills less). */
+struct sbx_warm_class {
+        const char *name;            /* non-empty, < STORE_ID_MAX bytes */
+        uint64_t cpu_millis, memory_bytes; /* 0: the service's */
+};
+/* Prepares warm sandboxes of c until it has count (fewer when the caps
+ * leave no room: sandbox.max_sandboxes, the disk cap, the pool's
+ * max_instances, counting tenants' and every warm class's). *ret_made: how
+ * many it made. ERR_UNAVAILABLE without an id maker (pool.new_id). */
+int sbx_warm_fill(struct sandbox_mgr *m, const struct sbx_warm_class *c, uint64_t count, uint64_t *ret_made,
+                  struct err *err);
+/* How many warm sandboxes class name has. */
+int sbx_warm_count(struct sandbox_mgr *m, const char *name, uint64_t *ret, struct err *err);
+/* A sandbox of class c handed to the default org: its oldest warm one
+ * (*ret_warm true), else one created and prepared now with c's limits
+ * (*ret_warm false). ERR_QUOTA at the tenants' caps. */
+int sbx_warm_take(struct sandbox_mgr *m, const struct sbx_warm_class *c, char ret_id[STORE_ID_MAX], bool *ret_warm,
+                  struct err *err);
+/* Destroys every warm sandbox of class name; *ret_n (may be NULL): how
+ * many. */
+int sbx_warm_drop(struct sandbox_mgr *m, const char *name, uint64_t *ret_n, struct err *err);
 /* Tunnels (tunnel.c): a port of a sandbox reached through the daemon. A
  * command's server listens on 127.0.0.1:port in the sandbox's own network
  * namespace (loopback only: no route out); the token is the capability a

@@ -97,6 +97,12 @@ struct store_ops {
         int (*checkpoint_list)(struct store *s, const char *org_id, const char *sandbox_id, uint64_t limit,
                                uint64_t offset, struct store_rows *out, uint64_t *ret_total);
         int (*checkpoint_usage)(struct store *s, const char *org_id, uint64_t *ret_count, uint64_t *ret_bytes);
+        int (*snapshot_profile_put)(struct store *s, const struct snapshot_profile_row *row,
+                                    struct snapshot_profile_row *ret);
+        int (*snapshot_profile_get)(struct store *s, const char *key, struct snapshot_profile_row *ret);
+        int (*snapshot_profile_delete)(struct store *s, const char *key);
+        /* Pushes struct snapshot_profile_row items, newest first. */
+        int (*snapshot_profile_list)(struct store *s, struct store_rows *out);
 
         int (*queue_insert)(struct store *s, const struct queue_row *row);
         int (*queue_get)(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
@@ -144,6 +150,8 @@ struct store_ops {
         int (*sandbox_count)(struct store *s, uint64_t *ret);
         /* Pushes struct store_id items of one org, ordered by id. */
         int (*sandbox_ids_in_org)(struct store *s, const char *org_id, struct store_rows *out);
+        int (*sandbox_ids_in_class)(struct store *s, const char *org_id, const char *warm_class,
+                                    struct store_rows *out);
         /* Pushes struct sandbox_row items of one page; ret_total: the org's count. */
         int (*sandbox_list_org)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
                                 struct store_rows *out, uint64_t *ret_total);

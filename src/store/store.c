@@ -761,6 +761,50 @@ int store_checkpoint_usage(struct store *s, const char *org_id, uint64_t *ret_co
         STORE_CALL(s, ret_count && ret_bytes, org_id, s->ops->checkpoint_usage(s, org_id, ret_count, ret_bytes));
 }
 
+/* ---- snapshot profiles ------------------------------------------------ */
+
+static int check_profile(const struct snapshot_profile_row *row)
+{
+        int r;
+        if (!row || (r = check_id(row->key)) < 0 ||
+            (r = check_str(row->kernel_path, sizeof(row->kernel_path))) < 0 ||
+            (r = check_str(row->rootfs_path, sizeof(row->rootfs_path))) < 0)
+                return r < 0 ? r : -EINVAL;
+        return 0;
+}
+
+int store_snapshot_profile_put(struct store *s, const struct snapshot_profile_row *row,
+                               struct snapshot_profile_row *ret)
+{
+        STORE_CALL(s, true, row ? row->key : NULL, check_profile(row) ?: s->ops->snapshot_profile_put(s, row, ret));
+}
+
+int store_snapshot_profile_get(struct store *s, const char *key, struct snapshot_profile_row *ret)
+{
+        STORE_CALL(s, ret, key, s->ops->snapshot_profile_get(s, key, ret));
+}
+
+int store_snapshot_profile_delete(struct store *s, const char *key)
+{
+        STORE_CALL(s, true, key, s->ops->snapshot_profile_delete(s, key));
+}
+
+int store_snapshot_profile_each(struct store *s, void (*fn)(const struct snapshot_profile_row *row, void *userdata),
+                                void *userdata)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct snapshot_profile_row) };
+        int r;
+        if (!s || !fn)
+                return -EINVAL;
+        {
+                STORE_GUARD(s);
+                r = s->ops->snapshot_profile_list(s, &l);
+        }
+        for (size_t i = 0; r == 0 && i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        return r;
+}
+
 /* ---- sandboxes -------------------------------------------------------- */
 
 int store_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret)
@@ -774,7 +818,8 @@ int store_sandbox_put(struct store *s, const struct sandbox_row *row)
 
         if (!s || !row)
                 return -EINVAL;
-        if ((r = check_id(row->id)) < 0 || (r = check_id(row->org_id)) < 0)
+        if ((r = check_id(row->id)) < 0 || (r = check_id(row->org_id)) < 0 ||
+            (r = check_str(row->warm_class, sizeof(row->warm_class))) < 0)
                 return r;
         STORE_GUARD(s);
         return s->ops->sandbox_put(s, row);
@@ -834,6 +879,23 @@ int store_sandbox_each_in_org(struct store *s, const char *org_id,
         {
                 STORE_GUARD(s);
                 r = s->ops->sandbox_ids_in_org(s, org_id, &l);
+        }
+        return each_id(&l, r, fn, userdata);
+}
+
+int store_sandbox_each_in_class(struct store *s, const char *org_id, const char *warm_class,
+                                void (*fn)(const char *id, void *userdata), void *userdata)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct store_id) };
+        int r;
+
+        if (!s || !fn || !warm_class)
+                return -EINVAL;
+        if ((r = check_id(org_id)) < 0 || (r = check_str(warm_class, STORE_ID_MAX)) < 0)
+                return r;
+        {
+                STORE_GUARD(s);
+                r = s->ops->sandbox_ids_in_class(s, org_id, warm_class, &l);
         }
         return each_id(&l, r, fn, userdata);
 }

@@ -250,6 +250,29 @@ int store_artifact_each_expired(struct store *s, uint64_t now,
                                 void (*fn)(const struct artifact_row *row, void *userdata), void *userdata);
 /* The bytes an org's rows hold (artifacts and parts uploaded so far). */
 int store_artifact_bytes(struct store *s, const char *org_id, uint64_t *ret);
+/* A snapshot profile of the controller's internal snapshot API (issue 15):
+ * a class of warm sandboxes with their own CPUs and memory. kernel_path
+ * and rootfs_path are the seed's Firecracker inputs, stored, never used. */
+#define STORE_PATH_MAX 1024
+struct snapshot_profile_row {
+        char key[STORE_ID_MAX];
+        uint64_t vcpu_count, mem_size_mib;
+        char kernel_path[STORE_PATH_MAX], rootfs_path[STORE_PATH_MAX];
+        uint64_t created_at;      /* epoch ms */
+        uint64_t version;         /* 1, then +1 each time the key is put again */
+};
+/* Inserts the profile (version 1), or replaces the one of that key
+ * (version + 1; created_at, paths and sizes from row). *ret: the stored
+ * row (may be NULL). */
+int store_snapshot_profile_put(struct store *s, const struct snapshot_profile_row *row,
+                               struct snapshot_profile_row *ret);
+/* -ENOENT when absent. */
+int store_snapshot_profile_get(struct store *s, const char *key, struct snapshot_profile_row *ret);
+int store_snapshot_profile_delete(struct store *s, const char *key);
+/* Every profile, newest first (created_at, then key, descending). fn gets
+ * a borrowed row. */
+int store_snapshot_profile_each(struct store *s, void (*fn)(const struct snapshot_profile_row *row, void *userdata),
+                                void *userdata);
 
 struct sandbox_row {
         char id[STORE_ID_MAX];
@@ -266,6 +289,9 @@ struct sandbox_row {
          * limit; 0 = the service's. */
         uint64_t cpu_millis, memory_bytes;
         bool expiry_fixed;    /* expires_at is absolute: activity does not renew it */
+        /* A warm sandbox's class: "" the default pool's, else the name of
+         * the class it was prepared for (a snapshot profile's key). */
+        char warm_class[STORE_ID_MAX];
 };
 void sandbox_row_done(struct sandbox_row *r);   /* frees env_json */
 /* -ENOENT when absent. */
@@ -287,6 +313,10 @@ int store_sandbox_count(struct store *s, uint64_t *ret);
  * read first, fn run afterwards, as above. */
 int store_sandbox_each_in_org(struct store *s, const char *org_id,
                               void (*fn)(const char *id, void *userdata), void *userdata);
+/* The same for org_id's sandboxes of warm class warm_class ("" the default
+ * pool's), oldest first (created_at, then id). */
+int store_sandbox_each_in_class(struct store *s, const char *org_id, const char *warm_class,
+                                void (*fn)(const char *id, void *userdata), void *userdata);
 /* One page of org_id's sandboxes by created_at then id (fn gets a borrowed
  * row); *ret_total: how many the org has. */
 int store_sandbox_each_org(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,

@@ -93,3 +93,15 @@ def cookie(token, csrf=None):
     if csrf is not None:
         h["X-CSRF-Token"] = csrf
     return h
+
+
+def all_addresses_daemon(sets=CTL_SETS):
+    """A daemon listening on 0.0.0.0 (so a non-loopback client can be
+    tried), found ready through loopback."""
+    port = api.free_port()
+    saved = api.free_port
+    api.free_port = lambda: port  # the Daemon's own port, so it finds the daemon ready
+    try:
+        return Daemon(sets=sets, extra_args=["--listen", f"0.0.0.0:{port}", "--insecure"])
+    finally:
+        api.free_port = saved

@@ -49,6 +49,11 @@ bool ctl_auth_hook(void *cls, struct http_request *req, struct http_response *re
 /* A session is required (not an API key): false with a 401 in res. */
 bool ctl_require_session(struct http_request *req, struct http_response *res);
 
+/* Whether req may use an internal route (metrics.c; seed "Internal auth"):
+ * X-Internal-Token or Authorization: Bearer equal to
+ * controller.internal_token; with none configured, loopback clients only. */
+bool ctl_internal_allowed(struct http_request *req);
+
 /* ---- errors (errors.c) ---- */
 /* {"error": {"code": code, "message": message}}; message need not be
  * valid UTF-8. Codes: VALIDATION_ERROR 400, AUTH_REQUIRED /
@@ -212,3 +217,4 @@ void ctl_audit_record(struct app *app, struct http_request *req, const struct ht
                       const char *request_id);
 const struct route *ctl_artifact_routes(size_t *ret_n);
 const struct route *ctl_artifact_upload_routes(size_t *ret_n);
+const struct route *ctl_snapshot_routes(size_t *ret_n);

@@ -123,6 +123,7 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 /* before ctl_artifact_routes: /artifacts/uploads is not an :id */
                 ctl_artifact_upload_routes,
                 ctl_artifact_routes,
+                ctl_snapshot_routes,
         };
         /* REPL_ENABLED=false: the REPL routes are not registered (the seed's
          * optional features), so they answer 404 as any unknown path. */

@@ -220,6 +220,21 @@ static const char *const migrations[] = {
         "  ttl_s INTEGER NOT NULL DEFAULT 0);"
         "CREATE INDEX artifacts_org ON artifacts(org_id, state, created_at, id);"
         "CREATE INDEX artifacts_expiry ON artifacts(expires_at) WHERE expires_at > 0;",
+        /* 13 (issue 15): the controller's internal snapshot profiles (a
+         * class of warm sandboxes with limits of its own), and the class a
+         * warm sandbox was prepared for ('' the default pool's; existing
+         * rows get ''). kernel_path and rootfs_path are kept for the seed's
+         * clients, never used. */
+        "CREATE TABLE snapshot_profiles("
+        "  key TEXT PRIMARY KEY,"
+        "  vcpu_count INTEGER NOT NULL,"
+        "  mem_size_mib INTEGER NOT NULL,"
+        "  kernel_path TEXT NOT NULL DEFAULT '',"
+        "  rootfs_path TEXT NOT NULL DEFAULT '',"
+        "  created_at INTEGER NOT NULL DEFAULT 0,"
+        "  version INTEGER NOT NULL DEFAULT 1);"
+        "ALTER TABLE sandboxes ADD COLUMN warm_class TEXT NOT NULL DEFAULT '';"
+        "CREATE INDEX sandboxes_org_class ON sandboxes(org_id, warm_class, created_at);",
 };
 
 int sq_schema_latest(void)

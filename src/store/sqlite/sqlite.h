@@ -11,6 +11,7 @@
  * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c, events.c
  * (events and audit) one table family each;
  * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, artifacts.c one table each;
+ * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c, snapshots.c one table each;
  * tenants.c users, api_keys and sessions. */
 #pragma once
 
@@ -148,6 +149,10 @@ int sq_checkpoint_delete(struct store *s, const char *org_id, const char *id);
 int sq_checkpoint_list(struct store *s, const char *org_id, const char *sandbox_id, uint64_t limit, uint64_t offset,
                        struct store_rows *out, uint64_t *ret_total);
 int sq_checkpoint_usage(struct store *s, const char *org_id, uint64_t *ret_count, uint64_t *ret_bytes);
+int sq_snapshot_profile_put(struct store *s, const struct snapshot_profile_row *row, struct snapshot_profile_row *ret);
+int sq_snapshot_profile_get(struct store *s, const char *key, struct snapshot_profile_row *ret);
+int sq_snapshot_profile_delete(struct store *s, const char *key);
+int sq_snapshot_profile_list(struct store *s, struct store_rows *out);
 
 int sq_event_append(struct store *s, const struct event_row *row, uint64_t keep, uint64_t not_before,
                     uint64_t *ret_id);
@@ -174,6 +179,7 @@ int sq_sandbox_delete(struct store *s, const char *id);
 int sq_sandbox_list_expired(struct store *s, uint64_t now, struct store_rows *out);
 int sq_sandbox_count(struct store *s, uint64_t *ret);
 int sq_sandbox_ids_in_org(struct store *s, const char *org_id, struct store_rows *out);
+int sq_sandbox_ids_in_class(struct store *s, const char *org_id, const char *warm_class, struct store_rows *out);
 int sq_sandbox_list_org(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
                         uint64_t *ret_total);
 int sq_sandbox_disk_reserved(struct store *s, uint64_t default_bytes, uint64_t *ret);
