@@ -75,6 +75,15 @@ struct config {
         uint64_t ctl_queue_max_depth, ctl_queue_ttl_s;
         char ctl_templates_dir[4096];  /* "": templates/ next to the binary's source tree */
         uint64_t ctl_checkpoints_max, ctl_checkpoint_bytes; /* per org */
+        /* The GitHub integration (issue 15). */
+        bool ctl_github_enabled;
+        char ctl_github_webhook_secret[256]; /* "": the webhook receiver answers 503 */
+        char ctl_github_api_url[512];
+        char ctl_github_app_id[64];          /* "" or no key: no PR comments */
+        char ctl_github_private_key[4096];   /* PEM file of the App's private key */
+        char ctl_github_dashboard_url[512];  /* links in PR comments; "": none */
+        uint64_t ctl_github_events_keep;
+        uint64_t ctl_github_api_timeout_ms;
         uint64_t mcp_session_idle_s;   /* /mcp sessions: idle expiry */
         uint64_t mcp_max_sessions;     /* /mcp sessions at once (LRU beyond) */
 

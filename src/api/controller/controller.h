@@ -163,6 +163,9 @@ void ctl_budget_handler(enum ctl_slot kind, const char *pattern, http_handler fn
 int ctl_queue_start(struct app *app);
 void ctl_queue_stop(struct app *app);
 /* ---- making sandboxes (sandboxes.c; templates and checkpoints too) ---- */
+/* A fresh sandbox id: a random (version 4) UUID, as the seed's (and
+ * sbx_id_valid's). 0 or -EIO. */
+int ctl_sandbox_id_new(char out[37]);
 /* Creates a sandbox in the caller's org from b's create options (cpus,
  * memory, timeout_seconds, isolation, env: POST /sandbox/create's body);
  * env_base (may be NULL) is its env under b's. true with *ret_view (owned:
@@ -192,3 +195,4 @@ const struct route *ctl_openapi_routes(size_t *ret_n);
 const struct route *ctl_queue_routes(size_t *ret_n);
 const struct route *ctl_template_routes(size_t *ret_n);
 const struct route *ctl_checkpoint_routes(size_t *ret_n);
+const struct route *ctl_github_routes(size_t *ret_n);

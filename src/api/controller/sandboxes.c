@@ -23,8 +23,7 @@
 #include "base/util.h"
 #include "sandbox/sandbox.h"
 
-/* A random (version 4) UUID, as the seed's sandbox ids: sbx_id_valid. */
-static int uuid_new(char out[37])
+int ctl_sandbox_id_new(char out[37])
 {
         unsigned char b[16];
         if (getrandom(b, sizeof(b), 0) != sizeof(b))
@@ -167,7 +166,7 @@ bool ctl_sandbox_create(struct http_request *req, struct http_response *res, jso
         _cleanup_json_ json_t *env = o.env = merged_env(env_base, o.env);
         char id[37];
         struct err err = {};
-        if (uuid_new(id) < 0) {
+        if (ctl_sandbox_id_new(id) < 0) {
                 ctl_error(res, 500, "INTERNAL_ERROR", "Cannot make a sandbox id");
                 return false;
         }
