@@ -208,8 +208,10 @@ static void on_pr_sandbox(const struct gh_event_row *row, void *userdata)
 static json_t *pr_env(struct hook *h)
 {
         json_t *pr = json_object_get(h->payload, "pull_request");
-        return json_pack("{s:s, s:I, s:s, s:s, s:s, s:s}", "GITHUB_REPOSITORY", h->ev->repo, "GITHUB_PR_NUMBER",
-                         (json_int_t)h->ev->pr_number, "GITHUB_HEAD_REF", jstr(pr, "head", "ref"), "GITHUB_HEAD_SHA",
+        char number[24];
+        snprintf(number, sizeof(number), "%llu", (unsigned long long)h->ev->pr_number);
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "GITHUB_REPOSITORY", h->ev->repo, "GITHUB_PR_NUMBER",
+                         number, "GITHUB_HEAD_REF", jstr(pr, "head", "ref"), "GITHUB_HEAD_SHA",
                          jstr(pr, "head", "sha"), "GITHUB_BASE_REF", jstr(pr, "base", "ref"), "GITHUB_EVENT_ACTION",
                          h->ev->action);
 }
