@@ -67,17 +67,6 @@ static json_t *settings_json(struct gh_settings *s)
         return j;
 }
 
-static void put_time(json_t *j, const char *name, uint64_t ms)
-{
-        char at[32];
-        if (!ms) {
-                json_object_set_new(j, name, json_null());
-                return;
-        }
-        iso8601_ms(ms, at);
-        json_object_set_new(j, name, json_string(at));
-}
-
 static void settings_reply(struct http_request *req, struct http_response *res, int status)
 {
         struct gh_settings s;
@@ -87,7 +76,7 @@ static void settings_reply(struct http_request *req, struct http_response *res, 
                 return;
         }
         json_t *j = settings_json(&s);
-        put_time(j, "updated_at", at);
+        ctl_put_time(j, "updated_at", at);
         http_json(res, status, j);
 }
 
@@ -148,7 +137,7 @@ static json_t *install_json(const struct gh_install_row *row)
         bool pending = !row->org_id[0];
         json_t *j = json_pack("{s:s, s:s, s:s, s:s}", "id", row->id, "account_login", row->account_login,
                               "account_type", row->account_type, "state", pending ? "pending" : "linked");
-        put_time(j, "created_at", row->created_at);
+        ctl_put_time(j, "created_at", row->created_at);
         if (pending)
                 return j;
         json_t *repos = json_loads(row->repos_json, 0, NULL);
@@ -157,8 +146,8 @@ static json_t *install_json(const struct gh_install_row *row)
         if (!json_is_array(repos))
                 json_decref(repos);
         json_object_set_new(j, "org_id", json_string(row->org_id));
-        put_time(j, "connected_at", row->connected_at);
-        put_time(j, "updated_at", row->updated_at);
+        ctl_put_time(j, "connected_at", row->connected_at);
+        ctl_put_time(j, "updated_at", row->updated_at);
         return j;
 }
 
@@ -253,7 +242,7 @@ static json_t *event_json(const struct gh_event_row *e)
         json_object_set_new(j, "pull_request_number",
                             e->pr_number ? json_integer((json_int_t)e->pr_number) : json_null());
         json_object_set_new(j, "sandbox_id", str_or_null(e->sandbox_id));
-        put_time(j, "received_at", e->received_at);
+        ctl_put_time(j, "received_at", e->received_at);
         return j;
 }
 
