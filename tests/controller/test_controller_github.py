@@ -411,3 +411,34 @@ def test_health_window_validation_and_counts(gh):
     for bad in ("0", "169", "-1", "abc", "1.5", "", "24h", "0001"):
         status, res, _ = raw(gh, "GET", V1 + f"/github/health?window_hours={bad}", headers=creds)
         assert status == 400 and res["error"]["code"] == "VALIDATION_ERROR", bad
+
+
+def test_concurrent_deliveries_of_one_pr_make_one_sandbox(gh):
+    creds = creds_of(gh)
+    iid = connected(gh, creds, repos=("octo-org/race",))
+    assert raw(gh, "PUT", V1 + "/github/settings",
+               {"auto_create_sandbox_on_pr": True, "auto_pr_comment_on_sandbox": False}, headers=creds)[0] == 200
+    results = []
+
+    def send():
+        results.append(deliver(gh, "pull_request", pr_payload(iid, "synchronize", 11, repo="octo-org/race")))
+
+    threads = [threading.Thread(target=send) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(status == 200 and res["status"] == "processed" for status, res in results), results
+    made = {res["sandbox_id"] for _, res in results if "sandbox_id" in res}
+    assert len(made) == 1, results
+    status, page, _ = raw(gh, "GET", V1 + "/sandboxes", headers=creds)
+    assert status == 200 and [s["sandbox_id"] for s in page["data"]] == list(made)
+
+
+def test_signature_hex_case_does_not_matter(gh):
+    body = json.dumps({"zen": "upper"}).encode()
+    sig = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest().upper()
+    status, res, _ = gh.request("POST", V1 + "/github/webhook", raw=body,
+                                headers={"X-GitHub-Event": "ping", "X-GitHub-Delivery": str(uuid.uuid4()),
+                                         "X-Hub-Signature-256": sig})
+    assert status == 200 and res["status"] == "processed"

@@ -19,6 +19,7 @@
  * coordinates as env (GITHUB_REPOSITORY, GITHUB_PR_NUMBER, GITHUB_HEAD_SHA,
  * …) and an empty workspace: the daemon fetches nothing from GitHub. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,17 +36,22 @@
 #include "base/util.h"
 #include "sandbox/sandbox.h"
 
+static int hexval(char c)
+{
+        return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
 bool gh_signature_ok(const char *secret, const void *body, size_t len, const char *sig)
 {
         static const char prefix[] = "sha256=";
         unsigned char mac[EVP_MAX_MD_SIZE], given[32];
         unsigned int maclen = 0;
-        if (!sig || strncmp(sig, prefix, strlen(prefix)) != 0 || strlen(sig) != strlen(prefix) + 64)
+        if (!sig || strncmp(sig, prefix, strlen(prefix)) != 0 || strlen(sig) != strlen(prefix) + 2 * sizeof(given))
                 return false;
         sig += strlen(prefix);
         for (size_t i = 0; i < sizeof(given); i++) {
-                unsigned hi, lo;
-                if (sscanf(sig + 2 * i, "%1x%1x", &hi, &lo) != 2)
+                int hi = hexval(sig[2 * i]), lo = hexval(sig[2 * i + 1]);
+                if (hi < 0 || lo < 0)
                         return false;
                 given[i] = (unsigned char)(hi << 4 | lo);
         }
@@ -237,13 +243,10 @@ static int comment(struct hook *h)
         return r == -ENOKEY ? 0 : r;
 }
 
-static int pr_open(struct hook *h, const struct gh_settings *s)
+/* Makes the PR's sandbox unless one made for it still runs. */
+static int pr_sandbox(struct hook *h)
 {
         struct pr_sandboxes p = { .app = h->app, .org_id = h->ev->org_id };
-        if (!s->auto_create_sandbox_on_pr) {
-                snprintf(h->ev->detail, sizeof(h->ev->detail), "no sandbox: auto_create_sandbox_on_pr is off");
-                return 0;
-        }
         int r = store_gh_event_sandboxes(h->app->store, p.org_id, h->ev->repo, h->ev->pr_number, on_pr_sandbox, &p);
         if (r < 0)
                 return r;
@@ -265,7 +268,25 @@ static int pr_open(struct hook *h, const struct gh_settings *s)
         }
         snprintf(h->ev->sandbox_id, sizeof(h->ev->sandbox_id), "%s", id);
         snprintf(h->ev->detail, sizeof(h->ev->detail), "sandbox %s created", id);
-        return s->auto_pr_comment_on_sandbox ? comment(h) : 0;
+        return store_gh_event_update(h->app->store, h->ev);
+}
+
+static int pr_open(struct hook *h, const struct gh_settings *s)
+{
+        /* The check and the create are one step, the sandbox id on the
+         * delivery's row before the next check reads it: two deliveries of
+         * one PR at once make one sandbox. */
+        static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        if (!s->auto_create_sandbox_on_pr) {
+                snprintf(h->ev->detail, sizeof(h->ev->detail), "no sandbox: auto_create_sandbox_on_pr is off");
+                return 0;
+        }
+        pthread_mutex_lock(&lock);
+        int r = pr_sandbox(h);
+        pthread_mutex_unlock(&lock);
+        if (r < 0 || !h->ev->sandbox_id[0] || !s->auto_pr_comment_on_sandbox)
+                return r;
+        return comment(h);
 }
 
 static int pr_close(struct hook *h, const struct gh_settings *s)
