@@ -222,6 +222,20 @@ def test_unconfigured_secret_is_503():
         d.cleanup()
 
 
+def test_seed_environment_names():
+    d = Daemon(sets=CTL_SETS, env={"GITHUB_WEBHOOK_SECRET": "from-env", "GITHUB_INTEGRATION_ENABLED": "true"})
+    try:
+        assert deliver(d, "ping", {}, secret="from-env")[0] == 200
+        assert deliver(d, "ping", {})[0] == 401
+    finally:
+        d.cleanup()
+    d = Daemon(sets=CTL_SETS, env={"GITHUB_INTEGRATION_ENABLED": "false"})
+    try:
+        assert deliver(d, "ping", {})[0] == 404
+    finally:
+        d.cleanup()
+
+
 def test_disabled_integration_has_no_routes():
     d = Daemon(sets=CTL_SETS + ["controller.github_enabled=false", f"controller.github_webhook_secret={SECRET}"])
     try:
