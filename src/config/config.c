@@ -139,6 +139,14 @@ static const struct cfg_opt opts[] = {
         U64("controller.audit_retention_days", ctl_audit_retention_days, 90, 0, 3650, "audit rows older than this are dropped on insert (0: kept forever)"),
         BOOL("controller.snapshots_enabled", ctl_snapshots_enabled, 1, "the internal snapshot profiles (/api/v1/internal/snapshots; off: enabled false, changes 503)"),
         U64("controller.snapshot_max_warm", ctl_snapshot_max_warm, 4, 1, 64, "warm sandboxes one snapshot profile may hold (POST /internal/snapshots/warm count above: 400)"),
+        BOOL("controller.github_enabled", ctl_github_enabled, 1, "the GitHub integration's routes (off: 404); env GITHUB_INTEGRATION_ENABLED"),
+        STR("controller.github_webhook_secret", ctl_github_webhook_secret, "", "secret of X-Hub-Signature-256 on POST /api/v1/github/webhook (empty: deliveries answer 503); env GITHUB_WEBHOOK_SECRET"),
+        STR("controller.github_api_url", ctl_github_api_url, "https://api.github.com", "base URL of GitHub's REST API (PR comments, installation tokens); env GITHUB_API_URL"),
+        STR("controller.github_app_id", ctl_github_app_id, "", "the GitHub App's id (the iss of its JWT; empty: no PR comments); env GITHUB_APP_ID"),
+        STR("controller.github_private_key", ctl_github_private_key, "", "PEM file of the GitHub App's RSA private key; env GITHUB_APP_PRIVATE_KEY_PATH"),
+        STR("controller.github_dashboard_url", ctl_github_dashboard_url, "", "base URL linked from PR comments (<url>/sandboxes/<id>; empty: no link); env GITHUB_DASHBOARD_URL"),
+        U64("controller.github_events_keep", ctl_github_events_keep, 10000, 1, 10000000, "webhook deliveries kept (all orgs; the oldest go first)"),
+        U64("controller.github_api_timeout_ms", ctl_github_api_timeout_ms, 10000, 100, 120000, "timeout of each call to GitHub's API"),
         /* Issue 17: the daemon's own MCP endpoint (/mcp) keeps one MCP
          * session per client; each holds little, but clients rarely end them. */
         U64("mcp.session_idle_s", mcp_session_idle_s, 3600, 1, 30 * 86400, "an MCP session of /mcp unused this long ends (its client re-initializes)"),

@@ -80,6 +80,15 @@ struct config {
         uint64_t ctl_audit_retention_days;
         bool ctl_snapshots_enabled;      /* the internal snapshot profiles */
         uint64_t ctl_snapshot_max_warm;  /* warm sandboxes per profile */
+        /* The GitHub integration (issue 15). */
+        bool ctl_github_enabled;
+        char ctl_github_webhook_secret[256]; /* "": the webhook receiver answers 503 */
+        char ctl_github_api_url[512];
+        char ctl_github_app_id[64];          /* "" or no key: no PR comments */
+        char ctl_github_private_key[4096];   /* PEM file of the App's private key */
+        char ctl_github_dashboard_url[512];  /* links in PR comments; "": none */
+        uint64_t ctl_github_events_keep;
+        uint64_t ctl_github_api_timeout_ms;
         uint64_t mcp_session_idle_s;   /* /mcp sessions: idle expiry */
         uint64_t mcp_max_sessions;     /* /mcp sessions at once (LRU beyond) */
         /* Artifacts (issue 15). */

@@ -104,6 +104,24 @@ struct store_ops {
         /* Pushes struct snapshot_profile_row items, newest first. */
         int (*snapshot_profile_list)(struct store *s, struct store_rows *out);
 
+        int (*gh_install_put)(struct store *s, const struct gh_install_row *row);
+        int (*gh_install_get)(struct store *s, const char *id, struct gh_install_row *ret);
+        int (*gh_install_delete)(struct store *s, const char *id);
+        int (*gh_install_link)(struct store *s, const char *id, const char *from_org, const char *to_org,
+                               uint64_t at);
+        /* Pushes struct gh_install_row items. */
+        int (*gh_install_list)(struct store *s, const char *org_id, bool pending, struct store_rows *out);
+        int (*gh_settings_get)(struct store *s, const char *org_id, char **ret_json, uint64_t *ret_updated_at);
+        int (*gh_settings_put)(struct store *s, const char *org_id, const char *json, uint64_t updated_at);
+        int (*gh_event_insert)(struct store *s, const struct gh_event_row *row, uint64_t keep);
+        int (*gh_event_update)(struct store *s, const struct gh_event_row *row);
+        /* Pushes struct gh_event_row items. */
+        int (*gh_event_list)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                             struct store_rows *out, uint64_t *ret_total);
+        int (*gh_event_stats)(struct store *s, const char *org_id, uint64_t since, struct gh_event_stats *ret);
+        int (*gh_event_sandboxes)(struct store *s, const char *org_id, const char *repo, uint64_t pr_number,
+                                  struct store_rows *out);
+
         int (*queue_insert)(struct store *s, const struct queue_row *row);
         int (*queue_get)(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
         int (*queue_update)(struct store *s, const struct queue_row *row);

@@ -1047,6 +1047,145 @@ int store_cell_stats(struct store *s, const char *context_id, uint64_t *ret_coun
         STORE_CALL(s, ret_count && ret_bytes, context_id, s->ops->cell_stats(s, context_id, ret_count, ret_bytes));
 }
 
+
+/* ---- GitHub integration ------------------------------------------------ */
+
+void gh_install_row_done(struct gh_install_row *r)
+{
+        if (!r)
+                return;
+        free(r->repos_json);
+        r->repos_json = NULL;
+}
+
+static void gh_install_item_done(void *item)
+{
+        gh_install_row_done(item);
+}
+
+/* org ids that may be "" (pending, no org) but otherwise fit. */
+static int check_opt_id(const char *id)
+{
+        return id && !id[0] ? 0 : check_id(id);
+}
+
+static int check_gh_install(const struct gh_install_row *row)
+{
+        int r;
+        if (!row || !row->repos_json)
+                return -EINVAL;
+        if ((r = check_id(row->id)) < 0 || (r = CHECK_FIELD(row, account_login)) < 0 ||
+            (r = CHECK_FIELD(row, account_type)) < 0 || (r = CHECK_FIELD(row, status)) < 0)
+                return r;
+        return 0;
+}
+
+int store_gh_install_put(struct store *s, const struct gh_install_row *row)
+{
+        STORE_CALL(s, true, row ? row->id : NULL, check_gh_install(row) ?: s->ops->gh_install_put(s, row));
+}
+
+int store_gh_install_get(struct store *s, const char *id, struct gh_install_row *ret)
+{
+        STORE_CALL(s, ret, id, s->ops->gh_install_get(s, id, ret));
+}
+
+int store_gh_install_delete(struct store *s, const char *id)
+{
+        STORE_CALL(s, true, id, s->ops->gh_install_delete(s, id));
+}
+
+int store_gh_install_link(struct store *s, const char *id, const char *from_org, const char *to_org, uint64_t at)
+{
+        int r = check_opt_id(from_org) ?: check_opt_id(to_org);
+        if (r < 0)
+                return r;
+        STORE_CALL(s, at <= INT64_MAX, id, s->ops->gh_install_link(s, id, from_org, to_org, at));
+}
+
+int store_gh_install_each(struct store *s, const char *org_id, bool pending,
+                          void (*fn)(const struct gh_install_row *row, void *userdata), void *userdata)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct gh_install_row),
+                                                           .done = gh_install_item_done };
+        int r = !s || !fn ? -EINVAL : check_id(org_id);
+        if (r < 0)
+                return r;
+        {
+                STORE_GUARD(s);
+                r = s->ops->gh_install_list(s, org_id, pending, &l);
+        }
+        for (size_t i = 0; r >= 0 && i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        return r;
+}
+
+int store_gh_settings_get(struct store *s, const char *org_id, char **ret_json, uint64_t *ret_updated_at)
+{
+        STORE_CALL(s, ret_json && ret_updated_at, org_id, s->ops->gh_settings_get(s, org_id, ret_json, ret_updated_at));
+}
+
+int store_gh_settings_put(struct store *s, const char *org_id, const char *json, uint64_t updated_at)
+{
+        STORE_CALL(s, json && updated_at <= INT64_MAX, org_id, s->ops->gh_settings_put(s, org_id, json, updated_at));
+}
+
+static int check_gh_event(const struct gh_event_row *row)
+{
+        int r;
+        if (!row)
+                return -EINVAL;
+        if ((r = check_id(row->id)) < 0 || (r = CHECK_FIELD(row, delivery_id)) < 0 ||
+            (r = check_opt_id(row->org_id)) < 0 || (r = CHECK_FIELD(row, installation_id)) < 0 ||
+            (r = CHECK_FIELD(row, event)) < 0 || (r = CHECK_FIELD(row, action)) < 0 || (r = CHECK_FIELD(row, repo)) < 0 ||
+            (r = CHECK_FIELD(row, status)) < 0 || (r = CHECK_FIELD(row, error)) < 0 ||
+            (r = CHECK_FIELD(row, detail)) < 0 || (r = CHECK_FIELD(row, sandbox_id)) < 0)
+                return r;
+        return row->pr_number > INT64_MAX || row->received_at > INT64_MAX ? -ERANGE : 0;
+}
+
+int store_gh_event_insert(struct store *s, const struct gh_event_row *row, uint64_t keep)
+{
+        STORE_CALL(s, keep >= 1 && keep <= INT64_MAX, row ? row->id : NULL,
+                   check_gh_event(row) ?: s->ops->gh_event_insert(s, row, keep));
+}
+
+int store_gh_event_update(struct store *s, const struct gh_event_row *row)
+{
+        STORE_CALL(s, true, row ? row->id : NULL, check_gh_event(row) ?: s->ops->gh_event_update(s, row));
+}
+
+int store_gh_event_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                        void (*fn)(const struct gh_event_row *row, void *userdata), void *userdata,
+                        uint64_t *ret_total)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct gh_event_row) };
+        int r = fn ? org_page(s, org_id, limit, offset, s ? s->ops->gh_event_list : NULL, &l, ret_total) : -EINVAL;
+        for (size_t i = 0; r >= 0 && i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        return r;
+}
+
+int store_gh_event_stats(struct store *s, const char *org_id, uint64_t since, struct gh_event_stats *ret)
+{
+        STORE_CALL(s, ret && since <= INT64_MAX, org_id, s->ops->gh_event_stats(s, org_id, since, ret));
+}
+
+int store_gh_event_sandboxes(struct store *s, const char *org_id, const char *repo, uint64_t pr_number,
+                             void (*fn)(const struct gh_event_row *row, void *userdata), void *userdata)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct gh_event_row) };
+        int r = !s || !fn || !repo || pr_number > INT64_MAX ? -EINVAL : check_id(org_id);
+        if (r < 0)
+                return r;
+        {
+                STORE_GUARD(s);
+                r = s->ops->gh_event_sandboxes(s, org_id, repo, pr_number, &l);
+        }
+        for (size_t i = 0; r >= 0 && i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        return r;
+}
 /* ---- for the core's other files (backend.h) ---------------------------- */
 
 void store_core_rows_done(struct store_rows *l)

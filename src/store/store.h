@@ -440,3 +440,69 @@ struct audit_count {
 };
 int store_audit_summary(struct store *s, const char *org_id, const char *sandbox_id,
                         void (*fn)(const struct audit_count *c, void *userdata), void *userdata);
+/* ---- GitHub integration (issue 15) ---------------------------------- */
+
+/* A GitHub App installation, as its webhooks describe it: pending (org_id
+ * "") until an org connects it. */
+struct gh_install_row {
+        char id[STORE_ID_MAX];          /* GitHub's installation id, decimal */
+        char org_id[STORE_ID_MAX];      /* "" while pending */
+        char account_login[256];
+        char account_type[32];          /* "User", "Organization" */
+        char status[16];                /* "active", "suspended" */
+        char *repos_json;               /* owned: a JSON array of "owner/name" */
+        uint64_t created_at, updated_at, connected_at;   /* epoch ms; connected_at 0 while pending */
+};
+void gh_install_row_done(struct gh_install_row *r);   /* frees repos_json */
+/* Inserts or updates id's account, status and repos; its org link and
+ * connected_at are kept. */
+int store_gh_install_put(struct store *s, const struct gh_install_row *row);
+int store_gh_install_get(struct store *s, const char *id, struct gh_install_row *ret);
+/* -ENOENT when absent. */
+int store_gh_install_delete(struct store *s, const char *id);
+/* Moves id from org from_org to org to_org ("" = pending) atomically:
+ * -ENOENT unless it is linked to from_org now. Connecting (from "") also
+ * gives to_org the installation's deliveries that no org had yet. */
+int store_gh_install_link(struct store *s, const char *id, const char *from_org, const char *to_org, uint64_t at);
+/* The installations linked to org_id, then (pending true) every pending
+ * one, each group by created_at. */
+int store_gh_install_each(struct store *s, const char *org_id, bool pending,
+                          void (*fn)(const struct gh_install_row *row, void *userdata), void *userdata);
+
+/* An org's GitHub automation settings, a JSON object opaque to the store. */
+int store_gh_settings_get(struct store *s, const char *org_id, char **ret_json, uint64_t *ret_updated_at);
+int store_gh_settings_put(struct store *s, const char *org_id, const char *json, uint64_t updated_at);
+
+/* One webhook delivery as received and processed. */
+struct gh_event_row {
+        char id[STORE_ID_MAX];          /* "ghe_…" */
+        char delivery_id[STORE_ID_MAX]; /* X-GitHub-Delivery; unique when set, "" for unverified ones */
+        char org_id[STORE_ID_MAX];      /* the installation's org at delivery; "" none */
+        char installation_id[STORE_ID_MAX];
+        char event[64], action[64];
+        char repo[256];                 /* "owner/name" or "" */
+        uint64_t pr_number;             /* 0 when none */
+        char status[16];                /* "processing", "success", "failure" */
+        char error[512];
+        char detail[512];               /* what was done */
+        char sandbox_id[STORE_ID_MAX];  /* a sandbox this delivery made */
+        uint64_t received_at;           /* epoch ms */
+};
+/* -EEXIST when delivery_id was recorded already. Keeps at most keep rows
+ * (the oldest go). */
+int store_gh_event_insert(struct store *s, const struct gh_event_row *row, uint64_t keep);
+/* Rewrites the org, status, error, detail and sandbox of row->id. */
+int store_gh_event_update(struct store *s, const struct gh_event_row *row);
+/* The org's deliveries newest first. */
+int store_gh_event_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                        void (*fn)(const struct gh_event_row *row, void *userdata), void *userdata,
+                        uint64_t *ret_total);
+struct gh_event_stats {
+        uint64_t success, failure;      /* received at or after since */
+        bool has_latest, has_failure;
+        struct gh_event_row latest, latest_failure;   /* ever */
+};
+int store_gh_event_stats(struct store *s, const char *org_id, uint64_t since, struct gh_event_stats *ret);
+/* The sandboxes the org's deliveries for pull request repo#pr_number made. */
+int store_gh_event_sandboxes(struct store *s, const char *org_id, const char *repo, uint64_t pr_number,
+                             void (*fn)(const struct gh_event_row *row, void *userdata), void *userdata);

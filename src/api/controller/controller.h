@@ -173,6 +173,11 @@ void ctl_budget_handler(enum ctl_slot kind, const char *pattern, http_handler fn
 int ctl_queue_start(struct app *app);
 void ctl_queue_stop(struct app *app);
 /* ---- making sandboxes (sandboxes.c; templates and checkpoints too) ---- */
+/* A fresh sandbox id: a random (version 4) UUID, as the seed's (and
+ * sbx_id_valid's). 0 or -EIO. */
+int ctl_sandbox_id_new(char out[37]);
+/* j[name] = ms (epoch ms) as an ISO 8601 string, or null when 0. */
+void ctl_put_time(json_t *j, const char *name, uint64_t ms);
 /* Creates a sandbox in the caller's org from b's create options (cpus,
  * memory, timeout_seconds, isolation, env: POST /sandbox/create's body);
  * env_base (may be NULL) is its env under b's. true with *ret_view (owned:
@@ -218,3 +223,4 @@ void ctl_audit_record(struct app *app, struct http_request *req, const struct ht
 const struct route *ctl_artifact_routes(size_t *ret_n);
 const struct route *ctl_artifact_upload_routes(size_t *ret_n);
 const struct route *ctl_snapshot_routes(size_t *ret_n);
+const struct route *ctl_github_routes(size_t *ret_n);

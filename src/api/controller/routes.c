@@ -124,13 +124,16 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 ctl_artifact_upload_routes,
                 ctl_artifact_routes,
                 ctl_snapshot_routes,
+                ctl_github_routes,
         };
-        /* REPL_ENABLED=false: the REPL routes are not registered (the seed's
-         * optional features), so they answer 404 as any unknown path. */
+        /* REPL_ENABLED=false (GITHUB_INTEGRATION_ENABLED=false): the REPL
+         * (GitHub) routes are not registered (the seed's optional
+         * features), so they answer 404 as any unknown path. */
         api_route_table on[ARRAY_SIZE(tables)];
         size_t n = 0;
         for (size_t i = 0; i < ARRAY_SIZE(tables); i++)
-                if (tables[i] != ctl_repl_routes || app->cfg->ctl_repl_enabled)
+                if ((tables[i] != ctl_repl_routes || app->cfg->ctl_repl_enabled) &&
+                    (tables[i] != ctl_github_routes || app->cfg->ctl_github_enabled))
                         on[n++] = tables[i];
         int r = ctl_queue_start(app);
         if (r == 0 && (r = ctl_artifacts_start(app)) < 0)

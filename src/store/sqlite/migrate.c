@@ -235,6 +235,45 @@ static const char *const migrations[] = {
         "  version INTEGER NOT NULL DEFAULT 1);"
         "ALTER TABLE sandboxes ADD COLUMN warm_class TEXT NOT NULL DEFAULT '';"
         "CREATE INDEX sandboxes_org_class ON sandboxes(org_id, warm_class, created_at);",
+        /* 14 (issue 15; the lead renumbers on merge): the GitHub
+         * integration. Installations arrive by webhook, pending (org_id
+         * '') until an org connects one; deliveries are kept as events
+         * (unverified ones with no delivery id, so a forged delivery
+         * cannot block the real one's id); settings are one JSON object
+         * per org. */
+        "CREATE TABLE github_installations("
+        "  id TEXT PRIMARY KEY,"
+        "  org_id TEXT NOT NULL DEFAULT '',"
+        "  account_login TEXT NOT NULL DEFAULT '',"
+        "  account_type TEXT NOT NULL DEFAULT '',"
+        "  status TEXT NOT NULL DEFAULT 'active',"
+        "  repos_json TEXT NOT NULL DEFAULT '[]',"
+        "  created_at INTEGER NOT NULL DEFAULT 0,"
+        "  updated_at INTEGER NOT NULL DEFAULT 0,"
+        "  connected_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX github_installations_org ON github_installations(org_id, created_at);"
+        "CREATE TABLE github_settings("
+        "  org_id TEXT PRIMARY KEY,"
+        "  settings_json TEXT NOT NULL DEFAULT '{}',"
+        "  updated_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE TABLE github_events("
+        "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+        "  id TEXT NOT NULL UNIQUE,"
+        "  delivery_id TEXT NOT NULL DEFAULT '',"
+        "  org_id TEXT NOT NULL DEFAULT '',"
+        "  installation_id TEXT NOT NULL DEFAULT '',"
+        "  event TEXT NOT NULL DEFAULT '',"
+        "  action TEXT NOT NULL DEFAULT '',"
+        "  repo TEXT NOT NULL DEFAULT '',"
+        "  pr_number INTEGER NOT NULL DEFAULT 0,"
+        "  status TEXT NOT NULL DEFAULT '',"
+        "  error TEXT NOT NULL DEFAULT '',"
+        "  detail TEXT NOT NULL DEFAULT '',"
+        "  sandbox_id TEXT NOT NULL DEFAULT '',"
+        "  received_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE UNIQUE INDEX github_events_delivery ON github_events(delivery_id) WHERE delivery_id != '';"
+        "CREATE INDEX github_events_org ON github_events(org_id, seq);"
+        "CREATE INDEX github_events_pr ON github_events(org_id, repo, pr_number) WHERE sandbox_id != '';",
 };
 
 int sq_schema_latest(void)

@@ -12,6 +12,8 @@
  * (events and audit) one table family each;
  * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, artifacts.c one table each;
  * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c, snapshots.c one table each;
+ * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c one table each; github.c the GitHub
+ * integration's three tables;
  * tenants.c users, api_keys and sessions. */
 #pragma once
 
@@ -128,6 +130,20 @@ int sq_idem_get(struct store *s, const char *org_id, const char *key, const char
                 struct idem_row *ret);
 int sq_idem_put(struct store *s, const struct idem_row *row, uint64_t not_before);
 
+int sq_gh_install_put(struct store *s, const struct gh_install_row *row);
+int sq_gh_install_get(struct store *s, const char *id, struct gh_install_row *ret);
+int sq_gh_install_delete(struct store *s, const char *id);
+int sq_gh_install_link(struct store *s, const char *id, const char *from_org, const char *to_org, uint64_t at);
+int sq_gh_install_list(struct store *s, const char *org_id, bool pending, struct store_rows *out);
+int sq_gh_settings_get(struct store *s, const char *org_id, char **ret_json, uint64_t *ret_updated_at);
+int sq_gh_settings_put(struct store *s, const char *org_id, const char *json, uint64_t updated_at);
+int sq_gh_event_insert(struct store *s, const struct gh_event_row *row, uint64_t keep);
+int sq_gh_event_update(struct store *s, const struct gh_event_row *row);
+int sq_gh_event_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
+                     uint64_t *ret_total);
+int sq_gh_event_stats(struct store *s, const char *org_id, uint64_t since, struct gh_event_stats *ret);
+int sq_gh_event_sandboxes(struct store *s, const char *org_id, const char *repo, uint64_t pr_number,
+                          struct store_rows *out);
 int sq_queue_insert(struct store *s, const struct queue_row *row);
 int sq_queue_get(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
 int sq_queue_update(struct store *s, const struct queue_row *row);
