@@ -150,6 +150,30 @@ static const char *const migrations[] = {
         "  started_at INTEGER NOT NULL DEFAULT 0,"
         "  finished_at INTEGER NOT NULL DEFAULT 0);"
         "CREATE INDEX queued_requests_org ON queued_requests(org_id, status, seq);",
+        /* 12 (ctl-egress; renumbered at merge): egress policies and their audit. */
+        "CREATE TABLE egress_policies("
+        "  id TEXT PRIMARY KEY,"
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  doc TEXT NOT NULL,"
+        "  created_at INTEGER NOT NULL,"
+        "  updated_at INTEGER NOT NULL);"
+        "CREATE INDEX egress_policies_org ON egress_policies(org_id, created_at);"
+        "CREATE TABLE egress_audit("
+        "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  sandbox_id TEXT NOT NULL,"
+        "  at INTEGER NOT NULL,"
+        "  host TEXT NOT NULL,"
+        "  port INTEGER NOT NULL,"
+        "  protocol TEXT NOT NULL,"
+        "  decision TEXT NOT NULL,"
+        "  mode TEXT NOT NULL,"
+        "  violation INTEGER NOT NULL,"
+        "  reason TEXT NOT NULL,"
+        "  bytes_out INTEGER NOT NULL,"
+        "  bytes_in INTEGER NOT NULL);"
+        "CREATE INDEX egress_audit_org ON egress_audit(org_id, seq);"
+        "CREATE INDEX egress_audit_at ON egress_audit(at);",
 };
 
 int sq_schema_latest(void)
