@@ -131,6 +131,8 @@ static const struct {
         { "ORG_BUDGET__MAX_CONCURRENT_SANDBOXES", "controller.budget_sandboxes", false },
         { "ORG_BUDGET__MAX_CONCURRENT_EXECUTES", "controller.budget_executes", false },
         { "QUEUE_MODE_ENABLED", "controller.queue_mode", false },
+        { "EGRESS_POLICIES_ENABLED", "controller.egress_enabled", false },
+        { "EGRESS_PROXY_MODE", "controller.egress_mode", false },
         { "QUEUE_MAX_DEPTH", "controller.queue_max_depth", false },
         { "WARM_POOL_TARGET", "bridge.warm_pool_target", false },
         { "WARM_POOL_REFRESH_INTERVAL", "bridge.warm_pool_refresh_ms", false },
@@ -489,6 +491,7 @@ int main(int argc, char **argv)
                 r = start_server(&app, &sigs);
         tenant_free(app.tenant);
         sbx_mgr_free(app.sandboxes);
+        ctl_egress_stop();
         store_close(app.store);
         engine_free(app.engine);
         log_info("msg=\"stopped\"");

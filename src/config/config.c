@@ -127,6 +127,14 @@ static const struct cfg_opt opts[] = {
         BOOL("controller.queue_mode", ctl_queue_mode, 0, "over budget: queue the request (202) instead of 429 CONCURRENT_LIMIT_EXCEEDED; env QUEUE_MODE_ENABLED"),
         U64("controller.queue_max_depth", ctl_queue_max_depth, 100, 1, 1000000, "queued requests per org before 429 QUEUE_DEPTH_EXCEEDED; env QUEUE_MAX_DEPTH"),
         U64("controller.queue_ttl_s", ctl_queue_ttl_s, 3600, 1, 7 * 86400, "a queued request not started within this many seconds expires"),
+        /* Issue 15: egress policies. */
+        BOOL("controller.egress_enabled", ctl_egress_enabled, 0, "egress policies: the /egress routes, and network through the filtering proxy when egress_mode is not off; env EGRESS_POLICIES_ENABLED"),
+        STR("controller.egress_mode", ctl_egress_mode, "off", "off (sandboxes have no network at all), monitor (allowed, violations logged) or enforce (violations blocked: EGRESS_DENIED); env EGRESS_PROXY_MODE"),
+        STR("controller.egress_hosts", ctl_egress_hosts, "", "name=addr,... resolved to these addresses instead of by the host's resolver (a test/override hook; the address checks still apply)"),
+        U64("controller.egress_proxy_port", ctl_egress_proxy_port, 3128, 1, 65535, "port of the HTTP proxy on each sandbox's loopback (HTTP_PROXY); not 53"),
+        U64("controller.egress_max_conns", ctl_egress_max_conns, 64, 1, 4096, "proxied connections at once per sandbox (more are refused)"),
+        U64("controller.egress_connect_timeout_ms", ctl_egress_connect_timeout_ms, 5000, 100, 120000, "an upstream connect of the egress proxy"),
+        U64("controller.egress_idle_timeout_ms", ctl_egress_idle_timeout_ms, 300000, 1000, 86400000, "a proxied connection with no byte either way this long is closed"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)
@@ -239,6 +247,9 @@ static int set_pool(struct config *c, const char *lang, const char *value)
 
 static int set_option(struct config *c, const struct cfg_opt *o, const char *value)
 {
+        if (o->type == CFG_STR && strcmp(o->key, "controller.egress_mode") == 0 && strcmp(value, "off") != 0 &&
+            strcmp(value, "monitor") != 0 && strcmp(value, "enforce") != 0)
+                return -EINVAL;
         if (o->type == CFG_STR)
                 return set_string(field(c, o), o->size, value);
         if (o->type == CFG_BOOL)

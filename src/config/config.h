@@ -73,6 +73,13 @@ struct config {
         uint64_t ctl_budget_sandboxes, ctl_budget_executes;
         bool ctl_queue_mode;
         uint64_t ctl_queue_max_depth, ctl_queue_ttl_s;
+        /* Egress policies (issue 15): tenants' sandboxes reach the network
+         * only through the daemon's filtering proxy. */
+        bool ctl_egress_enabled;       /* seed: EGRESS_POLICIES_ENABLED */
+        char ctl_egress_mode[16];      /* off | monitor | enforce (seed: EGRESS_PROXY_MODE) */
+        char ctl_egress_hosts[4096];   /* "name=addr,…": resolver override (tests) */
+        uint64_t ctl_egress_proxy_port, ctl_egress_max_conns, ctl_egress_connect_timeout_ms,
+                ctl_egress_idle_timeout_ms;
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;

@@ -47,6 +47,10 @@ bool ctl_auth_hook(void *cls, struct http_request *req, struct http_response *re
 /* A session is required (not an API key): false with a 401 in res. */
 bool ctl_require_session(struct http_request *req, struct http_response *res);
 
+/* An internal route's caller (metrics.c): X-Internal-Token or Bearer of
+ * controller.internal_token; with none configured, loopback clients. */
+bool ctl_internal_allowed(struct http_request *req);
+
 /* ---- errors (errors.c) ---- */
 /* {"error": {"code": code, "message": message}}; message need not be
  * valid UTF-8. Codes: VALIDATION_ERROR 400, AUTH_REQUIRED /
@@ -174,3 +178,9 @@ const struct route *ctl_secret_routes(size_t *ret_n);
 const struct route *ctl_metrics_routes(size_t *ret_n);
 const struct route *ctl_openapi_routes(size_t *ret_n);
 const struct route *ctl_queue_routes(size_t *ret_n);
+const struct route *ctl_egress_routes(size_t *ret_n);
+/* Egress (egress.c): with controller.egress_enabled and a mode other than
+ * off, starts the data path and gives it to app->sandboxes. Stop after
+ * the sandbox manager is freed (its links are gone then). 0 or -errno. */
+int ctl_egress_start(struct app *app);
+void ctl_egress_stop(void);

@@ -115,15 +115,19 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 ctl_metrics_routes,
                 ctl_openapi_routes,
                 ctl_queue_routes,
+                ctl_egress_routes,
         };
         /* REPL_ENABLED=false: the REPL routes are not registered (the seed's
          * optional features), so they answer 404 as any unknown path. */
         api_route_table on[ARRAY_SIZE(tables)];
         size_t n = 0;
         for (size_t i = 0; i < ARRAY_SIZE(tables); i++)
-                if (tables[i] != ctl_repl_routes || app->cfg->ctl_repl_enabled)
+                if ((tables[i] != ctl_repl_routes || app->cfg->ctl_repl_enabled) &&
+                    (tables[i] != ctl_egress_routes || app->cfg->ctl_egress_enabled))
                         on[n++] = tables[i];
         int r = ctl_queue_start(app);
+        if (r == 0)
+                r = ctl_egress_start(app);
         if (r < 0)
                 return r;
         return api_group_register(srv, CTL_PREFIX, &ops, app, on, n);

@@ -33,6 +33,9 @@ struct egress {
         struct egress_ops ops;
         void *userdata;
         struct egress_hosts hosts;
+        pthread_mutex_t lock;
+        pthread_cond_t idle;
+        unsigned threads;            /* connection threads alive: egress_free waits for them */
 };
 
 struct egress_link {
@@ -69,6 +72,8 @@ int egress_new(const struct egress_options *opt, const struct egress_ops *ops, v
         eg->opt.hosts = NULL;
         eg->ops = *ops;
         eg->userdata = userdata;
+        pthread_mutex_init(&eg->lock, NULL);
+        pthread_cond_init(&eg->idle, NULL);
         int r = egress_hosts_parse(opt->hosts, &eg->hosts);
         if (r < 0) {
                 free(eg);
@@ -82,8 +87,25 @@ void egress_free(struct egress *eg)
 {
         if (!eg)
                 return;
+        /* Detached links shut their connections down: their threads end
+         * soon (an upstream connect at most connect_timeout_ms later). */
+        pthread_mutex_lock(&eg->lock);
+        while (eg->threads)
+                pthread_cond_wait(&eg->idle, &eg->lock);
+        pthread_mutex_unlock(&eg->lock);
+        pthread_cond_destroy(&eg->idle);
+        pthread_mutex_destroy(&eg->lock);
         egress_hosts_done(&eg->hosts);
         free(eg);
+}
+
+static void threads_add(struct egress *eg, int d)
+{
+        pthread_mutex_lock(&eg->lock);
+        eg->threads += (unsigned)d;
+        if (eg->threads == 0)
+                pthread_cond_broadcast(&eg->idle);
+        pthread_mutex_unlock(&eg->lock);
 }
 
 unsigned egress_proxy_port(const struct egress *eg)
@@ -387,8 +409,10 @@ static void *conn_thread(void *arg)
                 serve_http(c->l, c->fd);
         conn_unregister(c->l, c->fd);
         close(c->fd);
+        struct egress *eg = c->l->eg;
         link_unref(c->l);
         free(c);
+        threads_add(eg, -1);
         return NULL;
 }
 
@@ -409,7 +433,9 @@ static void accept_one(struct egress_link *l, int lfd, bool dns)
         pthread_t t;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        threads_add(l->eg, 1);
         if (pthread_create(&t, &attr, conn_thread, c) != 0) {
+                threads_add(l->eg, -1);
                 conn_unregister(l, fd);
                 close(fd);
                 free(c);
