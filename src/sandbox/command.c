@@ -163,6 +163,9 @@ int sbx_spawn(struct sandbox_mgr *m, const char *id, const struct sbx_command *c
         if (!s)
                 return err_ret(err);
         struct command_env ce;
+        /* Its namespace (and egress proxy, whose variables the env gets)
+         * before the env is built. */
+        sandbox_netns(m, s);
         int r = command_env_build(m, s, cmd->env, &ce, err);
         if (r == 0)
                 r = spawn_locked(m, s, cmd, &ce, ret, err);
