@@ -344,6 +344,12 @@ def test_no_route_without_the_proxy(sd, internet):
     assert out.startswith("OSError 101") or "Unreachable" in out, out
     code, _, _ = curl(sd, creds, sid, f"http://{ALLOWED_IP}/", "--noproxy", "*")
     assert code == 0
+    udp = ("import socket\ntry:\n    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', (%r, 53))\n"
+           "    print('sent')\nexcept OSError as e:\n    print(e.errno)" % ALLOWED_IP)
+    assert run(sd, creds, sid, ["python3", "-c", udp])["stdout"] == "101\n"
+    # The namespace is the host's, not the jail's: no interface or route can be added.
+    for cmd in (["ip", "link", "add", "d0", "type", "dummy"], ["ip", "route", "add", "default", "dev", "lo"]):
+        assert run(sd, creds, sid, cmd)["exit_code"] != 0
 
 
 def test_monitor_mode_allows_and_logs_violations(internet):

@@ -319,25 +319,17 @@ static bool internal(struct http_request *req, struct http_response *res)
         return false;
 }
 
-/* organizationId (an existing org) and host of an internal body. */
-static bool internal_body(struct http_request *req, struct http_response *res, json_t **ret, const char **org,
-                          const char **host)
+/* An internal route's body: organizationId (an existing org), host, and
+ * port (0 when absent). */
+struct internal_req {
+        json_t *body;
+        const char *org, *host;
+        unsigned port;
+};
+
+static void internal_req_done(struct internal_req *in)
 {
-        if (!internal(req, res) || !ctl_body_object(req, res, ret))
-                return false;
-        *org = json_string_value(json_object_get(*ret, "organizationId"));
-        *host = json_string_value(json_object_get(*ret, "host"));
-        struct app *app = req->app;
-        struct org_row o;
-        if (!*org || !*host || !**host || strlen(*host) >= 254) {
-                ctl_error(res, 400, "VALIDATION_ERROR", "organizationId and host are required (strings)");
-                return false;
-        }
-        if (store_org_get(app->store, *org, &o) < 0) {
-                ctl_error(res, 404, "NOT_FOUND", "Organization not found");
-                return false;
-        }
-        return true;
+        json_decref(in->body);
 }
 
 static bool port_of(json_t *b, struct http_response *res, unsigned *ret)
@@ -354,6 +346,25 @@ static bool port_of(json_t *b, struct http_response *res, unsigned *ret)
         return true;
 }
 
+static bool internal_body(struct http_request *req, struct http_response *res, struct internal_req *in)
+{
+        if (!internal(req, res) || !ctl_body_object(req, res, &in->body))
+                return false;
+        in->org = json_string_value(json_object_get(in->body, "organizationId"));
+        in->host = json_string_value(json_object_get(in->body, "host"));
+        struct app *app = req->app;
+        struct org_row o;
+        if (!in->org || !in->host || !*in->host || strlen(in->host) >= 254) {
+                ctl_error(res, 400, "VALIDATION_ERROR", "organizationId and host are required (strings)");
+                return false;
+        }
+        if (store_org_get(app->store, in->org, &o) < 0) {
+                ctl_error(res, 404, "NOT_FOUND", "Organization not found");
+                return false;
+        }
+        return port_of(in->body, res, &in->port);
+}
+
 static bool enforcing(const struct app *app)
 {
         return strcmp(app->cfg->ctl_egress_mode, "enforce") == 0;
@@ -362,18 +373,15 @@ static bool enforcing(const struct app *app)
 static void h_authorize(struct http_request *req, struct http_response *res)
 {
         struct app *app = req->app;
-        _cleanup_json_ json_t *b = NULL;
-        const char *org, *host;
-        unsigned port;
-        if (!internal_body(req, res, &b, &org, &host) || !port_of(b, res, &port))
+        _cleanup_(internal_req_done) struct internal_req in = { 0 };
+        if (!internal_body(req, res, &in))
                 return;
         char lower[256];
-        size_t i = 0;
-        for (; host[i] && i < sizeof(lower) - 1; i++)
-                lower[i] = (char)(host[i] >= 'A' && host[i] <= 'Z' ? host[i] + 32 : host[i]);
-        lower[i] = '\0';
+        snprintf(lower, sizeof(lower), "%s", in.host);
+        for (char *c = lower; *c; c++)
+                *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
         struct egress_verdict v;
-        decide(app->store, enforcing(app), org, lower, port, &v);
+        decide(app->store, enforcing(app), in.org, lower, in.port, &v);
         http_json(res, 200,
                   json_pack("{s:b, s:s, s:b, s:b, s:s, s:s}", "allowed", v.allow, "decision",
                             v.allow ? "allowed" : "denied", "violation", v.violation, "log", v.log, "mode",
@@ -383,25 +391,24 @@ static void h_authorize(struct http_request *req, struct http_response *res)
 static void h_ingest(struct http_request *req, struct http_response *res)
 {
         struct app *app = req->app;
-        _cleanup_json_ json_t *b = NULL;
-        const char *org, *host;
-        unsigned port;
-        if (!internal_body(req, res, &b, &org, &host) || !port_of(b, res, &port))
+        _cleanup_(internal_req_done) struct internal_req in = { 0 };
+        if (!internal_body(req, res, &in))
                 return;
+        json_t *b = in.body;
         const char *decision = json_string_value(json_object_get(b, "decision"));
         if (!decision || (strcmp(decision, "allowed") != 0 && strcmp(decision, "denied") != 0))
                 return ctl_error(res, 400, "VALIDATION_ERROR", "decision must be allowed or denied");
-        struct egress_audit_row row = { .port = port, .violation = json_is_true(json_object_get(b, "violation")) };
+        struct egress_audit_row row = { .port = in.port, .violation = json_is_true(json_object_get(b, "violation")) };
         const char *sbx = json_string_value(json_object_get(b, "sandboxId"));
         const char *proto = json_string_value(json_object_get(b, "protocol"));
         const char *reason = json_string_value(json_object_get(b, "reason"));
-        json_int_t out = json_integer_value(json_object_get(b, "bytesOut"));
-        json_int_t in = json_integer_value(json_object_get(b, "bytesIn"));
-        row.bytes_out = out > 0 ? (uint64_t)out : 0;
-        row.bytes_in = in > 0 ? (uint64_t)in : 0;
-        snprintf(row.org_id, sizeof(row.org_id), "%s", org);
+        json_int_t bout = json_integer_value(json_object_get(b, "bytesOut"));
+        json_int_t bin = json_integer_value(json_object_get(b, "bytesIn"));
+        row.bytes_out = bout > 0 ? (uint64_t)bout : 0;
+        row.bytes_in = bin > 0 ? (uint64_t)bin : 0;
+        snprintf(row.org_id, sizeof(row.org_id), "%s", in.org);
         snprintf(row.sandbox_id, sizeof(row.sandbox_id), "%.*s", STORE_ID_MAX - 1, sbx ? sbx : "");
-        snprintf(row.host, sizeof(row.host), "%s", host);
+        snprintf(row.host, sizeof(row.host), "%s", in.host);
         snprintf(row.protocol, sizeof(row.protocol), "%.15s", proto ? proto : "http");
         snprintf(row.decision, sizeof(row.decision), "%s", decision);
         snprintf(row.mode, sizeof(row.mode), "%s", app->cfg->ctl_egress_mode);
