@@ -43,7 +43,6 @@ struct egress_link {
         char org_id[160], sandbox_id[160];
         int http_fd, udp_fd, tcp_fd, wake_fd;
         pthread_t thread;
-        bool started;
         pthread_mutex_t lock;        /* what follows */
         int refs;
         bool stopping;
@@ -508,16 +507,15 @@ int egress_attach(struct egress *eg, int netns_fd, const char *org_id, const cha
                 r = -ENOMEM;
         if (r == 0 && (r = l->http_fd = listener(netns_fd, SOCK_STREAM, eg->opt.proxy_port)) >= 0 &&
             (r = l->udp_fd = listener(netns_fd, SOCK_DGRAM, DNS_PORT)) >= 0 &&
-            (r = l->tcp_fd = listener(netns_fd, SOCK_STREAM, DNS_PORT)) >= 0)
-                r = l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (r >= 0)
+            (r = l->tcp_fd = listener(netns_fd, SOCK_STREAM, DNS_PORT)) >= 0) {
+                l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
                 r = l->wake_fd < 0 ? -errno : -pthread_create(&l->thread, NULL, link_thread, l);
+        }
         if (r < 0) {
                 link_close_fds(l);
                 link_unref(l);
                 return r;
         }
-        l->started = true;
         *ret = l;
         return 0;
 }
