@@ -134,6 +134,7 @@ static const struct cfg_opt opts[] = {
         U64("controller.egress_proxy_port", ctl_egress_proxy_port, 3128, 1, 65535, "port of the HTTP proxy on each sandbox's loopback (HTTP_PROXY); not 53"),
         U64("controller.egress_max_conns", ctl_egress_max_conns, 64, 1, 4096, "proxied connections at once per sandbox (more are refused)"),
         U64("controller.egress_connect_timeout_ms", ctl_egress_connect_timeout_ms, 5000, 100, 120000, "an upstream connect of the egress proxy"),
+        U64("controller.egress_audit_days", ctl_egress_audit_days, 30, 0, 36500, "egress audit records older than this many days are dropped (0: kept forever)"),
         U64("controller.egress_idle_timeout_ms", ctl_egress_idle_timeout_ms, 300000, 1000, 86400000, "a proxied connection with no byte either way this long is closed"),
 };
 

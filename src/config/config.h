@@ -79,7 +79,7 @@ struct config {
         char ctl_egress_mode[16];      /* off | monitor | enforce (seed: EGRESS_PROXY_MODE) */
         char ctl_egress_hosts[4096];   /* "name=addr,…": resolver override (tests) */
         uint64_t ctl_egress_proxy_port, ctl_egress_max_conns, ctl_egress_connect_timeout_ms,
-                ctl_egress_idle_timeout_ms;
+                ctl_egress_idle_timeout_ms, ctl_egress_audit_days;
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;

@@ -16,7 +16,7 @@ import tempfile
 
 import pytest
 
-from controller_common import CTL_SETS, V1, Daemon, account, apikey, raw
+from controller_common import CTL_SETS, V1, Daemon, account, api, apikey, raw
 
 if os.geteuid() != 0 or not shutil.which("ip"):
     pytest.skip("the test internet needs root and ip(8)", allow_module_level=True)
@@ -394,3 +394,17 @@ def test_proxy_ends_with_its_sandbox(sd, internet):
     assert raw(sd, "DELETE", V1 + f"/sandbox/{sid}", headers=creds)[0] == 200
     # Its proxy went with it; the next sandbox of the org gets its own.
     assert curl(sd, creds, new_sandbox(sd, creds), "http://allowed.test/")[0] == 200
+
+
+def test_seed_environment_names():
+    d = Daemon(sets=list(CTL_SETS) + ["controller.internal_token=t"],
+               env={"EGRESS_POLICIES_ENABLED": "true", "EGRESS_PROXY_MODE": "monitor"})
+    try:
+        status, res, _ = raw(d, "GET", V1 + "/internal/egress/policies", headers={"X-Internal-Token": "t"})
+        assert status == 200 and res["enabled"] is True and res["mode"] == "monitor"
+    finally:
+        d.cleanup()
+    proc = subprocess.run([api.BIN, "--print-config"],
+                          env={"PATH": "/usr/bin:/bin", "EGRESS_PROXY_MODE": "block"},
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2 and "EGRESS_PROXY_MODE" in proc.stderr, proc.stderr

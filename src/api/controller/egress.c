@@ -74,13 +74,21 @@ static const char *mode_name(bool enforce)
         return enforce ? "enforce" : "monitor";
 }
 
-static void audit_put(struct store *store, struct egress_audit_row *row)
+#define PRUNE_EVERY 1000
+
+/* Stores row; every PRUNE_EVERY records, drops those past
+ * controller.egress_audit_days. */
+static void audit_put(const struct app *app, struct egress_audit_row *row)
 {
+        static unsigned long puts;
         row->at = wall_ms();
-        int r = store_egress_audit_insert(store, row);
+        int r = store_egress_audit_insert(app->store, row);
         if (r < 0)
                 log_warn("org=%s sandbox=%s msg=\"cannot store an egress audit record\" err=\"%s\"", row->org_id,
                          row->sandbox_id, strerror(-r));
+        uint64_t days = app->cfg->ctl_egress_audit_days;
+        if (days && __atomic_add_fetch(&puts, 1, __ATOMIC_RELAXED) % PRUNE_EVERY == 0 && row->at > days * 86400000ULL)
+                (void)store_egress_audit_prune(app->store, row->at - days * 86400000ULL);
 }
 
 static void record(void *userdata, const struct egress_request *rq, const struct egress_verdict *v, uint64_t out,
@@ -98,7 +106,7 @@ static void record(void *userdata, const struct egress_request *rq, const struct
         if (v->violation)
                 log_info("org=%s sandbox=%s msg=\"egress violation\" host='%s' port=%u decision=%s reason=\"%s\"",
                          row.org_id, row.sandbox_id, row.host, row.port, row.decision, row.reason);
-        audit_put(ce->app->store, &row);
+        audit_put(ce->app, &row);
 }
 
 static struct ctl_egress the_egress;
@@ -413,7 +421,7 @@ static void h_ingest(struct http_request *req, struct http_response *res)
         snprintf(row.decision, sizeof(row.decision), "%s", decision);
         snprintf(row.mode, sizeof(row.mode), "%s", app->cfg->ctl_egress_mode);
         snprintf(row.reason, sizeof(row.reason), "%.127s", reason ? reason : "");
-        audit_put(app->store, &row);
+        audit_put(app, &row);
         http_json(res, 201, json_pack("{s:b}", "recorded", 1));
 }
 
