@@ -50,10 +50,20 @@ struct egress_link {
         size_t nconns;
 };
 
+enum conn_kind {
+        CONN_HTTP,
+        CONN_DNS_TCP,
+        CONN_DNS_UDP,        /* one datagram: fd is -1, the query in dgram */
+};
+
 struct conn {
         struct egress_link *l;
         int fd;
-        bool dns;
+        enum conn_kind kind;
+        struct sockaddr_storage from;
+        socklen_t from_len;
+        size_t len;
+        uint8_t dgram[512];
 };
 
 const char *egress_proto_name(enum egress_proto p)
@@ -112,6 +122,10 @@ unsigned egress_proxy_port(const struct egress *eg)
         return eg->opt.proxy_port;
 }
 
+static void link_close_fds(struct egress_link *l);
+
+/* The last reference closes the listeners too: a thread answering a UDP
+ * query sends on udp_fd, which must not be a recycled fd by then. */
 static void link_unref(struct egress_link *l)
 {
         pthread_mutex_lock(&l->lock);
@@ -119,6 +133,7 @@ static void link_unref(struct egress_link *l)
         pthread_mutex_unlock(&l->lock);
         if (!last)
                 return;
+        link_close_fds(l);
         pthread_mutex_destroy(&l->lock);
         free(l->conns);
         free(l);
@@ -189,17 +204,12 @@ static size_t dns_answer(struct egress_link *l, const uint8_t *msg, size_t len, 
         return dns_build_reply(msg, &q, rcode, addrs, rcode == DNS_RCODE_NOERROR ? n : 0, out, cap);
 }
 
-static void serve_dns_udp(struct egress_link *l)
+static void serve_dns_udp(struct conn *c)
 {
-        uint8_t in[512], out[512];
-        struct sockaddr_storage from;
-        socklen_t fl = sizeof(from);
-        ssize_t n = recvfrom(l->udp_fd, in, sizeof(in), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
-        if (n <= 0)
-                return;
-        size_t m = dns_answer(l, in, (size_t)n, out, sizeof(out));
+        uint8_t out[512];
+        size_t m = dns_answer(c->l, c->dgram, c->len, out, sizeof(out));
         if (m)
-                (void)sendto(l->udp_fd, out, m, MSG_DONTWAIT, (struct sockaddr *)&from, fl);
+                (void)sendto(c->l->udp_fd, out, m, MSG_DONTWAIT, (struct sockaddr *)&c->from, c->from_len);
 }
 
 /* DNS over TCP: two-byte length prefixes, one query after another. */
@@ -401,13 +411,17 @@ static void *conn_thread(void *arg)
 {
         struct conn *c = arg;
         struct timeval tv = { .tv_sec = CLIENT_READ_TIMEOUT_S };
-        (void)setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        if (c->dns)
+        if (c->fd >= 0)
+                (void)setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (c->kind == CONN_DNS_UDP)
+                serve_dns_udp(c);
+        else if (c->kind == CONN_DNS_TCP)
                 serve_dns_tcp(c->l, c->fd);
         else
                 serve_http(c->l, c->fd);
         conn_unregister(c->l, c->fd);
-        close(c->fd);
+        if (c->fd >= 0)
+                close(c->fd);
         struct egress *eg = c->l->eg;
         link_unref(c->l);
         free(c);
@@ -415,7 +429,28 @@ static void *conn_thread(void *arg)
         return NULL;
 }
 
-static void accept_one(struct egress_link *l, int lfd, bool dns)
+/* Runs c (registered, holding a link reference) on a thread of its own;
+ * undone when none can be made. */
+static void conn_start(struct conn *c)
+{
+        struct egress_link *l = c->l;
+        pthread_attr_t attr;
+        pthread_t t;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        threads_add(l->eg, 1);
+        if (pthread_create(&t, &attr, conn_thread, c) != 0) {
+                threads_add(l->eg, -1);
+                conn_unregister(l, c->fd);
+                if (c->fd >= 0)
+                        close(c->fd);
+                free(c);
+                link_unref(l);
+        }
+        pthread_attr_destroy(&attr);
+}
+
+static void accept_one(struct egress_link *l, int lfd, enum conn_kind kind)
 {
         int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0)
@@ -427,20 +462,27 @@ static void accept_one(struct egress_link *l, int lfd, bool dns)
                 close(fd);
                 return;
         }
-        *c = (struct conn){ l, fd, dns };
-        pthread_attr_t attr;
-        pthread_t t;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        threads_add(l->eg, 1);
-        if (pthread_create(&t, &attr, conn_thread, c) != 0) {
-                threads_add(l->eg, -1);
-                conn_unregister(l, fd);
-                close(fd);
+        *c = (struct conn){ .l = l, .fd = fd, .kind = kind };
+        conn_start(c);
+}
+
+/* One DNS datagram, answered on a thread of its own: resolving an allowed
+ * name may take the host's resolver seconds, which must not hold up the
+ * link's other listeners. Over max_conns it is dropped (the client retries). */
+static void receive_one(struct egress_link *l)
+{
+        struct conn *c = malloc(sizeof(*c));
+        if (!c)
+                return;
+        *c = (struct conn){ .l = l, .fd = -1, .kind = CONN_DNS_UDP, .from_len = sizeof(c->from) };
+        ssize_t n = recvfrom(l->udp_fd, c->dgram, sizeof(c->dgram), MSG_DONTWAIT, (struct sockaddr *)&c->from,
+                             &c->from_len);
+        if (n <= 0 || !conn_register(l, -1)) {
                 free(c);
-                link_unref(l);
+                return;
         }
-        pthread_attr_destroy(&attr);
+        c->len = (size_t)n;
+        conn_start(c);
 }
 
 static void *link_thread(void *arg)
@@ -454,11 +496,11 @@ static void *link_thread(void *arg)
                 if (p[0].revents)
                         break;
                 if (p[1].revents & POLLIN)
-                        accept_one(l, l->http_fd, false);
+                        accept_one(l, l->http_fd, CONN_HTTP);
                 if (p[2].revents & POLLIN)
-                        serve_dns_udp(l);
+                        receive_one(l);
                 if (p[3].revents & POLLIN)
-                        accept_one(l, l->tcp_fd, true);
+                        accept_one(l, l->tcp_fd, CONN_DNS_TCP);
         }
         return NULL;
 }
@@ -512,7 +554,6 @@ int egress_attach(struct egress *eg, int netns_fd, const char *org_id, const cha
                 r = l->wake_fd < 0 ? -errno : -pthread_create(&l->thread, NULL, link_thread, l);
         }
         if (r < 0) {
-                link_close_fds(l);
                 link_unref(l);
                 return r;
         }
@@ -531,8 +572,8 @@ void egress_detach(struct egress_link *l)
         l->stopping = true;
         /* Their threads see EOF and end (closing is theirs). */
         for (size_t i = 0; i < l->nconns; i++)
-                shutdown(l->conns[i], SHUT_RDWR);
+                if (l->conns[i] >= 0)   /* -1: a UDP query, which ends by itself */
+                        shutdown(l->conns[i], SHUT_RDWR);
         pthread_mutex_unlock(&l->lock);
-        link_close_fds(l);
         link_unref(l);
 }
