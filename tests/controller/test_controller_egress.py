@@ -13,6 +13,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
 
 import pytest
 
@@ -409,3 +411,23 @@ def test_seed_environment_names():
                           env={"PATH": "/usr/bin:/bin", "EGRESS_PROXY_MODE": "block"},
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2 and "EGRESS_PROXY_MODE" in proc.stderr, proc.stderr
+
+
+def test_daemon_stops_with_a_tunnel_open(internet):
+    d = egress_daemon("enforce")
+    try:
+        creds, sid, _ = org_with_sandbox(d, allowedDomains=["allowed.test"])
+        hold = ("import socket,time; s=socket.create_connection(('127.0.0.1',3128));"
+                "s.sendall(b'CONNECT allowed.test:443 HTTP/1.1\\r\\n\\r\\n'); s.recv(100); print('open', flush=True);"
+                "time.sleep(60)")
+        # Stop the daemon while a command holds a tunnel through the proxy.
+        t = threading.Thread(target=lambda: raw(d, "POST", V1 + f"/sandbox/{sid}/execute",
+                                                {"command": ["python3", "-c", hold], "timeout": 60000}, creds))
+        t.start()
+        time.sleep(2)
+        start = time.time()
+        d.stop(timeout=30)
+        assert d.proc.returncode == 0 and time.time() - start < 25, d.read_log()[-2000:]
+        t.join(timeout=30)
+    finally:
+        d.cleanup()
