@@ -135,6 +135,8 @@ static const struct {
         { "ORG_BUDGET__MAX_CONCURRENT_SANDBOXES", "controller.budget_sandboxes", false },
         { "ORG_BUDGET__MAX_CONCURRENT_EXECUTES", "controller.budget_executes", false },
         { "QUEUE_MODE_ENABLED", "controller.queue_mode", false },
+        { "EGRESS_POLICIES_ENABLED", "controller.egress_enabled", false },
+        { "EGRESS_PROXY_MODE", "controller.egress_mode", false },
         { "QUEUE_MAX_DEPTH", "controller.queue_max_depth", false },
         { "AUDIT_LOGS_ENABLED", "controller.audit_enabled", false },
         { "GITHUB_INTEGRATION_ENABLED", "controller.github_enabled", false },
@@ -535,6 +537,7 @@ int main(int argc, char **argv)
         tenant_free(app.tenant);
         sbx_mgr_free(app.sandboxes);
         events_free(app.events);
+        ctl_egress_stop();
         store_close(app.store);
         engine_free(app.engine);
         log_info("msg=\"stopped\"");

@@ -162,6 +162,15 @@ static const struct cfg_opt opts[] = {
         STR("controller.artifact_s3_bucket", ctl_artifact_s3_bucket, "", "keep artifacts in this S3-compatible bucket (mounted with s3fs; root and FUSE) instead of <data_dir>/artifacts; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, else R2_ACCESS_KEY_ID/R2_SECRET_ACCESS_KEY"),
         STR("controller.artifact_s3_endpoint", ctl_artifact_s3_endpoint, "", "the bucket's endpoint URL (http:// or https://)"),
         STR("controller.artifact_s3_prefix", ctl_artifact_s3_prefix, "", "a key prefix in the bucket (\"/…\"); empty: the bucket's root"),
+        /* Issue 15: egress policies. */
+        BOOL("controller.egress_enabled", ctl_egress_enabled, 0, "egress policies: the /egress routes, and network through the filtering proxy when egress_mode is not off; env EGRESS_POLICIES_ENABLED"),
+        STR("controller.egress_mode", ctl_egress_mode, "off", "off (sandboxes have no network at all), monitor (allowed, violations logged) or enforce (violations blocked: EGRESS_DENIED); env EGRESS_PROXY_MODE"),
+        STR("controller.egress_hosts", ctl_egress_hosts, "", "name=addr,... resolved to these addresses instead of by the host's resolver (a test/override hook; the address checks still apply)"),
+        U64("controller.egress_proxy_port", ctl_egress_proxy_port, 3128, 1, 65535, "port of the HTTP proxy on each sandbox's loopback (HTTP_PROXY); not 53"),
+        U64("controller.egress_max_conns", ctl_egress_max_conns, 64, 1, 4096, "proxied connections at once per sandbox (more are refused)"),
+        U64("controller.egress_connect_timeout_ms", ctl_egress_connect_timeout_ms, 5000, 100, 120000, "an upstream connect of the egress proxy"),
+        U64("controller.egress_audit_days", ctl_egress_audit_days, 30, 0, 36500, "egress audit records older than this many days are dropped (0: kept forever)"),
+        U64("controller.egress_idle_timeout_ms", ctl_egress_idle_timeout_ms, 300000, 1000, 86400000, "a proxied connection with no byte either way this long is closed"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)
@@ -274,6 +283,9 @@ static int set_pool(struct config *c, const char *lang, const char *value)
 
 static int set_option(struct config *c, const struct cfg_opt *o, const char *value)
 {
+        if (o->type == CFG_STR && strcmp(o->key, "controller.egress_mode") == 0 && strcmp(value, "off") != 0 &&
+            strcmp(value, "monitor") != 0 && strcmp(value, "enforce") != 0)
+                return -EINVAL;
         if (o->type == CFG_STR)
                 return set_string(field(c, o), o->size, value);
         if (o->type == CFG_BOOL)

@@ -96,6 +96,13 @@ struct config {
         uint64_t ctl_artifact_max_parts, ctl_artifact_org_quota_bytes, ctl_artifact_upload_ttl_s;
         uint64_t ctl_artifact_max_ttl_s;
         char ctl_artifact_s3_endpoint[2048], ctl_artifact_s3_bucket[64], ctl_artifact_s3_prefix[1024];
+        /* Egress policies (issue 15): tenants' sandboxes reach the network
+         * only through the daemon's filtering proxy. */
+        bool ctl_egress_enabled;       /* seed: EGRESS_POLICIES_ENABLED */
+        char ctl_egress_mode[16];      /* off | monitor | enforce (seed: EGRESS_PROXY_MODE) */
+        char ctl_egress_hosts[4096];   /* "name=addr,…": resolver override (tests) */
+        uint64_t ctl_egress_proxy_port, ctl_egress_max_conns, ctl_egress_connect_timeout_ms,
+                ctl_egress_idle_timeout_ms, ctl_egress_audit_days;
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;

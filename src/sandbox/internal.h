@@ -70,6 +70,7 @@ struct sandbox {
         int refs;                    /* manager lock */
         size_t resident;             /* its contexts in the LRU (manager lock) */
         int netns_fd;                /* its own network namespace, shared by its jails; -1: none yet */
+        struct egress_link *egress;  /* its way out (s->lock), NULL: none (netaccess.c) */
         struct kproc_group *cgroup;  /* its parent cgroup (CPU, memory, pids of all its
                                       * interpreters together); NULL: none yet */
         struct session *sessions;    /* the bridge's shell sessions (s->lock) */
@@ -119,6 +120,7 @@ struct sandbox_mgr {
         struct tunnel *tunnels;      /* tunnel.c */
         struct terminals *terminals; /* terminal.c: the live terminals */
         sbx_org_env_fn org_env;      /* orgenv.c; NULL: no org gives env */
+        struct egress *egress;       /* netaccess.c; NULL: no sandbox has network */
         void *org_env_userdata;
         sbx_checkpoint_event_fn checkpoint_event; /* checkpoint.c; NULL: none */
         void *checkpoint_event_userdata;
@@ -196,6 +198,12 @@ int sandbox_check_caps(struct sandbox_mgr *m, uint64_t quota, struct err *err);
 int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s);
 uint64_t sandbox_expiry_for(const struct sandbox_options *opt, uint64_t now);
 json_t *env_parse(const char *text);
+
+/* netaccess.c: attaches the egress proxy to s's namespace when the manager
+ * has one and s belongs to a tenant org (caller holds s->lock); adds the
+ * proxy variables to a command's env when s has it. */
+void sandbox_egress_attach(struct sandbox_mgr *m, struct sandbox *s);
+void sandbox_egress_env(const struct sandbox_mgr *m, const struct sandbox *s, json_t *env);
 
 /* pool.c */
 /* Reads the warm sandboxes a previous run left and starts the refill

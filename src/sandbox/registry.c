@@ -1,6 +1,7 @@
 /* The sandbox registry: ids, loading from the store, references, activity
  * and idle expiry, destruction, env, and the workspace handed to the files
  * operations. */
+#include "sandbox/egress/egress.h"
 #include "sandbox/internal.h"
 
 #include <ctype.h>
@@ -75,6 +76,7 @@ void sandbox_free(struct sandbox_mgr *m, struct sandbox *s)
         mounts_drop_all(s);
         sandbox_jails_forget(s);
         workspace_close(&s->ws);
+        egress_detach(s->egress);
         if (s->netns_fd >= 0)
                 close(s->netns_fd);
         kproc_group_unref(s->cgroup); /* its directory goes with the last interpreter */
@@ -449,7 +451,7 @@ void sandbox_touch_loaded(struct sandbox_mgr *m, const char *id)
 void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s)
 {
         if (s->netns_fd >= 0)
-                return;
+                return sandbox_egress_attach(m, s);
         int fd = engine_netns_take(m->engine);
         if (fd < 0)
                 return;
@@ -459,6 +461,7 @@ void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s)
         if (r < 0)
                 log_warn("sandbox=%s msg=\"cannot bring the loopback up\" err=\"%s\"", s->row.id, strerror(-r));
         s->netns_fd = fd;
+        sandbox_egress_attach(m, s);
 }
 
 int sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s)

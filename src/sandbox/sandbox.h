@@ -107,6 +107,11 @@ void sbx_mgr_set_org_env(struct sandbox_mgr *m, sbx_org_env_fn fn, void *userdat
  * first request; NULL (the default): none. */
 struct events;
 void sbx_mgr_set_events(struct sandbox_mgr *m, struct events *ev);
+/* Gives tenant orgs' sandboxes network through eg (sandbox/egress/egress.h),
+ * from their next namespace use on; NULL: none (the default). eg must
+ * outlive the manager. Set before any sandbox runs. */
+struct egress;
+void sbx_mgr_set_egress(struct sandbox_mgr *m, struct egress *eg);
 
 /* ^[A-Za-z0-9._-]{1,128}$ (a facade may allow fewer), no leading/trailing '-', not all dots, not a
  * reserved name. */

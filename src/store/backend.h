@@ -122,6 +122,17 @@ struct store_ops {
         int (*gh_event_sandboxes)(struct store *s, const char *org_id, const char *repo, uint64_t pr_number,
                                   struct store_rows *out);
 
+        int (*egress_policy_create)(struct store *s, const struct egress_policy_row *row);
+        int (*egress_policy_update)(struct store *s, const struct egress_policy_row *row);
+        int (*egress_policy_delete)(struct store *s, const char *org_id, const char *id);
+        /* Pushes struct egress_policy_row items; org_id NULL: every org. */
+        int (*egress_policy_list)(struct store *s, const char *org_id, struct store_rows *out);
+        int (*egress_audit_insert)(struct store *s, const struct egress_audit_row *row);
+        /* Pushes struct egress_audit_row items of one page, newest first. */
+        int (*egress_audit_list)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                                 struct store_rows *out, uint64_t *ret_total);
+        int (*egress_audit_prune)(struct store *s, uint64_t before);
+
         int (*queue_insert)(struct store *s, const struct queue_row *row);
         int (*queue_get)(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
         int (*queue_update)(struct store *s, const struct queue_row *row);

@@ -1186,6 +1186,105 @@ int store_gh_event_sandboxes(struct store *s, const char *org_id, const char *re
                 fn(rows_at(&l, i), userdata);
         return r;
 }
+
+/* ---- egress policies and audit --------------------------------------- */
+
+void egress_policy_row_done(struct egress_policy_row *r)
+{
+        if (!r)
+                return;
+        free(r->doc);
+        r->doc = NULL;
+}
+
+static void egress_policy_item_done(void *item)
+{
+        egress_policy_row_done(item);
+}
+
+static int check_egress_policy(const struct egress_policy_row *row)
+{
+        int r;
+
+        if (!row || !row->doc)
+                return -EINVAL;
+        if ((r = check_id(row->org_id)) < 0)
+                return r;
+        return 0;
+}
+
+int store_egress_policy_create(struct store *s, const struct egress_policy_row *row)
+{
+        STORE_CALL(s, true, row ? row->id : NULL, check_egress_policy(row) ?: s->ops->egress_policy_create(s, row));
+}
+
+int store_egress_policy_update(struct store *s, const struct egress_policy_row *row)
+{
+        STORE_CALL(s, true, row ? row->id : NULL, check_egress_policy(row) ?: s->ops->egress_policy_update(s, row));
+}
+
+int store_egress_policy_delete(struct store *s, const char *org_id, const char *id)
+{
+        int r = check_id(org_id);
+        if (r < 0)
+                return r;
+        STORE_CALL(s, true, id, s->ops->egress_policy_delete(s, org_id, id));
+}
+
+int store_egress_policy_each(struct store *s, const char *org_id,
+                             void (*fn)(const struct egress_policy_row *row, void *userdata), void *userdata)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct egress_policy_row),
+                                                           .done = egress_policy_item_done };
+        if (!s || !fn || (org_id && check_id(org_id) < 0))
+                return -EINVAL;
+        int r;
+        {
+                STORE_GUARD(s);
+                r = s->ops->egress_policy_list(s, org_id, &l);
+        }
+        for (size_t i = 0; r >= 0 && i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        return r;
+}
+
+static int check_egress_audit(const struct egress_audit_row *row)
+{
+        int r;
+
+        if (!row)
+                return -EINVAL;
+        if ((r = check_id(row->org_id)) < 0 || (r = CHECK_FIELD(row, sandbox_id)) < 0 || (r = CHECK_FIELD(row, host)) < 0 ||
+            (r = CHECK_FIELD(row, protocol)) < 0 || (r = CHECK_FIELD(row, decision)) < 0 ||
+            (r = CHECK_FIELD(row, mode)) < 0 || (r = CHECK_FIELD(row, reason)) < 0)
+                return r;
+        return 0;
+}
+
+int store_egress_audit_insert(struct store *s, const struct egress_audit_row *row)
+{
+        STORE_CALL(s, true, row ? row->org_id : NULL, check_egress_audit(row) ?: s->ops->egress_audit_insert(s, row));
+}
+
+int store_egress_audit_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                            void (*fn)(const struct egress_audit_row *row, void *userdata), void *userdata,
+                            uint64_t *ret_total)
+{
+        _cleanup_(store_rows_done) struct store_rows l = { .size = sizeof(struct egress_audit_row) };
+        int r = fn ? org_page(s, org_id, limit, offset, s ? s->ops->egress_audit_list : NULL, &l, ret_total) : -EINVAL;
+
+        for (size_t i = 0; r >= 0 && i < l.n; i++)
+                fn(rows_at(&l, i), userdata);
+        return r;
+}
+
+int store_egress_audit_prune(struct store *s, uint64_t before)
+{
+        if (!s)
+                return -EINVAL;
+        STORE_GUARD(s);
+        return s->ops->egress_audit_prune(s, before);
+}
 /* ---- for the core's other files (backend.h) ---------------------------- */
 
 void store_core_rows_done(struct store_rows *l)

@@ -140,6 +140,51 @@ int store_secret_each(struct store *s, const char *org_id, uint64_t limit, uint6
                       void (*fn)(const struct secret_row *row, void *userdata), void *userdata,
                       uint64_t *ret_total);
 
+/* An org's egress policy (issue 15, seed "Egress Policies"): the policy
+ * itself (policyName, allowAll, allowedDomains, deniedDomains,
+ * allowedPorts, logAllRequests) is opaque JSON text to the store. */
+struct egress_policy_row {
+        char id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        char *doc;                /* owned (malloc): the policy's JSON object */
+        uint64_t created_at, updated_at;   /* epoch ms */
+};
+void egress_policy_row_done(struct egress_policy_row *r);   /* frees doc */
+/* -EEXIST on a taken id. */
+int store_egress_policy_create(struct store *s, const struct egress_policy_row *row);
+/* Replaces doc and updated_at; -ENOENT when absent (or another org's). */
+int store_egress_policy_update(struct store *s, const struct egress_policy_row *row);
+int store_egress_policy_delete(struct store *s, const char *org_id, const char *id);
+/* The policies of org_id (NULL: of every org), oldest first, at most
+ * STORE_EGRESS_POLICIES_MAX; fn gets a borrowed row. */
+#define STORE_EGRESS_POLICIES_MAX 10000
+int store_egress_policy_each(struct store *s, const char *org_id,
+                             void (*fn)(const struct egress_policy_row *row, void *userdata), void *userdata);
+
+/* One egress decision of a sandbox's proxy (a DNS query, an HTTP request,
+ * a CONNECT tunnel), as the audit keeps it. */
+struct egress_audit_row {
+        uint64_t seq;             /* set by the store, increasing */
+        char org_id[STORE_ID_MAX];
+        char sandbox_id[STORE_ID_MAX];
+        uint64_t at;              /* epoch ms */
+        char host[256];
+        uint32_t port;
+        char protocol[16];        /* dns, http, connect */
+        char decision[16];        /* allowed, denied */
+        char mode[16];            /* monitor, enforce */
+        bool violation;           /* against the policy (allowed only in monitor mode) */
+        char reason[128];
+        uint64_t bytes_out, bytes_in;
+};
+int store_egress_audit_insert(struct store *s, const struct egress_audit_row *row);
+/* The org's records, newest first, one page; *ret_total: the org's count. */
+int store_egress_audit_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                            void (*fn)(const struct egress_audit_row *row, void *userdata), void *userdata,
+                            uint64_t *ret_total);
+/* Drops the records made before `before` (epoch ms). */
+int store_egress_audit_prune(struct store *s, uint64_t before);
+
 /* A request of the controller API waiting for its org's concurrency budget
  * (issue 15, queue mode): what to run, as whom, and once run, its answer.
  * Queue order is insertion order, per org. */

@@ -52,6 +52,8 @@ bool ctl_require_session(struct http_request *req, struct http_response *res);
 /* Whether req may use an internal route (metrics.c; seed "Internal auth"):
  * X-Internal-Token or Authorization: Bearer equal to
  * controller.internal_token; with none configured, loopback clients only. */
+/* An internal route's caller (metrics.c): X-Internal-Token or Bearer of
+ * controller.internal_token; with none configured, loopback clients. */
 bool ctl_internal_allowed(struct http_request *req);
 
 /* ---- errors (errors.c) ---- */
@@ -224,3 +226,9 @@ const struct route *ctl_artifact_routes(size_t *ret_n);
 const struct route *ctl_artifact_upload_routes(size_t *ret_n);
 const struct route *ctl_snapshot_routes(size_t *ret_n);
 const struct route *ctl_github_routes(size_t *ret_n);
+const struct route *ctl_egress_routes(size_t *ret_n);
+/* Egress (egress.c): with controller.egress_enabled and a mode other than
+ * off, starts the data path and gives it to app->sandboxes. Stop after
+ * the sandbox manager is freed (its links are gone then). 0 or -errno. */
+int ctl_egress_start(struct app *app);
+void ctl_egress_stop(void);

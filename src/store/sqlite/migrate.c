@@ -235,7 +235,7 @@ static const char *const migrations[] = {
         "  version INTEGER NOT NULL DEFAULT 1);"
         "ALTER TABLE sandboxes ADD COLUMN warm_class TEXT NOT NULL DEFAULT '';"
         "CREATE INDEX sandboxes_org_class ON sandboxes(org_id, warm_class, created_at);",
-        /* 14 (issue 15; the lead renumbers on merge): the GitHub
+        /* 14 (issue 15): the GitHub
          * integration. Installations arrive by webhook, pending (org_id
          * '') until an org connects one; deliveries are kept as events
          * (unverified ones with no delivery id, so a forged delivery
@@ -274,6 +274,30 @@ static const char *const migrations[] = {
         "CREATE UNIQUE INDEX github_events_delivery ON github_events(delivery_id) WHERE delivery_id != '';"
         "CREATE INDEX github_events_org ON github_events(org_id, seq);"
         "CREATE INDEX github_events_pr ON github_events(org_id, repo, pr_number) WHERE sandbox_id != '';",
+        /* 15 (issue 15): egress policies and their audit. */
+        "CREATE TABLE egress_policies("
+        "  id TEXT PRIMARY KEY,"
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  doc TEXT NOT NULL,"
+        "  created_at INTEGER NOT NULL,"
+        "  updated_at INTEGER NOT NULL);"
+        "CREATE INDEX egress_policies_org ON egress_policies(org_id, created_at);"
+        "CREATE TABLE egress_audit("
+        "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  sandbox_id TEXT NOT NULL,"
+        "  at INTEGER NOT NULL,"
+        "  host TEXT NOT NULL,"
+        "  port INTEGER NOT NULL,"
+        "  protocol TEXT NOT NULL,"
+        "  decision TEXT NOT NULL,"
+        "  mode TEXT NOT NULL,"
+        "  violation INTEGER NOT NULL,"
+        "  reason TEXT NOT NULL,"
+        "  bytes_out INTEGER NOT NULL,"
+        "  bytes_in INTEGER NOT NULL);"
+        "CREATE INDEX egress_audit_org ON egress_audit(org_id, seq);"
+        "CREATE INDEX egress_audit_at ON egress_audit(at);",
 };
 
 int sq_schema_latest(void)

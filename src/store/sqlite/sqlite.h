@@ -154,6 +154,15 @@ int sq_queue_position(struct store *s, const char *org_id, const char *id, uint6
 int sq_queue_stats(struct store *s, const char *org_id, uint64_t since, struct queue_stats *ret);
 int sq_queue_settle(struct store *s, bool at_start, uint32_t failed_status, const char *failed_body, uint64_t now,
                     uint64_t expire_before, uint64_t forget_before);
+/* egress.c */
+int sq_egress_policy_create(struct store *s, const struct egress_policy_row *row);
+int sq_egress_policy_update(struct store *s, const struct egress_policy_row *row);
+int sq_egress_policy_delete(struct store *s, const char *org_id, const char *id);
+int sq_egress_policy_list(struct store *s, const char *org_id, struct store_rows *out);
+int sq_egress_audit_insert(struct store *s, const struct egress_audit_row *row);
+int sq_egress_audit_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                         struct store_rows *out, uint64_t *ret_total);
+int sq_egress_audit_prune(struct store *s, uint64_t before);
 int sq_secret_create(struct store *s, const struct secret_row *row);
 int sq_secret_update(struct store *s, const struct secret_row *row);
 int sq_secret_delete(struct store *s, const char *org_id, const char *name);
