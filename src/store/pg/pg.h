@@ -24,7 +24,8 @@
  * Files: db.c pool, open/close, the ops table; stmt.c statement,
  * transaction and error helpers; migrate.c schema migrations; orgs.c,
  * tenants.c, secrets.c, checkpoints.c, queue.c, events.c, sandboxes.c,
- * contexts.c, cells.c one table family each, as in src/store/sqlite/. */
+ * contexts.c, cells.c, artifacts.c, snapshots.c, github.c, egress.c one
+ * table family each, as in src/store/sqlite/. */
 #pragma once
 
 #include <libpq-fe.h>
@@ -156,6 +157,44 @@ int pgs_checkpoint_list(struct store *s, const char *org_id, const char *sandbox
                         uint64_t offset, struct store_rows *out, uint64_t *ret_total);
 int pgs_checkpoint_usage(struct store *s, const char *org_id, uint64_t *ret_count, uint64_t *ret_bytes);
 
+int pgs_snapshot_profile_put(struct store *s, const struct snapshot_profile_row *row,
+                             struct snapshot_profile_row *ret);
+int pgs_snapshot_profile_get(struct store *s, const char *key, struct snapshot_profile_row *ret);
+int pgs_snapshot_profile_delete(struct store *s, const char *key);
+int pgs_snapshot_profile_list(struct store *s, struct store_rows *out);
+
+int pgs_gh_install_put(struct store *s, const struct gh_install_row *row);
+int pgs_gh_install_get(struct store *s, const char *id, struct gh_install_row *ret);
+int pgs_gh_install_delete(struct store *s, const char *id);
+int pgs_gh_install_link(struct store *s, const char *id, const char *from_org, const char *to_org, uint64_t at);
+int pgs_gh_install_list(struct store *s, const char *org_id, bool pending, struct store_rows *out);
+int pgs_gh_settings_get(struct store *s, const char *org_id, char **ret_json, uint64_t *ret_updated_at);
+int pgs_gh_settings_put(struct store *s, const char *org_id, const char *json, uint64_t updated_at);
+int pgs_gh_event_insert(struct store *s, const struct gh_event_row *row, uint64_t keep);
+int pgs_gh_event_update(struct store *s, const struct gh_event_row *row);
+int pgs_gh_event_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
+                      uint64_t *ret_total);
+int pgs_gh_event_stats(struct store *s, const char *org_id, uint64_t since, struct gh_event_stats *ret);
+int pgs_gh_event_sandboxes(struct store *s, const char *org_id, const char *repo, uint64_t pr_number,
+                           struct store_rows *out);
+
+int pgs_egress_policy_create(struct store *s, const struct egress_policy_row *row);
+int pgs_egress_policy_update(struct store *s, const struct egress_policy_row *row);
+int pgs_egress_policy_delete(struct store *s, const char *org_id, const char *id);
+int pgs_egress_policy_list(struct store *s, const char *org_id, struct store_rows *out);
+int pgs_egress_audit_insert(struct store *s, const struct egress_audit_row *row);
+int pgs_egress_audit_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                          struct store_rows *out, uint64_t *ret_total);
+int pgs_egress_audit_prune(struct store *s, uint64_t before);
+
+int pgs_artifact_put(struct store *s, const struct artifact_row *row);
+int pgs_artifact_get(struct store *s, const char *org_id, const char *id, struct artifact_row *ret);
+int pgs_artifact_delete(struct store *s, const char *org_id, const char *id);
+int pgs_artifact_list(struct store *s, const struct artifact_filter *f, uint64_t limit, uint64_t offset,
+                      struct store_rows *out, uint64_t *ret_total);
+int pgs_artifact_list_expired(struct store *s, uint64_t now, struct store_rows *out);
+int pgs_artifact_bytes(struct store *s, const char *org_id, uint64_t *ret);
+
 int pgs_queue_insert(struct store *s, const struct queue_row *row);
 int pgs_queue_get(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
 int pgs_queue_update(struct store *s, const struct queue_row *row);
@@ -184,6 +223,7 @@ int pgs_sandbox_set_env(struct store *s, const char *id, const char *env_json);
 int pgs_sandbox_delete(struct store *s, const char *id);
 int pgs_sandbox_list_expired(struct store *s, uint64_t now, struct store_rows *out);
 int pgs_sandbox_count(struct store *s, uint64_t *ret);
+int pgs_sandbox_ids_in_class(struct store *s, const char *org_id, const char *warm_class, struct store_rows *out);
 int pgs_sandbox_ids_in_org(struct store *s, const char *org_id, struct store_rows *out);
 int pgs_sandbox_list_org(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
                          struct store_rows *out, uint64_t *ret_total);

@@ -5,7 +5,7 @@
 
 #define SANDBOX_COLUMNS                                                                     \
         "id, org_id, created_at, last_used, expires_at, env_json, host_id, workspace_bytes, " \
-        "workspace_inodes, file_bytes, cpu_millis, memory_bytes, expiry_fixed"
+        "workspace_inodes, file_bytes, cpu_millis, memory_bytes, expiry_fixed, warm_class"
 
 /* A row of SANDBOX_COLUMNS into item (a struct sandbox_row; env_json owned). */
 static int sandbox_decode(const PGresult *res, int i, void *item)
@@ -15,6 +15,7 @@ static int sandbox_decode(const PGresult *res, int i, void *item)
 
         if ((r = pgs_copy(res, i, 0, row->id, sizeof(row->id))) < 0 ||
             (r = pgs_copy(res, i, 1, row->org_id, sizeof(row->org_id))) < 0 ||
+            (r = pgs_copy(res, i, 13, row->warm_class, sizeof(row->warm_class))) < 0 ||
             (r = pgs_dup(res, i, 5, "{}", &row->env_json)) < 0)
                 return r;
         row->created_at = pgs_u64(res, i, 2);
@@ -60,18 +61,18 @@ int pgs_sandbox_put(struct store *s, const struct sandbox_row *row)
         PGS_CONN(s, db);
         return pgs_run(db,
                        "INSERT INTO sandboxes(" SANDBOX_COLUMNS ") "
-                       "VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
+                       "VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) "
                        "ON CONFLICT(id) DO UPDATE SET org_id = EXCLUDED.org_id, "
                        "created_at = EXCLUDED.created_at, last_used = EXCLUDED.last_used, "
                        "expires_at = EXCLUDED.expires_at, env_json = EXCLUDED.env_json, "
                        "host_id = EXCLUDED.host_id, workspace_bytes = EXCLUDED.workspace_bytes, "
                        "workspace_inodes = EXCLUDED.workspace_inodes, file_bytes = EXCLUDED.file_bytes, "
                        "cpu_millis = EXCLUDED.cpu_millis, memory_bytes = EXCLUDED.memory_bytes, "
-                       "expiry_fixed = EXCLUDED.expiry_fixed",
-                       "ttuuutuuuuuub", row->id, row->org_id, row->created_at, row->last_used, row->expires_at,
+                       "expiry_fixed = EXCLUDED.expiry_fixed, warm_class = EXCLUDED.warm_class",
+                       "ttuuutuuuuuubt", row->id, row->org_id, row->created_at, row->last_used, row->expires_at,
                        pgs_env_or_default(row->env_json), (uint64_t)row->host_id, row->workspace_bytes,
                        row->workspace_inodes, row->file_bytes, row->cpu_millis, row->memory_bytes,
-                       (int)row->expiry_fixed);
+                       (int)row->expiry_fixed, row->warm_class);
 }
 
 int pgs_sandbox_touch(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at)
@@ -112,6 +113,13 @@ int pgs_sandbox_ids_in_org(struct store *s, const char *org_id, struct store_row
 {
         PGS_CONN(s, db);
         return pgs_list(db, "SELECT id FROM sandboxes WHERE org_id = $1 ORDER BY id", out, decode_id, "t", org_id);
+}
+
+int pgs_sandbox_ids_in_class(struct store *s, const char *org_id, const char *warm_class, struct store_rows *out)
+{
+        PGS_CONN(s, db);
+        return pgs_list(db, "SELECT id FROM sandboxes WHERE org_id = $1 AND warm_class = $2 ORDER BY created_at, id",
+                        out, decode_id, "tt", org_id, warm_class);
 }
 
 int pgs_sandbox_count(struct store *s, uint64_t *ret)
