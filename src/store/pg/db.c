@@ -64,6 +64,7 @@ struct pgs_lease pgs_lease(struct store *s)
         }
         p->leased[i] = true;
         pthread_mutex_unlock(&p->mu);
+        l.slot = i;
 
         /* Connecting happens outside the pool lock: it may take a while. */
         if (!p->conns[i])
@@ -92,10 +93,10 @@ void pgs_lease_done(struct pgs_lease *l)
          * connection the server dropped must not reach the next lease as is. */
         if (PQstatus(l->db) == CONNECTION_OK && PQtransactionStatus(l->db) != PQTRANS_IDLE)
                 PQclear(PQexec(l->db, "ROLLBACK"));
+        /* By slot, not by looking for db among conns[]: another thread may
+         * be (re)connecting its own slot outside the lock. */
         pthread_mutex_lock(&p->mu);
-        for (size_t i = 0; i < PGS_POOL_SIZE; i++)
-                if (p->conns[i] == l->db)
-                        p->leased[i] = false;
+        p->leased[l->slot] = false;
         pthread_cond_signal(&p->freed);
         pthread_mutex_unlock(&p->mu);
         l->db = NULL;

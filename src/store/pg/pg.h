@@ -45,6 +45,7 @@ struct pgs_store;
 struct pgs_lease {
         struct pgs_store *p;
         PGconn *db;
+        size_t slot;   /* its index in the pool */
 };
 struct pgs_lease pgs_lease(struct store *s);
 void pgs_lease_done(struct pgs_lease *l);
