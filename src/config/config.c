@@ -131,6 +131,11 @@ static const struct cfg_opt opts[] = {
         STR("controller.templates_dir", ctl_templates_dir, "", "sandbox templates (<id>/template.json + files/; default: templates/ of the binary's source tree)"),
         U64("controller.checkpoints_max", ctl_checkpoints_max, 100, 1, 1000000, "checkpoints one org may keep (413 CHECKPOINT_QUOTA_EXCEEDED beyond)"),
         U64("controller.checkpoint_bytes", ctl_checkpoint_bytes, 1 * GiB, 64 * KiB, UINT64_MAX / 2, "bytes of checkpoint archives one org may keep (413 CHECKPOINT_QUOTA_EXCEEDED beyond)"),
+        STR("controller.oidc_issuer", ctl_oidc_issuer, "", "single sign-on: the OpenID Connect provider's issuer URL (https, or http on a loopback host); discovery at <issuer>/.well-known/openid-configuration; env OIDC_ISSUER"),
+        STR("controller.oidc_client_id", ctl_oidc_client_id, "", "single sign-on: this service's client id at the provider; env WORKOS_CLIENT_ID"),
+        STR("controller.oidc_client_secret", ctl_oidc_client_secret, "", "single sign-on: the client secret (token endpoint auth; HS256 ID tokens); env WORKOS_API_KEY"),
+        STR("controller.oidc_redirect_uri", ctl_oidc_redirect_uri, "", "single sign-on: the callback URL registered at the provider (…/api/v1/auth/workos/callback); env WORKOS_REDIRECT_URI"),
+        STR("controller.oidc_org_claim", ctl_oidc_org_claim, "org_id", "single sign-on: the ID token claim that names the user's organization at the provider (matched against /auth/workos/link)"),
         /* Issue 17: the daemon's own MCP endpoint (/mcp) keeps one MCP
          * session per client; each holds little, but clients rarely end them. */
         U64("mcp.session_idle_s", mcp_session_idle_s, 3600, 1, 30 * 86400, "an MCP session of /mcp unused this long ends (its client re-initializes)"),

@@ -75,6 +75,14 @@ struct config {
         uint64_t ctl_queue_max_depth, ctl_queue_ttl_s;
         char ctl_templates_dir[4096];  /* "": templates/ next to the binary's source tree */
         uint64_t ctl_checkpoints_max, ctl_checkpoint_bytes; /* per org */
+        /* Single sign-on through an OpenID Connect provider (issue 15; the
+         * seed's WorkOS routes). On when issuer, client id and redirect URI
+         * are all set. */
+        char ctl_oidc_issuer[512];
+        char ctl_oidc_client_id[256];
+        char ctl_oidc_client_secret[512];
+        char ctl_oidc_redirect_uri[1024];
+        char ctl_oidc_org_claim[64];   /* the ID token claim naming the provider organization */
         uint64_t mcp_session_idle_s;   /* /mcp sessions: idle expiry */
         uint64_t mcp_max_sessions;     /* /mcp sessions at once (LRU beyond) */
 

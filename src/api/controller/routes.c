@@ -117,6 +117,7 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 ctl_queue_routes,
                 ctl_template_routes,
                 ctl_checkpoint_routes,
+                ctl_sso_routes,
         };
         /* REPL_ENABLED=false: the REPL routes are not registered (the seed's
          * optional features), so they answer 404 as any unknown path. */
