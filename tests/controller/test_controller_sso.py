@@ -371,6 +371,7 @@ def test_bad_id_tokens_are_refused(sso, idp, case):
     status, res, hdrs = login(sso, idp, b)
     assert status == 401 and res["error"]["code"] == "SSO_TOKEN_INVALID", (case, res)
     assert not b.session() and header(hdrs, "location") is None
+    assert "stateset_sso" not in b.jar       # a failed login is over too
 
 
 def test_hs256_with_the_client_secret_is_accepted(sso, idp):
