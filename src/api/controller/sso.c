@@ -141,6 +141,8 @@ static int authorize_url(struct http_request *req, struct http_response *res, co
                 r = add_hints(req, res, url, cap);
         if (r == -E2BIG)
                 ctl_error(res, 400, "VALIDATION_ERROR", "The authorization request is too long");
+        else if (r < 0 && r != -EINVAL)   /* -EINVAL: add_hints answered */
+                ctl_error(res, 500, "INTERNAL_ERROR", "Out of memory");
         return r;
 }
 
