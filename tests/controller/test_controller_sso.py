@@ -441,6 +441,10 @@ def test_link_and_unlink_by_owner_only(sso, idp):
     assert status == 200 and res == {"success": True}
     assert raw(sso, "GET", V1 + "/auth/workos/link", headers=creds)[1]["linked"] is False
     assert raw(sso, "DELETE", V1 + "/auth/workos/link", headers=creds)[0] == 404
+    # The audit log names them as the seed does.
+    status, res, _ = raw(sso, "GET", V1 + "/audit?limit=1000", headers=creds)
+    actions = [r["action"] for r in res["data"] if r["status"] == 200]
+    assert "auth.sso.link" in actions and "auth.sso.unlink" in actions, actions
     status, _, _ = login(sso, idp, b2 := Browser(), {"sub": "after-unlink-" + provider_org,
                                                      "email": unique_email("late"), "email_verified": True,
                                                      "org_id": provider_org})

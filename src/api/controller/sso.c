@@ -319,6 +319,9 @@ static void h_callback(struct http_request *req, struct http_response *res)
 /* Audit hook: auth.sso.link / auth.sso.unlink. The audit log (issue 15
  * item 5) is not in this tree yet; when it is, record the action here
  * (who: the caller's user and org; what: the link's values). */
+/* The audit log's row comes from the controller's finish hook (actions
+ * auth.sso.link / auth.sso.unlink, audit.c); the daemon's log gets the
+ * link itself, which the row does not carry. */
 static void sso_audit(const struct ctl_caller *c, const char *action, const struct sso_link_row *link)
 {
         log_info("audit %s: org %s user %s provider_org %s domain %s", action, c->who.org_id, c->who.user_id,
