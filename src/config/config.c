@@ -148,6 +148,11 @@ static const struct cfg_opt opts[] = {
         STR("controller.github_dashboard_url", ctl_github_dashboard_url, "", "base URL linked from PR comments (<url>/sandboxes/<id>; empty: no link); env GITHUB_DASHBOARD_URL"),
         U64("controller.github_events_keep", ctl_github_events_keep, 10000, 1, 10000000, "webhook deliveries kept (all orgs; the oldest go first)"),
         U64("controller.github_api_timeout_ms", ctl_github_api_timeout_ms, 10000, 100, 120000, "timeout of each call to GitHub's API"),
+        STR("controller.oidc_issuer", ctl_oidc_issuer, "", "single sign-on: the OpenID Connect provider's issuer URL (https, or http on a loopback host); discovery at <issuer>/.well-known/openid-configuration; env OIDC_ISSUER"),
+        STR("controller.oidc_client_id", ctl_oidc_client_id, "", "single sign-on: this service's client id at the provider; env WORKOS_CLIENT_ID"),
+        STR("controller.oidc_client_secret", ctl_oidc_client_secret, "", "single sign-on: the client secret (token endpoint auth; HS256 ID tokens); env WORKOS_API_KEY"),
+        STR("controller.oidc_redirect_uri", ctl_oidc_redirect_uri, "", "single sign-on: the callback URL registered at the provider (…/api/v1/auth/workos/callback); env WORKOS_REDIRECT_URI"),
+        STR("controller.oidc_org_claim", ctl_oidc_org_claim, "org_id", "single sign-on: the ID token claim that names the user's organization at the provider (matched against /auth/workos/link)"),
         /* Issue 17: the daemon's own MCP endpoint (/mcp) keeps one MCP
          * session per client; each holds little, but clients rarely end them. */
         U64("mcp.session_idle_s", mcp_session_idle_s, 3600, 1, 30 * 86400, "an MCP session of /mcp unused this long ends (its client re-initializes)"),

@@ -90,6 +90,14 @@ struct config {
         char ctl_github_dashboard_url[512];  /* links in PR comments; "": none */
         uint64_t ctl_github_events_keep;
         uint64_t ctl_github_api_timeout_ms;
+        /* Single sign-on through an OpenID Connect provider (issue 15; the
+         * seed's WorkOS routes). On when issuer, client id and redirect URI
+         * are all set. */
+        char ctl_oidc_issuer[512];
+        char ctl_oidc_client_id[256];
+        char ctl_oidc_client_secret[512];
+        char ctl_oidc_redirect_uri[1024];
+        char ctl_oidc_org_claim[64];   /* the ID token claim naming the provider organization */
         uint64_t mcp_session_idle_s;   /* /mcp sessions: idle expiry */
         uint64_t mcp_max_sessions;     /* /mcp sessions at once (LRU beyond) */
         /* Artifacts (issue 15). */

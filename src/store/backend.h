@@ -178,6 +178,15 @@ struct store_ops {
                              struct store_rows *out, uint64_t *ret_total);
         int (*artifact_list_expired)(struct store *s, uint64_t now, struct store_rows *out);
         int (*artifact_bytes)(struct store *s, const char *org_id, uint64_t *ret);
+        int (*sso_identity_get)(struct store *s, const char *issuer, const char *subject,
+                                struct sso_identity_row *ret);
+        int (*sso_identity_create)(struct store *s, const struct sso_identity_row *row);
+        int (*sso_user_create)(struct store *s, const struct org_row *new_org, const struct user_row *user,
+                               const struct sso_identity_row *ident);
+        int (*sso_link_get)(struct store *s, const char *org_id, struct sso_link_row *ret);
+        int (*sso_link_find)(struct store *s, const char *value, bool by_domain, struct sso_link_row *ret);
+        int (*sso_link_put)(struct store *s, const struct sso_link_row *row);
+        int (*sso_link_delete)(struct store *s, const char *org_id);
 
         int (*sandbox_get)(struct store *s, const char *id, struct sandbox_row *ret);
         int (*sandbox_put)(struct store *s, const struct sandbox_row *row);

@@ -1286,6 +1286,65 @@ int store_egress_audit_prune(struct store *s, uint64_t before)
         STORE_GUARD(s);
         return s->ops->egress_audit_prune(s, before);
 }
+
+/* ---- single sign-on --------------------------------------------------- */
+
+static int check_identity(const struct sso_identity_row *row)
+{
+        int r;
+
+        if (!row || !row->issuer[0] || !row->subject[0])
+                return -EINVAL;
+        if ((r = check_str(row->issuer, sizeof(row->issuer))) < 0 ||
+            (r = check_str(row->subject, sizeof(row->subject))) < 0 || (r = check_id(row->user_id)) < 0 ||
+            (r = check_id(row->org_id)) < 0)
+                return r;
+        return 0;
+}
+
+int store_sso_identity_get(struct store *s, const char *issuer, const char *subject, struct sso_identity_row *ret)
+{
+        STORE_CALL(s, ret && issuer && subject && issuer[0] && subject[0], "-",
+                   check_str(issuer, STORE_SSO_TEXT_MAX) ?: check_str(subject, STORE_SSO_TEXT_MAX)
+                                                                   ?: s->ops->sso_identity_get(s, issuer, subject, ret));
+}
+
+int store_sso_identity_create(struct store *s, const struct sso_identity_row *row)
+{
+        STORE_CALL(s, true, row ? row->user_id : NULL, check_identity(row) ?: s->ops->sso_identity_create(s, row));
+}
+
+int store_sso_user_create(struct store *s, const struct org_row *new_org, const struct user_row *user,
+                          const struct sso_identity_row *ident)
+{
+        STORE_CALL(s, user, user ? user->id : NULL,
+                   check_identity(ident) ?: check_id(user->org_id)
+                                                     ?: (new_org ? check_id(new_org->id) : 0)
+                                                                ?: s->ops->sso_user_create(s, new_org, user, ident));
+}
+
+int store_sso_link_get(struct store *s, const char *org_id, struct sso_link_row *ret)
+{
+        STORE_CALL(s, ret, org_id, s->ops->sso_link_get(s, org_id, ret));
+}
+
+int store_sso_link_find(struct store *s, const char *value, bool by_domain, struct sso_link_row *ret)
+{
+        STORE_CALL(s, ret && value && value[0], "-",
+                   check_str(value, STORE_SSO_TEXT_MAX) ?: s->ops->sso_link_find(s, value, by_domain, ret));
+}
+
+int store_sso_link_put(struct store *s, const struct sso_link_row *row)
+{
+        STORE_CALL(s, row, row ? row->org_id : NULL,
+                   check_str(row->provider_org_id, sizeof(row->provider_org_id))
+                           ?: check_str(row->domain, sizeof(row->domain)) ?: s->ops->sso_link_put(s, row));
+}
+
+int store_sso_link_delete(struct store *s, const char *org_id)
+{
+        STORE_CALL(s, true, org_id, s->ops->sso_link_delete(s, org_id));
+}
 /* ---- for the core's other files (backend.h) ---------------------------- */
 
 void store_core_rows_done(struct store_rows *l)

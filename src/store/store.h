@@ -321,6 +321,43 @@ int store_snapshot_profile_delete(struct store *s, const char *key);
  * a borrowed row. */
 int store_snapshot_profile_each(struct store *s, void (*fn)(const struct snapshot_profile_row *row, void *userdata),
                                 void *userdata);
+/* Single sign-on (issue 15): an OpenID Connect identity — the provider's
+ * (issuer, subject) — belongs to one user; an org may be linked to one
+ * provider organization id and/or one email domain (each unique across
+ * orgs), which decides where a new SSO user lands. */
+#define STORE_SSO_TEXT_MAX 512
+struct sso_identity_row {
+        char issuer[STORE_SSO_TEXT_MAX];
+        char subject[STORE_SSO_TEXT_MAX];
+        char user_id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        uint64_t created_at;
+};
+struct sso_link_row {
+        char org_id[STORE_ID_MAX];
+        char provider_org_id[STORE_SSO_TEXT_MAX];   /* "" = none */
+        char domain[256];                           /* lower case; "" = none */
+        uint64_t created_at, updated_at;
+};
+/* -ENOENT when no user has that identity. */
+int store_sso_identity_get(struct store *s, const char *issuer, const char *subject, struct sso_identity_row *ret);
+/* The identity of an existing user. -EEXIST when taken. */
+int store_sso_identity_create(struct store *s, const struct sso_identity_row *row);
+/* A new user and its identity, atomically; new_org (may be NULL) is
+ * created first for a user who founds an org. -EEXIST when the email, the
+ * identity, the org id or the slug is taken (nothing written then). */
+int store_sso_user_create(struct store *s, const struct org_row *new_org, const struct user_row *user,
+                          const struct sso_identity_row *ident);
+/* The org's link; -ENOENT when none. */
+int store_sso_link_get(struct store *s, const char *org_id, struct sso_link_row *ret);
+/* The link holding that provider organization id (by_domain false) or
+ * that email domain (true); -ENOENT when none. */
+int store_sso_link_find(struct store *s, const char *value, bool by_domain, struct sso_link_row *ret);
+/* Inserts or replaces the org's link; -EEXIST when another org holds the
+ * provider organization id or the domain. */
+int store_sso_link_put(struct store *s, const struct sso_link_row *row);
+/* -ENOENT when the org has no link. */
+int store_sso_link_delete(struct store *s, const char *org_id);
 
 struct sandbox_row {
         char id[STORE_ID_MAX];

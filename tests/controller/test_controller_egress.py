@@ -8,6 +8,7 @@ The "internet" is built here, on this machine (root): two network
 namespaces, each with a veth to the host and an HTTP (80) and TLS (443)
 server: "allowed" and "denied". The daemon resolves the test names
 through controller.egress_hosts, so no real outside address is used."""
+import http.client
 import json
 import os
 import shutil
@@ -271,6 +272,26 @@ def test_denied_host_gets_egress_denied(sd, internet):
     assert {("denied.test", "http"), ("denied.test", "connect"), ("other.test", "http")} <= {
         (r["host"], r["protocol"]) for r in recs}
     assert all(r["violation"] for r in recs)
+    ev = first_event(sd, creds, "security.violation")
+    assert ev["sandboxId"] == sid and ev["kind"] == "egress" and ev["decision"] == "denied"
+
+
+def first_event(d, creds, name, timeout=10):
+    """The org's first event called name, replayed from its event log."""
+    conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=timeout)
+    conn.request("GET", V1 + "/events/stream?lastEventId=0", headers=creds)
+    resp = conn.getresponse()
+    assert resp.status == 200
+    event = None
+    try:
+        while True:
+            line = resp.readline().decode().rstrip("\n")
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:") and event == name:
+                return json.loads(line[5:])
+    finally:
+        conn.close()
 
 
 def test_dns_answers_only_allowed_names(sd, internet):

@@ -303,6 +303,7 @@ static void h_complete(struct http_request *req, struct http_response *res)
                 art_blob_remove(app, org, art.id);
         if (r == 0) {
                 art_parts_remove(app, org, up);
+                art_uploaded_event(app, &art);
                 http_json(res, 201, art_view(&art));
         } else {
                 /* A refused list (a wrong etag, a missing part) may be fixed

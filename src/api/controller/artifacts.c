@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "api/controller/artifacts.h"
+#include "tenant/events.h"
 #include "base/util.h"
 #include "sandbox/files.h"
 #include "sandbox/sandbox.h"
@@ -223,6 +224,12 @@ json_t *art_view(const struct artifact_row *row)
         return j;
 }
 
+void art_uploaded_event(struct app *app, const struct artifact_row *row)
+{
+        (void)events_emit(app->events, row->org_id, "artifact.uploaded", row->sandbox_id[0] ? row->sandbox_id : NULL,
+                          json_pack("{s:o}", "artifact", art_view(row)), NULL);
+}
+
 static void fail(struct http_response *res, struct err *err)
 {
         ctl_error_done(res, err, ERR_OK, 0, NULL);
@@ -295,6 +302,7 @@ static void h_upload(struct http_request *req, struct http_response *res)
                 fail(res, &err);
                 goto out;
         }
+        art_uploaded_event(app, &row);
         http_json(res, 201, art_view(&row));
 out:
         artifact_row_done(&row);

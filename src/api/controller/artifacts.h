@@ -89,3 +89,5 @@ bool art_parse_options(struct app *app, json_t *body, const char *default_name, 
                        struct http_response *res);
 /* The JSON view of a ready artifact. */
 json_t *art_view(const struct artifact_row *row);
+/* The artifact.uploaded event of a new artifact: {artifact: its view}. */
+void art_uploaded_event(struct app *app, const struct artifact_row *row);

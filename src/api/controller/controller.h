@@ -130,6 +130,14 @@ int ctl_cookie_get(const char *header, const char *name, char *out, size_t cap);
  * scripts). max_age 0 clears. 0 or -errno. */
 int ctl_set_session_cookie(struct http_response *res, const struct app *app, const char *token, uint64_t max_age);
 int ctl_set_csrf_cookie(struct http_response *res, const struct app *app, const char *token, uint64_t max_age);
+/* Any cookie, as those (SameSite=Lax; Secure when configured) on path. */
+int ctl_set_cookie(struct http_response *res, const struct app *app, const char *name, const char *value,
+                   const char *path, uint64_t max_age, bool http_only);
+/* A new login's cookies (identity.c): the session cookie, the CSRF cookie
+ * and the X-CSRF-Token header. */
+void ctl_start_cookie_session(struct http_response *res, struct app *app, const struct tenant_session *s);
+/* The body of GET /auth/providers (sso.c). */
+json_t *ctl_sso_providers(const struct app *app);
 
 /* ---- Idempotency-Key (idempotency.c) ---- */
 /* Runs fn under the seed's Idempotency-Key rules (POST, authenticated
@@ -232,3 +240,4 @@ const struct route *ctl_egress_routes(size_t *ret_n);
  * the sandbox manager is freed (its links are gone then). 0 or -errno. */
 int ctl_egress_start(struct app *app);
 void ctl_egress_stop(void);
+const struct route *ctl_sso_routes(size_t *ret_n);

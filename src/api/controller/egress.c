@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "api/app.h"
+#include "tenant/events.h"
 #include "api/controller/controller.h"
 #include "api/controller/egress.h"
 #include "base/log.h"
@@ -103,9 +104,15 @@ static void record(void *userdata, const struct egress_request *rq, const struct
         snprintf(row.decision, sizeof(row.decision), "%s", v->allow ? "allowed" : "denied");
         snprintf(row.mode, sizeof(row.mode), "%s", mode_name(v->enforce));
         snprintf(row.reason, sizeof(row.reason), "%s", v->reason);
-        if (v->violation)
+        if (v->violation) {
                 log_info("org=%s sandbox=%s msg=\"egress violation\" host='%s' port=%u decision=%s reason=\"%s\"",
                          row.org_id, row.sandbox_id, row.host, row.port, row.decision, row.reason);
+                (void)events_emit(ce->app->events, row.org_id, "security.violation", row.sandbox_id,
+                                  json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s}", "kind", "egress", "host", row.host,
+                                            "port", (int)row.port, "protocol", row.protocol, "decision",
+                                            row.decision, "mode", row.mode, "reason", row.reason),
+                                  NULL);
+        }
         audit_put(ce->app, &row);
 }
 

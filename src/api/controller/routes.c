@@ -126,6 +126,7 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 ctl_snapshot_routes,
                 ctl_github_routes,
                 ctl_egress_routes,
+                ctl_sso_routes,
         };
         /* REPL_ENABLED=false, GITHUB_INTEGRATION_ENABLED=false,
          * EGRESS_POLICIES_ENABLED=false: those routes are not registered

@@ -298,6 +298,23 @@ static const char *const migrations[] = {
         "  bytes_in INTEGER NOT NULL);"
         "CREATE INDEX egress_audit_org ON egress_audit(org_id, seq);"
         "CREATE INDEX egress_audit_at ON egress_audit(at);",
+        /* 16 (issue 15, single sign-on): who
+         * an OpenID Connect login is — (issuer, subject) → user — and
+         * which org a provider organization or an email domain joins.
+         * Empty link values are stored as NULL so UNIQUE ignores them. */
+        "CREATE TABLE sso_identities("
+        "  issuer TEXT NOT NULL,"
+        "  subject TEXT NOT NULL,"
+        "  user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+        "  org_id TEXT NOT NULL,"
+        "  created_at INTEGER NOT NULL DEFAULT 0,"
+        "  PRIMARY KEY(issuer, subject));"
+        "CREATE TABLE sso_links("
+        "  org_id TEXT PRIMARY KEY REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  provider_org_id TEXT UNIQUE,"
+        "  domain TEXT UNIQUE,"
+        "  created_at INTEGER NOT NULL DEFAULT 0,"
+        "  updated_at INTEGER NOT NULL DEFAULT 0);",
 };
 
 int sq_schema_latest(void)

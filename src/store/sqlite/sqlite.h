@@ -14,6 +14,8 @@
  * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c, snapshots.c one table each;
  * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c one table each; github.c the GitHub
  * integration's three tables;
+ * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c one table each;
+ * sso.c sso_identities and sso_links;
  * tenants.c users, api_keys and sessions. */
 #pragma once
 
@@ -195,6 +197,18 @@ int sq_artifact_list(struct store *s, const struct artifact_filter *f, uint64_t 
                      struct store_rows *out, uint64_t *ret_total);
 int sq_artifact_list_expired(struct store *s, uint64_t now, struct store_rows *out);
 int sq_artifact_bytes(struct store *s, const char *org_id, uint64_t *ret);
+
+int sq_sso_identity_get(struct store *s, const char *issuer, const char *subject, struct sso_identity_row *ret);
+int sq_sso_identity_create(struct store *s, const struct sso_identity_row *row);
+int sq_sso_user_create(struct store *s, const struct org_row *new_org, const struct user_row *user,
+                       const struct sso_identity_row *ident);
+int sq_sso_link_get(struct store *s, const char *org_id, struct sso_link_row *ret);
+int sq_sso_link_find(struct store *s, const char *value, bool by_domain, struct sso_link_row *ret);
+int sq_sso_link_put(struct store *s, const struct sso_link_row *row);
+int sq_sso_link_delete(struct store *s, const char *org_id);
+/* tenants.c: one org row, one user row (inside the caller's transaction). */
+int sq_org_insert(sqlite3 *db, const struct org_row *org);
+int sq_user_insert(sqlite3 *db, const struct user_row *user);
 
 int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret);
 int sq_sandbox_put(struct store *s, const struct sandbox_row *row);
