@@ -271,4 +271,11 @@ const struct store_ops store_pg_ops = {
         .snapshot_profile_delete = pgs_snapshot_profile_delete,
         .snapshot_profile_list = pgs_snapshot_profile_list,
         .sandbox_ids_in_class = pgs_sandbox_ids_in_class,
+        .sso_identity_get = pgs_sso_identity_get,
+        .sso_identity_create = pgs_sso_identity_create,
+        .sso_user_create = pgs_sso_user_create,
+        .sso_link_get = pgs_sso_link_get,
+        .sso_link_find = pgs_sso_link_find,
+        .sso_link_put = pgs_sso_link_put,
+        .sso_link_delete = pgs_sso_link_delete,
 };

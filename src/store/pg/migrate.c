@@ -272,6 +272,22 @@ static const char *const migrations[] = {
         "  bytes_in BIGINT NOT NULL);"
         "CREATE INDEX egress_audit_org ON egress_audit(org_id, seq);"
         "CREATE INDEX egress_audit_at ON egress_audit(at);",
+
+        /* 16: single sign-on (issue 15). Empty link values are stored as
+         * NULL so UNIQUE ignores them. */
+        "CREATE TABLE sso_identities("
+        "  issuer " T " NOT NULL,"
+        "  subject " T " NOT NULL,"
+        "  user_id " T " NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+        "  org_id " T " NOT NULL,"
+        "  created_at BIGINT NOT NULL DEFAULT 0,"
+        "  PRIMARY KEY(issuer, subject));"
+        "CREATE TABLE sso_links("
+        "  org_id " T " PRIMARY KEY REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  provider_org_id " T " UNIQUE,"
+        "  domain " T " UNIQUE,"
+        "  created_at BIGINT NOT NULL DEFAULT 0,"
+        "  updated_at BIGINT NOT NULL DEFAULT 0);",
 };
 
 int pgs_schema_latest(void)

@@ -24,7 +24,7 @@
  * Files: db.c pool, open/close, the ops table; stmt.c statement,
  * transaction and error helpers; migrate.c schema migrations; orgs.c,
  * tenants.c, secrets.c, checkpoints.c, queue.c, events.c, sandboxes.c,
- * contexts.c, cells.c, artifacts.c, snapshots.c, github.c, egress.c one
+ * contexts.c, cells.c, artifacts.c, snapshots.c, github.c, egress.c, sso.c one
  * table family each, as in src/store/sqlite/. */
 #pragma once
 
@@ -130,6 +130,18 @@ int pgs_org_ensure(struct store *s, const char *id, const char *name);
 int pgs_org_get(struct store *s, const char *id, struct org_row *ret);
 
 int pgs_account_create(struct store *s, const struct org_row *org, const struct user_row *user);
+/* The rows an account starts with, inside the caller's transaction
+ * (tenants.c; sso.c makes accounts too). */
+int pgs_org_insert(PGconn *db, const struct org_row *org);
+int pgs_user_insert(PGconn *db, const struct user_row *user);
+int pgs_sso_identity_get(struct store *s, const char *issuer, const char *subject, struct sso_identity_row *ret);
+int pgs_sso_identity_create(struct store *s, const struct sso_identity_row *row);
+int pgs_sso_user_create(struct store *s, const struct org_row *new_org, const struct user_row *user,
+                        const struct sso_identity_row *ident);
+int pgs_sso_link_get(struct store *s, const char *org_id, struct sso_link_row *ret);
+int pgs_sso_link_find(struct store *s, const char *value, bool by_domain, struct sso_link_row *ret);
+int pgs_sso_link_put(struct store *s, const struct sso_link_row *row);
+int pgs_sso_link_delete(struct store *s, const char *org_id);
 int pgs_user_get(struct store *s, const char *id, struct user_row *ret);
 int pgs_user_get_by_email(struct store *s, const char *email, struct user_row *ret);
 int pgs_apikey_create(struct store *s, const struct apikey_row *row);

@@ -6,24 +6,28 @@
 
 #include "store/pg/pg.h"
 
+int pgs_org_insert(PGconn *db, const struct org_row *org)
+{
+        return pgs_run(db, "INSERT INTO orgs(id, name, created_at, slug, plan) VALUES($1, $2, $3, NULLIF($4, ''), $5)",
+                       "ttutt", org->id, org->name, org->created_at, org->slug, org->plan[0] ? org->plan : "hobby");
+}
+
+int pgs_user_insert(PGconn *db, const struct user_row *user)
+{
+        return pgs_run(db,
+                       "INSERT INTO users(id, org_id, email, first_name, last_name, role, password_hash, created_at) "
+                       "VALUES($1, $2, $3, $4, $5, $6, $7, $8)",
+                       "tttttttu", user->id, user->org_id, user->email, user->first_name, user->last_name,
+                       user->role, user->password_hash, user->created_at);
+}
+
 int pgs_account_create(struct store *s, const struct org_row *org, const struct user_row *user)
 {
         _cleanup_tx_ PGconn *tx = NULL;
         PGS_CONN(s, db);
         int r;
 
-        if ((r = pgs_tx_begin(db, &tx)) < 0)
-                return r;
-        r = pgs_run(db, "INSERT INTO orgs(id, name, created_at, slug, plan) VALUES($1, $2, $3, NULLIF($4, ''), $5)",
-                    "ttutt", org->id, org->name, org->created_at, org->slug, org->plan[0] ? org->plan : "hobby");
-        if (r < 0)
-                return r;
-        r = pgs_run(db,
-                    "INSERT INTO users(id, org_id, email, first_name, last_name, role, password_hash, created_at) "
-                    "VALUES($1, $2, $3, $4, $5, $6, $7, $8)",
-                    "tttttttu", user->id, user->org_id, user->email, user->first_name, user->last_name, user->role,
-                    user->password_hash, user->created_at);
-        if (r < 0)
+        if ((r = pgs_tx_begin(db, &tx)) < 0 || (r = pgs_org_insert(db, org)) < 0 || (r = pgs_user_insert(db, user)) < 0)
                 return r;
         return pgs_tx_commit(&tx);
 }
