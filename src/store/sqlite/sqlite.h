@@ -8,7 +8,8 @@
  *
  * Files: db.c connection, pragmas, open/close, the ops table; stmt.c
  * statement, transaction and error helpers; migrate.c schema migrations;
- * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c, events.c
+ * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c, events.c,
+ * webhooks.c
  * (events and audit) one table family each;
  * tenants.c users, api_keys and sessions. */
 #pragma once
@@ -156,6 +157,22 @@ int sq_audit_append(struct store *s, const struct audit_row *row, uint64_t not_b
 int sq_audit_list(struct store *s, const char *org_id, const struct audit_filter *f, uint64_t limit, uint64_t offset,
                   struct store_rows *out, uint64_t *ret_total);
 int sq_audit_summary(struct store *s, const char *org_id, const char *sandbox_id, struct store_rows *out);
+
+int sq_webhook_create(struct store *s, const struct webhook_row *row);
+int sq_webhook_get(struct store *s, const char *org_id, const char *id, struct webhook_row *ret);
+int sq_webhook_update(struct store *s, const struct webhook_row *row);
+int sq_webhook_delete(struct store *s, const char *org_id, const char *id);
+int sq_webhook_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
+                    uint64_t *ret_total);
+int sq_webhook_health(struct store *s, const char *id, uint64_t failing_since, bool disable, const char *reason);
+int sq_webhook_enqueue(struct store *s, const char *webhook_id, uint64_t cursor, const struct webhook_delivery_row *row,
+                       uint64_t keep);
+int sq_webhook_delivery_get(struct store *s, const char *org_id, const char *webhook_id, const char *id,
+                            struct webhook_delivery_row *ret);
+int sq_webhook_delivery_update(struct store *s, const struct webhook_delivery_row *row);
+int sq_webhook_delivery_list(struct store *s, const char *org_id, const char *webhook_id, uint64_t limit,
+                             uint64_t offset, struct store_rows *out, uint64_t *ret_total);
+int sq_webhook_delivery_heads(struct store *s, struct store_rows *out);
 
 int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret);
 int sq_sandbox_put(struct store *s, const struct sandbox_row *row);
