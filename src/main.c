@@ -287,6 +287,7 @@ static void drain_and_stop(struct app *app)
                 log_warn("msg=\"drain timeout; killing remaining executions\" busy=%zu", http_server_busy(app->srv));
         engine_kill_all(app->engine);
         ctl_queue_stop(app);
+        ctl_webhooks_stop(app);
         http_server_stop(app->srv);
         app->srv = NULL;
         /* After the stop: no MCP call is running any more. */
@@ -355,6 +356,7 @@ static int start_server(struct app *app, sigset_t *sigs)
                 r = http_server_start(app->srv);
         if (r < 0) {
                 ctl_queue_stop(app);
+                ctl_webhooks_stop(app);
                 http_server_stop(app->srv);
                 app->srv = NULL;
                 api_mcp_free(app);

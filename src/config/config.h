@@ -78,6 +78,10 @@ struct config {
         uint64_t ctl_events_retention, ctl_events_max_age_s, ctl_events_heartbeat_ms;
         bool ctl_audit_enabled;        /* the audit log (seed: AUDIT_LOGS_ENABLED) */
         uint64_t ctl_audit_retention_days;
+        bool ctl_webhooks_allow_private;   /* webhook targets on loopback/private addresses (tests) */
+        uint64_t ctl_webhooks_max_per_org, ctl_webhooks_max_attempts, ctl_webhooks_retry_base_ms,
+                ctl_webhooks_retry_max_ms, ctl_webhooks_connect_timeout_ms, ctl_webhooks_timeout_ms,
+                ctl_webhooks_disable_after_s, ctl_webhooks_keep_deliveries;
         uint64_t mcp_session_idle_s;   /* /mcp sessions: idle expiry */
         uint64_t mcp_max_sessions;     /* /mcp sessions at once (LRU beyond) */
 

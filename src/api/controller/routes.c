@@ -120,6 +120,7 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 ctl_checkpoint_routes,
                 ctl_event_routes,
                 ctl_audit_routes,
+                ctl_webhook_routes,
         };
         /* REPL_ENABLED=false: the REPL routes are not registered (the seed's
          * optional features), so they answer 404 as any unknown path. */
@@ -129,7 +130,7 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 if (tables[i] != ctl_repl_routes || app->cfg->ctl_repl_enabled)
                         on[n++] = tables[i];
         int r = ctl_queue_start(app);
-        if (r < 0)
+        if (r < 0 || (r = ctl_webhooks_start(app)) < 0)
                 return r;
         return api_group_register(srv, CTL_PREFIX, &ops, app, on, n);
 }
