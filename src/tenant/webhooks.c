@@ -127,8 +127,9 @@ char *webhook_event_body(const struct event_row *row)
 int webhook_delivery_new(const struct webhook_row *hook, const char *origin, uint64_t event_id, const char *event,
                          char *payload, struct webhook_delivery_row *ret)
 {
-        *ret = (struct webhook_delivery_row){ .payload = payload, .event_id = event_id };
-        if (!payload)
+        *ret = (struct webhook_delivery_row){ .payload = payload, .event_id = event_id, .last_error = strdup(""),
+                                              .log_json = strdup("[]") };
+        if (!payload || !ret->last_error || !ret->log_json)
                 return -ENOMEM;
         int r = tenant_id_new("whd", ret->id);
         if (r < 0)

@@ -63,7 +63,8 @@ void webhooks_kick(struct webhooks *w);
 /* The delivery body of an event row ({id, event, created_at, org_id,
  * sandbox_id, data}), malloc'd JSON text, or NULL (out of memory). */
 char *webhook_event_body(const struct event_row *row);
-/* A new pending delivery row for webhook row (ids and times filled; takes
- * payload). 0 or -errno. */
+/* A new pending delivery row for webhook row (ids and times filled, an
+ * empty error and log; takes payload). 0 or -errno; either way *ret is
+ * released with webhook_delivery_row_done. */
 int webhook_delivery_new(const struct webhook_row *hook, const char *origin, uint64_t event_id, const char *event,
                          char *payload, struct webhook_delivery_row *ret);
