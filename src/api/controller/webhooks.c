@@ -408,19 +408,18 @@ static void h_redeliver(struct http_request *req, struct http_response *res)
 }
 CTL_IDEMPOTENT(h_redeliver_idem, h_redeliver)
 
-#define HOOK CTL_PREFIX "/webhooks/:id"
 static const struct route routes[] = {
         { "GET", CTL_PREFIX "/webhooks", h_list, 0, 0 },
         { "POST", CTL_PREFIX "/webhooks", h_create_idem, ROUTE_JSON | ROUTE_BLOCKING, 0 },
-        { "GET", HOOK, h_get, 0, 0 },
-        { "PATCH", HOOK, h_update, ROUTE_JSON | ROUTE_BLOCKING, 0 },
-        { "PUT", HOOK, h_update, ROUTE_JSON | ROUTE_BLOCKING, 0 },
-        { "DELETE", HOOK, h_delete, 0, 0 },
-        { "POST", HOOK "/rotate-secret", h_rotate_idem, 0, 0 },
-        { "POST", HOOK "/test", h_test_idem, 0, 0 },
-        { "GET", HOOK "/deliveries", h_deliveries, 0, 0 },
-        { "GET", HOOK "/deliveries/:delivery_id", h_delivery, 0, 0 },
-        { "POST", HOOK "/deliveries/:delivery_id/redeliver", h_redeliver_idem, 0, 0 },
+        { "GET", CTL_PREFIX "/webhooks/:id", h_get, 0, 0 },
+        { "PATCH", CTL_PREFIX "/webhooks/:id", h_update, ROUTE_JSON | ROUTE_BLOCKING, 0 },
+        { "PUT", CTL_PREFIX "/webhooks/:id", h_update, ROUTE_JSON | ROUTE_BLOCKING, 0 },
+        { "DELETE", CTL_PREFIX "/webhooks/:id", h_delete, 0, 0 },
+        { "POST", CTL_PREFIX "/webhooks/:id/rotate-secret", h_rotate_idem, 0, 0 },
+        { "POST", CTL_PREFIX "/webhooks/:id/test", h_test_idem, 0, 0 },
+        { "GET", CTL_PREFIX "/webhooks/:id/deliveries", h_deliveries, 0, 0 },
+        { "GET", CTL_PREFIX "/webhooks/:id/deliveries/:delivery_id", h_delivery, 0, 0 },
+        { "POST", CTL_PREFIX "/webhooks/:id/deliveries/:delivery_id/redeliver", h_redeliver_idem, 0, 0 },
 };
 
 const struct route *ctl_webhook_routes(size_t *ret_n)
