@@ -111,6 +111,8 @@ static void scan_hook(const struct webhook_row *hook, void *userdata)
                 if (store_event_each(w->store, hook->org_id, sc.last, SCAN_BATCH, on_event, &sc) < 0)
                         return;
         } while (sc.r == 0 && sc.n == SCAN_BATCH && !__atomic_load_n(&w->stop, __ATOMIC_RELAXED));
+        if (sc.r == -ENOENT)   /* deleted meanwhile */
+                return;
         if (sc.r < 0) {
                 log_warn("msg=\"webhook: cannot queue a delivery\" webhook=%s errno=%d", hook->id, -sc.r);
                 return;
