@@ -99,10 +99,15 @@ static void on_event(const struct event_row *row, void *userdata)
 
 /* Queues what the webhook wants of its org's events above its cursor;
  * then the cursor moves to upto (every id up to it is in the store). */
+struct scan_all {
+        struct webhooks *w;
+        uint64_t upto;
+};
+
 static void scan_hook(const struct webhook_row *hook, void *userdata)
 {
-        struct webhooks *w = ((struct scan *)userdata)->w;
-        uint64_t upto = ((struct scan *)userdata)->last;
+        struct webhooks *w = ((struct scan_all *)userdata)->w;
+        uint64_t upto = ((struct scan_all *)userdata)->upto;
         struct scan sc = { .w = w, .hook = hook, .last = hook->cursor };
         if (hook->cursor >= upto)
                 return;
@@ -123,7 +128,7 @@ static void scan_hook(const struct webhook_row *hook, void *userdata)
 
 static void scan_all(struct webhooks *w, uint64_t upto)
 {
-        struct scan top = { .w = w, .last = upto };
+        struct scan_all top = { .w = w, .upto = upto };
         uint64_t total;
         (void)store_webhook_each(w->store, NULL, INT64_MAX, 0, scan_hook, &top, &total);
 }
@@ -252,14 +257,6 @@ static uint64_t backoff_ms(const struct webhook_options *o, uint32_t attempts)
         return d / 2 + (d / 2 ? rnd % (d / 2 + 1) : 0);
 }
 
-static json_t *iso_or_null(uint64_t ms)
-{
-        char at[32];
-        if (!ms)
-                return json_null();
-        iso8601_ms(ms, at);
-        return json_string(at);
-}
 
 /* Appends this attempt to d's log (JSON text). */
 static void log_append(struct webhook_delivery_row *d, const struct attempt *a, uint64_t now)
@@ -275,8 +272,8 @@ static void log_append(struct webhook_delivery_row *d, const struct attempt *a, 
                 log, json_pack("{s:I, s:o, s:o, s:I, s:o, s:o, s:s%}", "attempt", (json_int_t)d->attempts,
                                "status_code", a->status ? json_integer(a->status) : json_null(), "error",
                                a->error[0] ? json_string(a->error) : json_null(), "duration_ms",
-                               (json_int_t)a->duration_ms, "at", iso_or_null(now), "next_retry_at",
-                               iso_or_null(d->next_attempt_at), "response", a->response, rlen));
+                               (json_int_t)a->duration_ms, "at", webhook_time_json(now), "next_retry_at",
+                               webhook_time_json(d->next_attempt_at), "response", a->response, rlen));
         char *text = json_dumps(log, JSON_COMPACT);
         json_decref(log);
         if (text) {

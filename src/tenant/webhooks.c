@@ -106,6 +106,15 @@ int webhook_url_check(const char *url, bool allow_private, struct err *err)
         return r == -EHOSTUNREACH ? 0 : r;
 }
 
+json_t *webhook_time_json(uint64_t ms)
+{
+        char at[32];
+        if (!ms)
+                return json_null();
+        iso8601_ms(ms, at);
+        return json_string(at);
+}
+
 char *webhook_event_body(const struct event_row *row)
 {
         char at[32], id[32];

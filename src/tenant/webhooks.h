@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "base/err.h"
 #include "store/store.h"
 #include "tenant/events.h"
@@ -60,6 +62,8 @@ void webhooks_stop(struct webhooks *w);
 /* Something was queued outside the event log (a test, a redelivery, a
  * re-enabled webhook): look now rather than at the next tick. NULL-safe. */
 void webhooks_kick(struct webhooks *w);
+/* Epoch ms as an ISO 8601 JSON string; 0 as null. */
+json_t *webhook_time_json(uint64_t ms);
 /* The delivery body of an event row ({id, event, created_at, org_id,
  * sandbox_id, data}), malloc'd JSON text, or NULL (out of memory). */
 char *webhook_event_body(const struct event_row *row);

@@ -26,23 +26,14 @@
 #define EVENT_NAME_MAX 63
 #define DESCRIPTION_MAX 500
 
-static json_t *iso_or_null(uint64_t ms)
-{
-        char at[32];
-        if (!ms)
-                return json_null();
-        iso8601_ms(ms, at);
-        return json_string(at);
-}
-
 static json_t *webhook_json(const struct webhook_row *w)
 {
         json_t *events = json_loads(w->events_json, 0, NULL);
         return json_pack("{s:s, s:s, s:o, s:s, s:b, s:o, s:o, s:o, s:o}", "id", w->id, "url", w->url, "events",
                          events ? events : json_array(), "description", w->description, "active", w->active,
                          "disabled_reason", w->disabled_reason[0] ? json_string(w->disabled_reason) : json_null(),
-                         "failing_since", iso_or_null(w->failing_since), "created_at", iso_or_null(w->created_at),
-                         "updated_at", iso_or_null(w->updated_at));
+                         "failing_since", webhook_time_json(w->failing_since), "created_at", webhook_time_json(w->created_at),
+                         "updated_at", webhook_time_json(w->updated_at));
 }
 
 static json_t *delivery_json(const struct webhook_delivery_row *d, bool with_payload)
@@ -56,8 +47,8 @@ static json_t *delivery_json(const struct webhook_delivery_row *d, bool with_pay
                               d->origin, "status", d->status, "attempts", (json_int_t)d->attempts, "status_code",
                               d->last_status ? json_integer(d->last_status) : json_null(), "error",
                               d->last_error[0] ? json_string(d->last_error) : json_null(), "duration_ms",
-                              (json_int_t)d->last_duration_ms, "next_retry_at", iso_or_null(d->next_attempt_at),
-                              "created_at", iso_or_null(d->created_at), "delivered_at", iso_or_null(d->delivered_at),
+                              (json_int_t)d->last_duration_ms, "next_retry_at", webhook_time_json(d->next_attempt_at),
+                              "created_at", webhook_time_json(d->created_at), "delivered_at", webhook_time_json(d->delivered_at),
                               "attempt_log", log ? log : json_array());
         if (j && with_payload)
                 json_object_set_new(j, "payload", json_loads(d->payload, 0, NULL));
@@ -183,12 +174,23 @@ static bool hook_apply(struct http_request *req, struct http_response *res, json
         return true;
 }
 
-/* The view with the secret: the only replies that show it. */
-static void reply_with_secret(struct http_response *res, int status, const struct webhook_row *row, char *secret)
+/* A fresh secret sealed into row, row saved, and the view with the
+ * secret: the only replies that ever show it. */
+static void save_with_secret(struct http_request *req, struct http_response *res, struct webhook_row *row,
+                             int (*save)(struct store *s, const struct webhook_row *row), int status)
 {
+        struct app *app = req->app;
+        char secret[WEBHOOK_SECRET_MAX];
+        int r = webhook_secret_new(app->tenant, row, secret);
+        if (r == 0)
+                r = save(app->store, row);
+        if (r < 0) {
+                explicit_bzero(secret, sizeof(secret));
+                return store_fail(res, r, "webhook");
+        }
         json_t *j = webhook_json(row);
         json_object_set_new(j, "secret", json_string(secret));
-        explicit_bzero(secret, WEBHOOK_SECRET_MAX);
+        explicit_bzero(secret, sizeof(secret));
         http_json(res, status, j);
 }
 
@@ -199,7 +201,6 @@ static void h_create(struct http_request *req, struct http_response *res)
         struct app *app = req->app;
         _cleanup_json_ json_t *b = NULL;
         _cleanup_(webhook_row_done) struct webhook_row row = { .active = true };
-        char secret[WEBHOOK_SECRET_MAX];
         if (!ctl_body_object(req, res, &b) || !under_org_cap(req, res))
                 return;
         row.events_json = strdup("[\"*\"]");
@@ -211,13 +212,9 @@ static void h_create(struct http_request *req, struct http_response *res)
         if (!hook_apply(req, res, b, &row, true))
                 return;
         int r = tenant_id_new("wh", row.id);
-        if (r == 0)
-                r = webhook_secret_new(app->tenant, &row, secret);
-        if (r == 0)
-                r = store_webhook_create(app->store, &row);
         if (r < 0)
                 return store_fail(res, r, "webhook");
-        reply_with_secret(res, 201, &row, secret);
+        save_with_secret(req, res, &row, store_webhook_create, 201);
 }
 CTL_IDEMPOTENT(h_create_idem, h_create)
 
@@ -290,18 +287,11 @@ static void h_delete(struct http_request *req, struct http_response *res)
 
 static void h_rotate(struct http_request *req, struct http_response *res)
 {
-        struct app *app = req->app;
         _cleanup_(webhook_row_done) struct webhook_row row = {};
-        char secret[WEBHOOK_SECRET_MAX];
         if (!hook_find(req, res, &row))
                 return;
         row.updated_at = wall_ms();
-        int r = webhook_secret_new(app->tenant, &row, secret);
-        if (r == 0)
-                r = store_webhook_update(app->store, &row);
-        if (r < 0)
-                return store_fail(res, r, "webhook");
-        reply_with_secret(res, 200, &row, secret);
+        save_with_secret(req, res, &row, store_webhook_update, 200);
 }
 CTL_IDEMPOTENT(h_rotate_idem, h_rotate)
 
