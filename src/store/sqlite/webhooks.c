@@ -4,7 +4,9 @@
  * clause, so another org's rows read as absent; the dispatcher's reads
  * (heads, health, enqueue) go by webhook id. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "store/sqlite/sqlite.h"
 
@@ -42,18 +44,38 @@ static int webhook_decode(sqlite3_stmt *st, void *item)
         return 0;
 }
 
-int sq_webhook_get(struct store *s, const char *org_id, const char *id, struct webhook_row *ret)
+/* The one row of sql decoded into item (size bytes), copied to ret only
+ * when whole; -ENOENT when there is none. */
+static int get_one(sqlite3 *db, sq_decode_fn decode, void (*release)(void *item), void *item, void *ret, size_t size,
+                   const char *sql, const char *types, ...)
 {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        struct webhook_row row = {};
-        int r = sq_query_row(sq_db(s), "SELECT " WEBHOOK_COLUMNS " FROM webhooks WHERE org_id = ? AND id = ?", &st,
-                             "tt", org_id, id);
-        if (r == 0 && (r = webhook_decode(st, &row)) < 0)
-                webhook_row_done(&row);
+        va_list ap;
+        va_start(ap, types);
+        int r = sq_prepare_bound_va(db, sql, &st, types, ap);
+        va_end(ap);
+        if (r == 0)
+                r = sq_step(st);
+        if (r == 0)
+                return -ENOENT;
+        if (r == 1 && (r = decode(st, item)) < 0)
+                release(item);
         if (r < 0)
                 return r;
-        *ret = row;
+        memcpy(ret, item, size);
         return 0;
+}
+
+static void webhook_release(void *item)
+{
+        webhook_row_done(item);
+}
+
+int sq_webhook_get(struct store *s, const char *org_id, const char *id, struct webhook_row *ret)
+{
+        struct webhook_row row = {};
+        return get_one(sq_db(s), webhook_decode, webhook_release, &row, ret, sizeof(row),
+                       "SELECT " WEBHOOK_COLUMNS " FROM webhooks WHERE org_id = ? AND id = ?", "tt", org_id, id);
 }
 
 int sq_webhook_update(struct store *s, const struct webhook_row *row)
@@ -167,21 +189,18 @@ static int delivery_decode(sqlite3_stmt *st, void *item)
         return 0;
 }
 
+static void delivery_release(void *item)
+{
+        webhook_delivery_row_done(item);
+}
+
 int sq_webhook_delivery_get(struct store *s, const char *org_id, const char *webhook_id, const char *id,
                             struct webhook_delivery_row *ret)
 {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
         struct webhook_delivery_row row = {};
-        int r = sq_query_row(sq_db(s),
-                             "SELECT " DELIVERY_COLUMNS " FROM webhook_deliveries "
-                             "WHERE org_id = ? AND webhook_id = ? AND id = ?",
-                             &st, "ttt", org_id, webhook_id, id);
-        if (r == 0 && (r = delivery_decode(st, &row)) < 0)
-                webhook_delivery_row_done(&row);
-        if (r < 0)
-                return r;
-        *ret = row;
-        return 0;
+        return get_one(sq_db(s), delivery_decode, delivery_release, &row, ret, sizeof(row),
+                       "SELECT " DELIVERY_COLUMNS " FROM webhook_deliveries WHERE org_id = ? AND webhook_id = ? AND id = ?",
+                       "ttt", org_id, webhook_id, id);
 }
 
 int sq_webhook_delivery_update(struct store *s, const struct webhook_delivery_row *row)
