@@ -142,6 +142,7 @@ struct attempt {
         char response[RESPONSE_KEEP + 1];
         size_t response_len;
         uint64_t duration_ms;
+        uint64_t retry_after_s;   /* the receiver's Retry-After (seconds), 0: none */
         bool cut;             /* stopped by webhooks_stop: not an attempt */
 };
 
@@ -205,6 +206,9 @@ static void post(struct attempt *a, const char *url, const char *pin, struct cur
         CURLcode rc = curl_easy_perform(h);
         a->duration_ms = now_ms() - t0;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a->status);
+        curl_off_t ra = 0;
+        if (curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+                a->retry_after_s = (uint64_t)ra;
         if (rc != CURLE_OK)
                 snprintf(a->error, sizeof(a->error), "%s", curl_easy_strerror(rc));
         else if (a->status < 200 || a->status > 299)
@@ -319,7 +323,12 @@ static void attempt_record(struct webhooks *w, const struct webhook_row *hook, s
                 snprintf(d->status, sizeof(d->status), "failed");
                 d->next_attempt_at = 0;
         } else {
-                d->next_attempt_at = now + backoff_ms(&w->o, d->attempts);
+                /* A receiver that asks for a pause (429/503 + Retry-After)
+                 * gets it, up to the longest delay. */
+                uint64_t delay = backoff_ms(&w->o, d->attempts);
+                uint64_t asked = a->retry_after_s > w->o.max_delay_ms / 1000 ? w->o.max_delay_ms
+                                                                              : a->retry_after_s * 1000;
+                d->next_attempt_at = now + (asked > delay ? asked : delay);
         }
         log_append(d, a, now);
         int r = store_webhook_delivery_update(w->store, d);

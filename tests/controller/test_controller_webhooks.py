@@ -6,6 +6,7 @@ deliveries queued while the receiver is down arrive after a daemon
 restart; loopback/link-local targets refused unless allowed; org
 isolation. The receiver is a python http.server the test runs on
 loopback."""
+import datetime
 import hashlib
 import hmac
 import http.server
@@ -26,7 +27,8 @@ WAIT_S = 30
 
 class Receiver:
     """A loopback HTTP server that records every POST and answers with the
-    next status of `script` (then `then`)."""
+    next status of `script` (a status, or (status, {header: value})), then
+    `then`."""
 
     def __init__(self, script=(), then=200, port=0):
         self.requests = []
@@ -40,10 +42,13 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with rec.cond:
                     status = rec.script.pop(0) if rec.script else rec.then
+                    status, extra = status if isinstance(status, tuple) else (status, {})
                     rec.requests.append({"headers": {k.lower(): v for k, v in self.headers.items()},
                                          "body": body, "status": status})
                     rec.cond.notify_all()
                 self.send_response(status)
+                for k, v in extra.items():
+                    self.send_header(k, v)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"ok")
@@ -220,6 +225,27 @@ def test_a_delivery_is_failed_after_the_last_attempt(d):
         rx.close()
 
 
+def iso_ms(text):
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000
+
+
+def test_retry_after_is_honoured_up_to_the_longest_delay(d):
+    rx = Receiver(script=[(503, {"Retry-After": "1"})])
+    try:
+        _, creds = org(d)
+        h = hook(d, creds, rx.url)
+        raw(d, "POST", V1 + f"/webhooks/{h['id']}/test", headers=creds)
+        log = wait_deliveries(d, creds, h["id"], lambda data: data and data[0]["status"] == "succeeded")
+        first = log[0]["attempt_log"][0]
+        assert first["status_code"] == 503
+        # Asked for 1 s, capped at retry_max_ms (300); the backoff alone is
+        # at most the base (100).
+        gap = iso_ms(first["next_retry_at"]) - iso_ms(first["at"])
+        assert 295 <= gap <= 305, first
+    finally:
+        rx.close()
+
+
 def test_event_filters_deliver_only_what_was_subscribed(d):
     rxs = {k: Receiver() for k in ("deleted", "family", "star")}
     try:
@@ -377,3 +403,26 @@ def test_deliveries_queued_while_the_receiver_is_down_arrive_after_a_restart():
         if rx:
             rx.close()
         d.cleanup()
+
+
+def test_a_loopback_url_is_refused_again_at_delivery_time():
+    """A webhook stored while loopback was allowed (or whose name now
+    resolves inward) is checked again when it is sent: nothing reaches it."""
+    allow = Daemon(sets=HOOK_SETS)
+    rx = Receiver()
+    try:
+        _, creds = org(allow)
+        h = hook(allow, creds, rx.url)
+        allow.stop()
+        d = Daemon(sets=CTL_SETS + ["controller.webhooks_max_attempts=1"], data_dir=allow.data_dir)
+        try:
+            st, _, _ = raw(d, "POST", V1 + f"/webhooks/{h['id']}/test", headers=creds)
+            assert st == 202
+            log = wait_deliveries(d, creds, h["id"], lambda data: data and data[0]["status"] == "failed")
+            assert "refused" in log[0]["error"] and log[0]["status_code"] is None
+            assert rx.requests == []
+        finally:
+            d.stop()
+    finally:
+        rx.close()
+        allow.cleanup()
