@@ -185,7 +185,7 @@ static void post(struct attempt *a, const char *url, const char *pin, struct cur
                 snprintf(a->error, sizeof(a->error), "out of memory");
                 return;
         }
-        struct curl_slist *resolve = curl_slist_append(NULL, pin);
+        struct curl_slist *resolve = pin ? curl_slist_append(NULL, pin) : NULL;
         curl_easy_setopt(h, CURLOPT_URL, url);
         curl_easy_setopt(h, CURLOPT_RESOLVE, resolve);
         curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -228,7 +228,7 @@ static void attempt_send(struct attempt *a, const struct webhook_row *hook, cons
                 err_done(&err);
                 return;
         }
-        char secret[WEBHOOK_SECRET_MAX], signature[WEBHOOK_SIGNATURE_MAX], pin[512];
+        char secret[WEBHOOK_SECRET_MAX], signature[WEBHOOK_SIGNATURE_MAX], pin[600];
         int r = webhook_secret_open(a->w->t, hook, secret);
         if (r == 0)
                 r = webhook_sign(secret, wall_ms() / 1000, d->payload, strlen(d->payload), signature);
@@ -238,9 +238,9 @@ static void attempt_send(struct attempt *a, const struct webhook_row *hook, cons
                 return;
         }
         struct curl_slist *hdrs = headers_for(d, signature);
-        webhook_target_pin(&tg, pin, sizeof(pin));
+        bool pinned = webhook_target_pin(&tg, pin, sizeof(pin));
         if (hdrs)
-                post(a, hook->url, pin, hdrs, d->payload);
+                post(a, hook->url, pinned ? pin : NULL, hdrs, d->payload);
         else
                 snprintf(a->error, sizeof(a->error), "out of memory");
         curl_slist_free_all(hdrs);

@@ -60,6 +60,8 @@ int webhook_target_parse(const char *url, struct webhook_target *ret, struct err
                 return err_set(err, ERR_INVALID, EINVAL, "url has no usable host");
         *ret = (struct webhook_target){ .port = (unsigned)strtoul(port, NULL, 10) };
         memcpy(ret->host, h, n);
+        struct in6_addr a;
+        ret->literal = inet_pton(AF_INET, ret->host, &a) == 1 || inet_pton(AF_INET6, ret->host, &a) == 1;
         return 0;
 }
 
@@ -112,6 +114,8 @@ int webhook_target_resolve(struct webhook_target *tg, bool allow_private, struct
                 return err_set(err, ERR_UNAVAILABLE, EHOSTUNREACH, "cannot resolve %s", tg->host);
         /* Every address must pass: a name with one public and one private
          * answer is refused, whichever the resolver puts first. */
+        size_t n = 0, kept = 0;
+        tg->addrs[0] = '\0';
         for (struct addrinfo *p = ai; p; p = p->ai_next) {
                 char text[INET6_ADDRSTRLEN];
                 addr_text(p->ai_addr, text);
@@ -119,14 +123,18 @@ int webhook_target_resolve(struct webhook_target *tg, bool allow_private, struct
                         return err_set(err, ERR_INVALID, EACCES,
                                        "url refused: %s is a loopback, private or link-local address (%s)", tg->host,
                                        text);
-                if (!tg->addr[0])
-                        memcpy(tg->addr, text, sizeof(text));
+                bool v6 = p->ai_family == AF_INET6;
+                if (text[0] && kept++ < 4)
+                        n += (size_t)snprintf(tg->addrs + n, sizeof(tg->addrs) - n, "%s%s%s%s", n ? "," : "",
+                                              v6 ? "[" : "", text, v6 ? "]" : "");
         }
-        return tg->addr[0] ? 0 : err_set(err, ERR_UNAVAILABLE, EHOSTUNREACH, "cannot resolve %s", tg->host);
+        return kept ? 0 : err_set(err, ERR_UNAVAILABLE, EHOSTUNREACH, "cannot resolve %s", tg->host);
 }
 
-void webhook_target_pin(const struct webhook_target *tg, char *out, size_t len)
+bool webhook_target_pin(const struct webhook_target *tg, char *out, size_t len)
 {
-        bool v6 = strchr(tg->addr, ':') != NULL;
-        snprintf(out, len, "%s:%u:%s%s%s", tg->host, tg->port, v6 ? "[" : "", tg->addr, v6 ? "]" : "");
+        if (tg->literal || !tg->addrs[0])
+                return false;
+        snprintf(out, len, "%s:%u:%s", tg->host, tg->port, tg->addrs);
+        return true;
 }

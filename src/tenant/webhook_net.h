@@ -13,14 +13,17 @@
 struct webhook_target {
         char host[256];                  /* without IPv6 brackets */
         unsigned port;
-        char addr[INET6_ADDRSTRLEN];     /* once resolved */
+        char addrs[4 * (INET6_ADDRSTRLEN + 3)];  /* once resolved: up to 4, "a,[b]" */
+        bool literal;                    /* host is an address itself */
 };
 /* http(s), a host, no user info, at most WEBHOOK_URL_MAX bytes.
  * ERR_INVALID or 0. */
 int webhook_target_parse(const char *url, struct webhook_target *ret, struct err *err);
-/* Resolves host into tg->addr. Unless allow_private, every address the
+/* Resolves host into tg->addrs (the first four). Unless allow_private, every address the
  * name has must be public (ERR_PERMISSION, -EACCES, otherwise).
  * -EHOSTUNREACH (ERR_UNAVAILABLE) when it does not resolve. */
 int webhook_target_resolve(struct webhook_target *tg, bool allow_private, struct err *err);
-/* "host:port:addr" for CURLOPT_RESOLVE. */
-void webhook_target_pin(const struct webhook_target *tg, char *out, size_t len);
+/* "host:port:addr,addr" for CURLOPT_RESOLVE: curl connects to those and
+ * to nothing else. false when there is nothing to pin (a literal address
+ * needs no DNS). */
+bool webhook_target_pin(const struct webhook_target *tg, char *out, size_t len);
