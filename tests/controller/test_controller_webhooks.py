@@ -30,7 +30,7 @@ class Receiver:
     next status of `script` (a status, or (status, {header: value})), then
     `then`."""
 
-    def __init__(self, script=(), then=200, port=0):
+    def __init__(self, script=(), then=200, port=0, host="127.0.0.1"):
         self.requests = []
         self.script = list(script)
         self.then = then
@@ -56,9 +56,12 @@ class Receiver:
             def log_message(self, *args):
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        class Server(http.server.ThreadingHTTPServer):
+            address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+        self.server = Server((host, port), Handler)
         self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/hook"
+        self.url = f"http://{'[' + host + ']' if ':' in host else host}:{self.port}/hook"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
@@ -207,6 +210,17 @@ def test_a_receiver_failing_twice_gets_the_third_signed_delivery(d):
         assert all(a["duration_ms"] >= 0 for a in dl["attempt_log"])
         st, one, _ = raw(d, "GET", V1 + f"/webhooks/{h['id']}/deliveries/{dl['id']}", headers=creds)
         assert st == 200 and one["payload"] == body
+    finally:
+        rx.close()
+
+
+def test_an_ipv6_receiver(d):
+    rx = Receiver(host="::1")
+    try:
+        _, creds = org(d)
+        h = hook(d, creds, rx.url)
+        raw(d, "POST", V1 + f"/webhooks/{h['id']}/test", headers=creds)
+        assert verify(h["secret"], rx.wait(got_event("webhook.test"))[0])
     finally:
         rx.close()
 
