@@ -16,9 +16,12 @@
  * attempt was cut by a stop (or a crash) is sent again at the next start:
  * at least once, with the event id as the receiver's idempotency key.
  *
- * One thread sends for every org, one request at a time (each bounded by
- * its timeouts): simple and ordered, but a slow endpoint delays the
- * others. */
+ * One thread does it all: it queues, and it sends through one libcurl
+ * multi handle, up to MAX_FLIGHTS transfers at once, one per webhook, so a
+ * slow endpoint (up to its timeout) delays only its own deliveries. The
+ * name of a target is resolved on this thread (getaddrinfo blocks). A
+ * stop cuts the transfers in flight: they were not attempts and stay
+ * pending. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
@@ -39,6 +42,8 @@
 #define SCAN_BATCH 100
 #define TICK_MS 1000
 #define RESPONSE_KEEP 512
+#define MAX_FLIGHTS 32       /* transfers at once (each to another webhook) */
+#define FLIGHT_POLL_MS 200   /* a new event is seen this late while transfers run */
 
 struct webhooks {
         struct store *store;
@@ -46,6 +51,9 @@ struct webhooks {
         struct tenant *t;
         struct webhook_options o;
         pthread_t thread;
+        CURLM *multi;            /* the transfers in flight, one per webhook at most */
+        struct flight *flights;  /* the dispatcher thread's */
+        size_t nflights;
         bool stop;   /* atomic */
         bool kick;   /* the events_wait "cancel": set by events_cancel, cleared by the thread */
 };
@@ -133,18 +141,40 @@ static void scan_all(struct webhooks *w, uint64_t upto)
         (void)store_webhook_each(w->store, NULL, INT64_MAX, 0, scan_hook, &top, &total);
 }
 
-/* ---- one attempt ---- */
+/* ---- one attempt: a "flight" on the multi handle ---- */
 
 struct attempt {
-        struct webhooks *w;
         long status;          /* HTTP status; 0: none */
         char error[ERR_MSG_MAX];   /* "" on success */
         char response[RESPONSE_KEEP + 1];
         size_t response_len;
         uint64_t duration_ms;
         uint64_t retry_after_s;   /* the receiver's Retry-After (seconds), 0: none */
-        bool cut;             /* stopped by webhooks_stop: not an attempt */
 };
+
+/* A delivery being sent: its own copies of the rows, the easy handle and
+ * what the handle points at. */
+struct flight {
+        struct flight *next;
+        struct webhook_row hook;
+        struct webhook_delivery_row d;
+        struct attempt a;
+        CURL *h;
+        struct curl_slist *hdrs, *resolve;
+        uint64_t t0;
+};
+
+static void flight_free(struct flight *f)
+{
+        if (!f)
+                return;
+        curl_easy_cleanup(f->h);
+        curl_slist_free_all(f->hdrs);
+        curl_slist_free_all(f->resolve);
+        webhook_row_done(&f->hook);
+        webhook_delivery_row_done(&f->d);
+        free(f);
+}
 
 static size_t on_body(char *p, size_t size, size_t n, void *userdata)
 {
@@ -154,14 +184,6 @@ static size_t on_body(char *p, size_t size, size_t n, void *userdata)
         a->response_len += len < room ? len : room;
         a->response[a->response_len] = '\0';
         return len;
-}
-
-static int on_progress(void *userdata, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-        (void)dt, (void)dn, (void)ut, (void)un;
-        struct attempt *a = userdata;
-        a->cut = __atomic_load_n(&a->w->stop, __ATOMIC_RELAXED);
-        return a->cut;
 }
 
 static struct curl_slist *headers_for(const struct webhook_delivery_row *d, const char *signature)
@@ -178,72 +200,70 @@ static struct curl_slist *headers_for(const struct webhook_delivery_row *d, cons
         return l;
 }
 
-static void post(struct attempt *a, const char *url, const char *pin, struct curl_slist *hdrs, const char *body)
+static int easy_setup(struct webhooks *w, struct flight *f, const char *pin)
 {
-        CURL *h = curl_easy_init();
-        if (!h) {
-                snprintf(a->error, sizeof(a->error), "out of memory");
-                return;
-        }
-        struct curl_slist *resolve = pin ? curl_slist_append(NULL, pin) : NULL;
-        curl_easy_setopt(h, CURLOPT_URL, url);
-        curl_easy_setopt(h, CURLOPT_RESOLVE, resolve);
+        if (!(f->h = curl_easy_init()) || (pin && !(f->resolve = curl_slist_append(NULL, pin))))
+                return -ENOMEM;
+        CURL *h = f->h;
+        curl_easy_setopt(h, CURLOPT_PRIVATE, f);
+        curl_easy_setopt(h, CURLOPT_URL, f->hook.url);
+        curl_easy_setopt(h, CURLOPT_RESOLVE, f->resolve);
         curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(h, CURLOPT_PROXY, "");
         curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(h, CURLOPT_USERAGENT, "sandboxd-webhooks/1");
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)a->w->o.connect_timeout_ms);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)a->w->o.timeout_ms);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, f->hdrs);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, f->d.payload);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(f->d.payload));
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)w->o.connect_timeout_ms);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)w->o.timeout_ms);
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, a);
-        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-        curl_easy_setopt(h, CURLOPT_XFERINFODATA, a);
-        uint64_t t0 = now_ms();
-        CURLcode rc = curl_easy_perform(h);
-        a->duration_ms = now_ms() - t0;
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a->status);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &f->a);
+        return 0;
+}
+
+/* Checks the target again (the name is resolved now and the handle pinned
+ * to what passed), signs, and makes the handle; 0, or -errno with the
+ * reason in f->a.error (a failed attempt that never left). */
+static int flight_prepare(struct webhooks *w, struct flight *f)
+{
+        struct webhook_target tg;
+        struct err err = {};
+        if (webhook_target_parse(f->hook.url, &tg, &err) < 0 || webhook_target_resolve(&tg, w->o.allow_private, &err) < 0) {
+                snprintf(f->a.error, sizeof(f->a.error), "%s", err.msg);
+                err_done(&err);
+                return -EHOSTUNREACH;
+        }
+        char secret[WEBHOOK_SECRET_MAX], signature[WEBHOOK_SIGNATURE_MAX], pin[600];
+        int r = webhook_secret_open(w->t, &f->hook, secret);
+        if (r == 0)
+                r = webhook_sign(secret, wall_ms() / 1000, f->d.payload, strlen(f->d.payload), signature);
+        OPENSSL_cleanse(secret, sizeof(secret));
+        if (r < 0) {
+                snprintf(f->a.error, sizeof(f->a.error), "cannot sign: the secret does not open (errno %d)", -r);
+                return r;
+        }
+        f->hdrs = headers_for(&f->d, signature);
+        bool pinned = webhook_target_pin(&tg, pin, sizeof(pin));
+        r = f->hdrs ? easy_setup(w, f, pinned ? pin : NULL) : -ENOMEM;
+        if (r < 0)
+                snprintf(f->a.error, sizeof(f->a.error), "out of memory");
+        return r;
+}
+
+/* What a finished transfer says, into f->a. */
+static void flight_result(struct flight *f, CURLcode rc)
+{
+        struct attempt *a = &f->a;
+        a->duration_ms = now_ms() - f->t0;
+        curl_easy_getinfo(f->h, CURLINFO_RESPONSE_CODE, &a->status);
         curl_off_t ra = 0;
-        if (curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+        if (curl_easy_getinfo(f->h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
                 a->retry_after_s = (uint64_t)ra;
         if (rc != CURLE_OK)
                 snprintf(a->error, sizeof(a->error), "%s", curl_easy_strerror(rc));
         else if (a->status < 200 || a->status > 299)
                 snprintf(a->error, sizeof(a->error), "HTTP %ld", a->status);
-        curl_slist_free_all(resolve);
-        curl_easy_cleanup(h);
-}
-
-/* Signs and sends d to hook's URL, pinned to the address just checked. */
-static void attempt_send(struct attempt *a, const struct webhook_row *hook, const struct webhook_delivery_row *d)
-{
-        struct webhook_target tg;
-        struct err err = {};
-        if (webhook_target_parse(hook->url, &tg, &err) < 0 ||
-            webhook_target_resolve(&tg, a->w->o.allow_private, &err) < 0) {
-                snprintf(a->error, sizeof(a->error), "%s", err.msg);
-                err_done(&err);
-                return;
-        }
-        char secret[WEBHOOK_SECRET_MAX], signature[WEBHOOK_SIGNATURE_MAX], pin[600];
-        int r = webhook_secret_open(a->w->t, hook, secret);
-        if (r == 0)
-                r = webhook_sign(secret, wall_ms() / 1000, d->payload, strlen(d->payload), signature);
-        OPENSSL_cleanse(secret, sizeof(secret));
-        if (r < 0) {
-                snprintf(a->error, sizeof(a->error), "cannot sign: the secret does not open (errno %d)", -r);
-                return;
-        }
-        struct curl_slist *hdrs = headers_for(d, signature);
-        bool pinned = webhook_target_pin(&tg, pin, sizeof(pin));
-        if (hdrs)
-                post(a, hook->url, pinned ? pin : NULL, hdrs, d->payload);
-        else
-                snprintf(a->error, sizeof(a->error), "out of memory");
-        curl_slist_free_all(hdrs);
 }
 
 /* ---- recording ---- */
@@ -339,37 +359,101 @@ static void attempt_record(struct webhooks *w, const struct webhook_row *hook, s
 
 /* ---- the loop ---- */
 
+static bool in_flight(const struct webhooks *w, const char *webhook_id)
+{
+        for (const struct flight *f = w->flights; f; f = f->next)
+                if (strcmp(f->hook.id, webhook_id) == 0)
+                        return true;
+        return false;
+}
+
 struct due {
         struct webhooks *w;
         uint64_t now, next;   /* next: the earliest due time not yet reached */
 };
 
+/* Starts sending row (the head of its webhook's queue) unless its webhook
+ * has a flight already (one at a time keeps the order) or it is not due. */
 static void on_head(const struct webhook_delivery_row *row, void *userdata)
 {
         struct due *du = userdata;
         struct webhooks *w = du->w;
-        if (__atomic_load_n(&w->stop, __ATOMIC_RELAXED))
-                return;
         if (row->next_attempt_at > du->now) {
                 if (!du->next || row->next_attempt_at < du->next)
                         du->next = row->next_attempt_at;
                 return;
         }
-        struct webhook_row hook;
-        if (store_webhook_get(w->store, row->org_id, row->webhook_id, &hook) < 0)
+        if (w->nflights >= MAX_FLIGHTS || in_flight(w, row->webhook_id))
                 return;
-        struct attempt a = { .w = w };
-        attempt_send(&a, &hook, row);
-        /* The row is the store's borrowed copy; the record takes a copy. */
-        struct webhook_delivery_row d = *row;
-        d.payload = strdup(row->payload);
-        d.last_error = strdup(row->last_error);
-        d.log_json = strdup(row->log_json);
-        if (!a.cut && d.payload && d.last_error && d.log_json)
-                attempt_record(w, &hook, &d, &a);
-        webhook_delivery_row_done(&d);
-        webhook_row_done(&hook);
-        du->next = du->now;   /* look again at once: the next one may be due */
+        struct flight *f = calloc(1, sizeof(*f));
+        if (!f || store_webhook_get(w->store, row->org_id, row->webhook_id, &f->hook) < 0) {
+                free(f);
+                return;
+        }
+        /* The row is the store's borrowed copy: the flight keeps its own. */
+        f->d = *row;
+        f->d.payload = strdup(row->payload);
+        f->d.last_error = strdup(row->last_error);
+        f->d.log_json = strdup(row->log_json);
+        if (!f->d.payload || !f->d.last_error || !f->d.log_json) {
+                flight_free(f);
+                return;
+        }
+        f->t0 = now_ms();
+        if (flight_prepare(w, f) < 0 || curl_multi_add_handle(w->multi, f->h) != CURLM_OK) {
+                attempt_record(w, &f->hook, &f->d, &f->a);
+                du->next = du->now;   /* look again at once: the next one may be due */
+                flight_free(f);
+                return;
+        }
+        f->next = w->flights;
+        w->flights = f;
+        w->nflights++;
+}
+
+static void flight_unlink(struct webhooks *w, struct flight *f)
+{
+        for (struct flight **p = &w->flights; *p; p = &(*p)->next)
+                if (*p == f) {
+                        *p = f->next;
+                        w->nflights--;
+                        break;
+                }
+        curl_multi_remove_handle(w->multi, f->h);
+}
+
+/* Moves the transfers along and records the finished ones; true when one
+ * finished (its webhook's next delivery may be due now). */
+static bool flights_run(struct webhooks *w)
+{
+        int running = 0, left = 0;
+        bool done = false;
+        curl_multi_perform(w->multi, &running);
+        for (CURLMsg *m; (m = curl_multi_info_read(w->multi, &left));) {
+                struct flight *f = NULL;
+                if (m->msg != CURLMSG_DONE || curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &f) != CURLE_OK || !f)
+                        continue;
+                flight_result(f, m->data.result);
+                flight_unlink(w, f);
+                attempt_record(w, &f->hook, &f->d, &f->a);
+                flight_free(f);
+                done = true;
+        }
+        return done;
+}
+
+/* Sleeps until there is something to do: a transfer moved (or a kick,
+ * through curl_multi_wakeup) while any is in flight; else a new event, a
+ * kick (events_cancel on w->kick) or the next due retry. */
+static void idle(struct webhooks *w, uint64_t seen, uint64_t wait_ms)
+{
+        if (__atomic_load_n(&w->stop, __ATOMIC_RELAXED) || !wait_ms)
+                return;
+        if (w->nflights) {
+                curl_multi_poll(w->multi, NULL, 0, (int)(wait_ms < FLIGHT_POLL_MS ? wait_ms : FLIGHT_POLL_MS), NULL);
+                return;
+        }
+        events_wait(w->ev, seen, &w->kick, now_ns() + wait_ms * 1000000ULL);
 }
 
 static void *dispatcher(void *arg)
@@ -383,11 +467,18 @@ static void *dispatcher(void *arg)
                 scan_all(w, seen);
                 struct due du = { .w = w, .now = wall_ms() };
                 (void)store_webhook_delivery_heads(w->store, on_head, &du);
+                if (flights_run(w))
+                        du.next = du.now;
                 uint64_t wait_ms = TICK_MS;
                 if (du.next && du.next - du.now < wait_ms)
                         wait_ms = du.next > du.now ? du.next - du.now : 0;
-                if (wait_ms && !__atomic_load_n(&w->stop, __ATOMIC_RELAXED))
-                        events_wait(w->ev, seen, &w->kick, now_ns() + wait_ms * 1000000ULL);
+                idle(w, seen, wait_ms);
+        }
+        /* Cut short: not attempts. They stay pending for the next start. */
+        while (w->flights) {
+                struct flight *f = w->flights;
+                flight_unlink(w, f);
+                flight_free(f);
         }
         return NULL;
 }
@@ -408,9 +499,10 @@ int webhooks_start(struct store *store, struct events *ev, struct tenant *t, con
         struct webhooks *w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
-        *w = (struct webhooks){ .store = store, .ev = ev, .t = t, .o = *o };
-        int r = pthread_create(&w->thread, NULL, dispatcher, w);
+        *w = (struct webhooks){ .store = store, .ev = ev, .t = t, .o = *o, .multi = curl_multi_init() };
+        int r = w->multi ? pthread_create(&w->thread, NULL, dispatcher, w) : ENOMEM;
         if (r != 0) {
+                curl_multi_cleanup(w->multi);
                 free(w);
                 return -r;
         }
@@ -420,8 +512,10 @@ int webhooks_start(struct store *store, struct events *ev, struct tenant *t, con
 
 void webhooks_kick(struct webhooks *w)
 {
-        if (w)
-                events_cancel(w->ev, &w->kick);
+        if (!w)
+                return;
+        events_cancel(w->ev, &w->kick);
+        curl_multi_wakeup(w->multi);
 }
 
 void webhooks_stop(struct webhooks *w)
@@ -429,7 +523,8 @@ void webhooks_stop(struct webhooks *w)
         if (!w)
                 return;
         __atomic_store_n(&w->stop, true, __ATOMIC_RELAXED);
-        events_cancel(w->ev, &w->kick);
+        webhooks_kick(w);
         pthread_join(w->thread, NULL);
+        curl_multi_cleanup(w->multi);
         free(w);
 }

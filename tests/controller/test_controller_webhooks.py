@@ -30,8 +30,9 @@ class Receiver:
     next status of `script` (a status, or (status, {header: value})), then
     `then`."""
 
-    def __init__(self, script=(), then=200, port=0, host="127.0.0.1"):
+    def __init__(self, script=(), then=200, port=0, host="127.0.0.1", hold=None):
         self.requests = []
+        self.hold = hold  # a threading.Event every answer waits for
         self.script = list(script)
         self.then = then
         self.cond = threading.Condition()
@@ -46,6 +47,8 @@ class Receiver:
                     rec.requests.append({"headers": {k.lower(): v for k, v in self.headers.items()},
                                          "body": body, "status": status})
                     rec.cond.notify_all()
+                if rec.hold is not None:
+                    rec.hold.wait(WAIT_S)
                 self.send_response(status)
                 for k, v in extra.items():
                     self.send_header(k, v)
@@ -80,6 +83,8 @@ class Receiver:
             return [json.loads(r["body"])["event"] for r in self.requests]
 
     def close(self):
+        if self.hold is not None:
+            self.hold.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -440,3 +445,24 @@ def test_a_loopback_url_is_refused_again_at_delivery_time():
     finally:
         rx.close()
         allow.cleanup()
+
+
+def test_a_hanging_receiver_delays_no_other_webhook_and_no_stop():
+    d = Daemon(sets=HOOK_SETS + ["controller.webhooks_timeout_ms=60000"])
+    slow, fast = Receiver(hold=threading.Event()), Receiver()
+    try:
+        _, a = org(d)
+        _, b = org(d)
+        hs = hook(d, a, slow.url)
+        hf = hook(d, b, fast.url)
+        raw(d, "POST", V1 + f"/webhooks/{hs['id']}/test", headers=a)
+        slow.wait(lambda r: len(r) == 1, "the slow receiver's request")
+        raw(d, "POST", V1 + f"/webhooks/{hf['id']}/test", headers=b)
+        fast.wait(got_event("webhook.test"), "the fast receiver's request while the slow one hangs")
+        # The stop cuts the hanging transfer: the daemon exits cleanly.
+        d.stop()
+        assert d.proc.returncode == 0, d.read_log()
+    finally:
+        slow.close()
+        fast.close()
+        d.cleanup()
