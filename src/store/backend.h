@@ -129,6 +129,7 @@ struct store_ops {
         int (*webhook_create)(struct store *s, const struct webhook_row *row);
         int (*webhook_get)(struct store *s, const char *org_id, const char *id, struct webhook_row *ret);
         int (*webhook_update)(struct store *s, const struct webhook_row *row);
+        int (*webhook_set_active)(struct store *s, const char *org_id, const char *id, bool active);
         int (*webhook_delete)(struct store *s, const char *org_id, const char *id);   /* cascades */
         /* Pushes struct webhook_row items; org_id NULL: every org's. */
         int (*webhook_list)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,

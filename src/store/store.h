@@ -393,9 +393,12 @@ void webhook_row_done(struct webhook_row *r);
 int store_webhook_create(struct store *s, const struct webhook_row *row);
 /* Scoped by org: another org's webhook is -ENOENT, as a missing one. */
 int store_webhook_get(struct store *s, const char *org_id, const char *id, struct webhook_row *ret);
-/* Writes url, events_json, description, active, sealed_secret, key_id,
- * failing_since, disabled_reason and updated_at (never the cursor). */
+/* Writes url, events_json, description, sealed_secret, key_id and
+ * updated_at: never what the dispatcher writes (cursor, health, active). */
 int store_webhook_update(struct store *s, const struct webhook_row *row);
+/* Switches it on or off; switched on from off, its failure streak and
+ * disabled_reason are cleared in the same statement. */
+int store_webhook_set_active(struct store *s, const char *org_id, const char *id, bool active);
 /* Deletes it and its deliveries. */
 int store_webhook_delete(struct store *s, const char *org_id, const char *id);
 /* The org's webhooks (org_id NULL: every org's) by created_at then id, one

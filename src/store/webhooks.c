@@ -78,6 +78,15 @@ int store_webhook_get(struct store *s, const char *org_id, const char *id, struc
         return s->ops->webhook_get(s, org_id, id, ret);
 }
 
+int store_webhook_set_active(struct store *s, const char *org_id, const char *id, bool active)
+{
+        int r = !s ? -EINVAL : check_ids(org_id, id);
+        if (r < 0)
+                return r;
+        HOOKS_GUARD(s);
+        return s->ops->webhook_set_active(s, org_id, id, active);
+}
+
 int store_webhook_delete(struct store *s, const char *org_id, const char *id)
 {
         int r = !s ? -EINVAL : check_ids(org_id, id);

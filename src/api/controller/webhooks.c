@@ -270,6 +270,8 @@ static void h_update(struct http_request *req, struct http_response *res)
         if (!ctl_body_object(req, res, &b) || !hook_find(req, res, &row) || !hook_apply(req, res, b, &row, false))
                 return;
         int r = store_webhook_update(app->store, &row);
+        if (r == 0 && json_object_get(b, "active"))
+                r = store_webhook_set_active(app->store, row.org_id, row.id, row.active);
         if (r < 0)
                 return store_fail(res, r, "webhook");
         webhooks_kick(app->webhooks);

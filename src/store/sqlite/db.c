@@ -211,6 +211,7 @@ const struct store_ops store_sqlite_ops = {
         .webhook_create = sq_webhook_create,
         .webhook_get = sq_webhook_get,
         .webhook_update = sq_webhook_update,
+        .webhook_set_active = sq_webhook_set_active,
         .webhook_delete = sq_webhook_delete,
         .webhook_list = sq_webhook_list,
         .webhook_health = sq_webhook_health,

@@ -161,6 +161,7 @@ int sq_audit_summary(struct store *s, const char *org_id, const char *sandbox_id
 int sq_webhook_create(struct store *s, const struct webhook_row *row);
 int sq_webhook_get(struct store *s, const char *org_id, const char *id, struct webhook_row *ret);
 int sq_webhook_update(struct store *s, const struct webhook_row *row);
+int sq_webhook_set_active(struct store *s, const char *org_id, const char *id, bool active);
 int sq_webhook_delete(struct store *s, const char *org_id, const char *id);
 int sq_webhook_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
                     uint64_t *ret_total);

@@ -81,12 +81,21 @@ int sq_webhook_get(struct store *s, const char *org_id, const char *id, struct w
 int sq_webhook_update(struct store *s, const struct webhook_row *row)
 {
         return sq_run_changed(sq_db(s),
-                              "UPDATE webhooks SET url = ?, events_json = ?, description = ?, active = ?, "
-                              "sealed_secret = ?, key_id = ?, failing_since = ?, disabled_reason = ?, updated_at = ? "
-                              "WHERE org_id = ? AND id = ?",
-                              "tttbttutu" "tt", row->url, row->events_json, row->description, row->active,
-                              row->sealed_secret, row->key_id, row->failing_since, row->disabled_reason,
-                              row->updated_at, row->org_id, row->id);
+                              "UPDATE webhooks SET url = ?, events_json = ?, description = ?, sealed_secret = ?, "
+                              "key_id = ?, updated_at = ? WHERE org_id = ? AND id = ?",
+                              "tttttutt", row->url, row->events_json, row->description, row->sealed_secret,
+                              row->key_id, row->updated_at, row->org_id, row->id);
+}
+
+/* SET reads the row's old values: "active = 0" is what it was before. */
+int sq_webhook_set_active(struct store *s, const char *org_id, const char *id, bool active)
+{
+        return sq_run_changed(sq_db(s),
+                              "UPDATE webhooks SET "
+                              "failing_since = CASE WHEN ? AND active = 0 THEN 0 ELSE failing_since END, "
+                              "disabled_reason = CASE WHEN ? AND active = 0 THEN '' ELSE disabled_reason END, "
+                              "active = ? WHERE org_id = ? AND id = ?",
+                              "bbbtt", active, active, active, org_id, id);
 }
 
 int sq_webhook_delete(struct store *s, const char *org_id, const char *id)

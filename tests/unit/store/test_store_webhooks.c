@@ -109,6 +109,25 @@ TEST(heads_go_in_order_and_skip_disabled_webhooks)
         ASSERT_ERR(store_webhook_delivery_get(s, id("wo6"), id("wa"), id("a1"), &d), ENOENT);
         ASSERT_OK(store_webhook_health(s, id("wb"), 5, true, "failing"));
         ASSERT_STREQ(heads(s), "a2");
+        /* The API's update never undoes what the dispatcher decided. */
+        struct webhook_row w;
+        ASSERT_OK(store_webhook_get(s, id("wo5"), id("wb"), &w));
+        ASSERT_FALSE(w.active);
+        ASSERT_STREQ(w.disabled_reason, "failing");
+        w.active = true;
+        ASSERT_OK(store_webhook_update(s, &w));
+        webhook_row_done(&w);
+        ASSERT_STREQ(heads(s), "a2");
+        /* Switched on again: the streak and the reason are gone. */
+        ASSERT_OK(store_webhook_set_active(s, id("wo5"), id("wb"), true));
+        ASSERT_OK(store_webhook_get(s, id("wo5"), id("wb"), &w));
+        ASSERT_TRUE(w.active);
+        ASSERT_U64_EQ(w.failing_since, 0);
+        ASSERT_STREQ(w.disabled_reason, "");
+        webhook_row_done(&w);
+        ASSERT_STREQ(heads(s), "a2,b1");
+        ASSERT_ERR(store_webhook_set_active(s, id("wo6"), id("wb"), false), ENOENT);
+        ASSERT_OK(store_webhook_set_active(s, id("wo5"), id("wb"), false));
         ASSERT_OK(store_webhook_delete(s, id("wo5"), id("wa")));
         ASSERT_STREQ(heads(s), "");
         ASSERT_STREQ(log_of(s, "wo5", "wa", &total), "");
