@@ -466,3 +466,33 @@ def test_a_hanging_receiver_delays_no_other_webhook_and_no_stop():
         slow.close()
         fast.close()
         d.cleanup()
+
+
+def test_a_webhook_failing_for_too_long_is_disabled_and_can_be_enabled_again():
+    d = Daemon(sets=HOOK_SETS + ["controller.webhooks_max_attempts=100", "controller.webhooks_disable_after_s=1"])
+    rx = Receiver(then=500)
+    try:
+        _, creds = org(d)
+        h = hook(d, creds, rx.url)
+        raw(d, "POST", V1 + f"/webhooks/{h['id']}/test", headers=creds)
+        deadline = time.time() + WAIT_S
+        while True:
+            st, one, _ = raw(d, "GET", V1 + f"/webhooks/{h['id']}", headers=creds)
+            if not one["active"]:
+                break
+            assert time.time() < deadline, one
+            time.sleep(0.1)
+        assert one["disabled_reason"] and one["failing_since"]
+        n = len(rx.requests)
+        assert n >= 2
+        # Off: no more attempts, the delivery waits.
+        time.sleep(0.6)
+        assert len(rx.requests) == n
+        assert deliveries(d, creds, h["id"])[0]["status"] == "pending"
+        rx.then = 200
+        st, one, _ = raw(d, "PATCH", V1 + f"/webhooks/{h['id']}", {"active": True}, headers=creds)
+        assert st == 200 and one["active"] and one["disabled_reason"] is None and one["failing_since"] is None
+        wait_deliveries(d, creds, h["id"], lambda data: data[0]["status"] == "succeeded")
+    finally:
+        rx.close()
+        d.cleanup()
