@@ -172,6 +172,8 @@ def test_create_shows_the_secret_once_and_lists_without_it(d, rx):
     {"url": "ftp://example.com/x"},
     {"url": "not a url"},
     {"url": "http://user:pw@example.com/"},
+    {"url": "http://example.com/\u0000.evil"},
+    {"url": "http://example.com/" + "a" * 2100},
     {"events": ["*"]},
     {"url": "http://example.com/", "events": []},
     {"url": "http://example.com/", "events": ["Bad Name"]},

@@ -125,7 +125,7 @@ static bool hook_apply(struct http_request *req, struct http_response *res, json
         json_t *url = json_object_get(b, "url"), *events = json_object_get(b, "events");
         json_t *desc = json_object_get(b, "description"), *active = json_object_get(b, "active");
         struct err err = {};
-        if ((create || url) && !json_is_string(url)) {
+        if ((create || url) && (!json_is_string(url) || strlen(json_string_value(url)) != json_string_length(url))) {
                 ctl_error(res, 400, "VALIDATION_ERROR", "url is required (a string)");
                 return false;
         }
