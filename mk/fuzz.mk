@@ -5,7 +5,7 @@
 #   make fuzz-smoke      the same, 10 s each (CI)
 #   make fuzz-build      only build build-fuzz/fuzz_*
 #   make fuzz-<name>     run one target, e.g. make fuzz-path FUZZ_SECONDS=300
-#                        (names: request path files_op output config route archive jwt cookie ws)
+#                        (names: request path files_op output config route archive jwt cookie ws egress)
 #   FUZZ_MERGE=1         afterwards, merge inputs that add coverage into the committed
 #                        seed corpus tests/fuzz/corpus/<target>/ (libFuzzer -merge=1)
 #   FUZZ_ARGS=...        extra libFuzzer flags (e.g. -jobs=2 -workers=2)
@@ -31,7 +31,7 @@ FUZZ_CFLAGS   = -g -O1 -std=gnu11 -D_GNU_SOURCE -Isrc $(filter-out -Werror,$(WAR
                 $(shell pkg-config --cflags $(PKGS))
 FUZZ_LDLIBS   = $(shell pkg-config --libs $(PKGS)) -lcrypto -lwslay -pthread
 
-FUZZ_TARGETS := fuzz_request fuzz_path fuzz_files_op fuzz_output fuzz_config fuzz_route fuzz_archive fuzz_jwt fuzz_cookie fuzz_ws
+FUZZ_TARGETS := fuzz_request fuzz_path fuzz_files_op fuzz_output fuzz_config fuzz_route fuzz_archive fuzz_jwt fuzz_cookie fuzz_ws fuzz_egress
 
 # Every target links one archive of all library sources (the same list the
 # daemon's library is built from): the linker takes only the objects a target

@@ -9,7 +9,7 @@ PACKAGES=(
   python3 python3-pytest perl ruby nodejs esbuild
   bubblewrap hyperfine sqlite3 clang libclang-rt-14-dev
   uidmap
-  libarchive-dev s3fs fuse3 python3-websocket chromium
+  libarchive-dev s3fs fuse3 python3-websocket chromium python3-cryptography
   libargon2-dev libcurl4-openssl-dev
   python3-matplotlib python3-pandas python3-numpy
 )

@@ -135,8 +135,20 @@ static const struct {
         { "ORG_BUDGET__MAX_CONCURRENT_SANDBOXES", "controller.budget_sandboxes", false },
         { "ORG_BUDGET__MAX_CONCURRENT_EXECUTES", "controller.budget_executes", false },
         { "QUEUE_MODE_ENABLED", "controller.queue_mode", false },
+        { "EGRESS_POLICIES_ENABLED", "controller.egress_enabled", false },
+        { "EGRESS_PROXY_MODE", "controller.egress_mode", false },
         { "QUEUE_MAX_DEPTH", "controller.queue_max_depth", false },
         { "AUDIT_LOGS_ENABLED", "controller.audit_enabled", false },
+        { "GITHUB_INTEGRATION_ENABLED", "controller.github_enabled", false },
+        { "GITHUB_WEBHOOK_SECRET", "controller.github_webhook_secret", false },
+        { "GITHUB_API_URL", "controller.github_api_url", false },
+        { "GITHUB_APP_ID", "controller.github_app_id", false },
+        { "GITHUB_APP_PRIVATE_KEY_PATH", "controller.github_private_key", false },
+        { "GITHUB_DASHBOARD_URL", "controller.github_dashboard_url", false },
+        { "WORKOS_API_KEY", "controller.oidc_client_secret", false },
+        { "WORKOS_CLIENT_ID", "controller.oidc_client_id", false },
+        { "WORKOS_REDIRECT_URI", "controller.oidc_redirect_uri", false },
+        { "OIDC_ISSUER", "controller.oidc_issuer", false },
         { "WARM_POOL_TARGET", "bridge.warm_pool_target", false },
         { "WARM_POOL_REFRESH_INTERVAL", "bridge.warm_pool_refresh_ms", false },
         { "WARM_POOL_MAX_INSTANCES", "bridge.warm_pool_max_instances", false },
@@ -287,6 +299,7 @@ static void drain_and_stop(struct app *app)
                 log_warn("msg=\"drain timeout; killing remaining executions\" busy=%zu", http_server_busy(app->srv));
         engine_kill_all(app->engine);
         ctl_queue_stop(app);
+        ctl_artifacts_stop(app);
         ctl_webhooks_stop(app);
         http_server_stop(app->srv);
         app->srv = NULL;
@@ -356,6 +369,7 @@ static int start_server(struct app *app, sigset_t *sigs)
                 r = http_server_start(app->srv);
         if (r < 0) {
                 ctl_queue_stop(app);
+                ctl_artifacts_stop(app);
                 ctl_webhooks_stop(app);
                 http_server_stop(app->srv);
                 app->srv = NULL;
@@ -529,6 +543,7 @@ int main(int argc, char **argv)
         tenant_free(app.tenant);
         sbx_mgr_free(app.sandboxes);
         events_free(app.events);
+        ctl_egress_stop();
         store_close(app.store);
         engine_free(app.engine);
         log_info("msg=\"stopped\"");

@@ -68,3 +68,21 @@ int rm_rf(const char *path)
 {
         return rm_rf_at(AT_FDCWD, path);
 }
+
+int dir_each(int dir_fd, void (*fn)(int dir_fd, const char *name, void *ud), void *ud)
+{
+        int fd = dup(dir_fd);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+                int r = -errno;
+                if (fd >= 0)
+                        close(fd);
+                return r;
+        }
+        rewinddir(d);
+        for (struct dirent *e; (e = readdir(d));)
+                if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                        fn(dir_fd, e->d_name, ud);
+        closedir(d);
+        return 0;
+}

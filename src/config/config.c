@@ -137,6 +137,21 @@ static const struct cfg_opt opts[] = {
         U64("controller.events_heartbeat_ms", ctl_events_heartbeat_ms, 20000, 50, 600000, "GET /api/v1/events/stream: a ':heartbeat' comment after this long without an event"),
         BOOL("controller.audit_enabled", ctl_audit_enabled, 1, "record every authenticated controller write in the audit log (off: nothing recorded, /audit answers empty); env AUDIT_LOGS_ENABLED"),
         U64("controller.audit_retention_days", ctl_audit_retention_days, 90, 0, 3650, "audit rows older than this are dropped on insert (0: kept forever)"),
+        BOOL("controller.snapshots_enabled", ctl_snapshots_enabled, 1, "the internal snapshot profiles (/api/v1/internal/snapshots; off: enabled false, changes 503)"),
+        U64("controller.snapshot_max_warm", ctl_snapshot_max_warm, 4, 1, 64, "warm sandboxes one snapshot profile may hold (POST /internal/snapshots/warm count above: 400)"),
+        BOOL("controller.github_enabled", ctl_github_enabled, 1, "the GitHub integration's routes (off: 404); env GITHUB_INTEGRATION_ENABLED"),
+        STR("controller.github_webhook_secret", ctl_github_webhook_secret, "", "secret of X-Hub-Signature-256 on POST /api/v1/github/webhook (empty: deliveries answer 503); env GITHUB_WEBHOOK_SECRET"),
+        STR("controller.github_api_url", ctl_github_api_url, "https://api.github.com", "base URL of GitHub's REST API (PR comments, installation tokens); env GITHUB_API_URL"),
+        STR("controller.github_app_id", ctl_github_app_id, "", "the GitHub App's id (the iss of its JWT; empty: no PR comments); env GITHUB_APP_ID"),
+        STR("controller.github_private_key", ctl_github_private_key, "", "PEM file of the GitHub App's RSA private key; env GITHUB_APP_PRIVATE_KEY_PATH"),
+        STR("controller.github_dashboard_url", ctl_github_dashboard_url, "", "base URL linked from PR comments (<url>/sandboxes/<id>; empty: no link); env GITHUB_DASHBOARD_URL"),
+        U64("controller.github_events_keep", ctl_github_events_keep, 10000, 1, 10000000, "webhook deliveries kept (all orgs; the oldest go first)"),
+        U64("controller.github_api_timeout_ms", ctl_github_api_timeout_ms, 10000, 100, 120000, "timeout of each call to GitHub's API"),
+        STR("controller.oidc_issuer", ctl_oidc_issuer, "", "single sign-on: the OpenID Connect provider's issuer URL (https, or http on a loopback host); discovery at <issuer>/.well-known/openid-configuration; env OIDC_ISSUER"),
+        STR("controller.oidc_client_id", ctl_oidc_client_id, "", "single sign-on: this service's client id at the provider; env WORKOS_CLIENT_ID"),
+        STR("controller.oidc_client_secret", ctl_oidc_client_secret, "", "single sign-on: the client secret (token endpoint auth; HS256 ID tokens); env WORKOS_API_KEY"),
+        STR("controller.oidc_redirect_uri", ctl_oidc_redirect_uri, "", "single sign-on: the callback URL registered at the provider (…/api/v1/auth/workos/callback); env WORKOS_REDIRECT_URI"),
+        STR("controller.oidc_org_claim", ctl_oidc_org_claim, "org_id", "single sign-on: the ID token claim that names the user's organization at the provider (matched against /auth/workos/link)"),
         /* Issue 15: webhooks, delivered by a dispatcher thread. */
         BOOL("controller.webhooks_allow_private", ctl_webhooks_allow_private, 0, "webhook URLs may point at loopback, private and link-local addresses (refused by default: server-side request forgery)"),
         U64("controller.webhooks_max_per_org", ctl_webhooks_max_per_org, 20, 1, 10000, "webhooks one org may have (400 beyond)"),
@@ -151,6 +166,26 @@ static const struct cfg_opt opts[] = {
          * session per client; each holds little, but clients rarely end them. */
         U64("mcp.session_idle_s", mcp_session_idle_s, 3600, 1, 30 * 86400, "an MCP session of /mcp unused this long ends (its client re-initializes)"),
         U64("mcp.max_sessions", mcp_max_sessions, 256, 1, 100000, "MCP sessions of /mcp at once (beyond: the least recently used idle one ends)"),
+        /* Issue 15: artifacts. */
+        U64("controller.artifact_max_bytes", ctl_artifact_max_bytes, 5ull << 30, 1, 1ull << 40, "largest artifact (an upload from a sandbox, or a multipart upload's total) before 413 PAYLOAD_TOO_LARGE"),
+        U64("controller.artifact_part_min_bytes", ctl_artifact_part_min_bytes, 5ull << 20, 0, 1ull << 30, "smallest part of a multipart upload but its last (checked at complete: 400)"),
+        U64("controller.artifact_part_max_bytes", ctl_artifact_part_max_bytes, 64ull << 20, 1, 1ull << 30, "largest part of a multipart upload (its body, which the HTTP layer holds in memory while it arrives) before 413"),
+        U64("controller.artifact_max_parts", ctl_artifact_max_parts, 10000, 1, 100000, "part numbers of a multipart upload run from 1 to this"),
+        U64("controller.artifact_org_quota_bytes", ctl_artifact_org_quota_bytes, 10ull << 30, 1, 1ull << 50, "bytes an org's artifacts and unfinished uploads may hold before 429 QUOTA_EXCEEDED"),
+        U64("controller.artifact_upload_ttl_s", ctl_artifact_upload_ttl_s, 86400, 1, 30 * 86400, "a multipart upload not completed within this many seconds is dropped with its parts"),
+        U64("controller.artifact_max_ttl_s", ctl_artifact_max_ttl_s, 0, 0, 1ull << 32, "longest ttl_seconds an artifact may ask for (0: no limit; no ttl: kept until deleted)"),
+        STR("controller.artifact_s3_bucket", ctl_artifact_s3_bucket, "", "keep artifacts in this S3-compatible bucket (mounted with s3fs; root and FUSE) instead of <data_dir>/artifacts; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, else R2_ACCESS_KEY_ID/R2_SECRET_ACCESS_KEY"),
+        STR("controller.artifact_s3_endpoint", ctl_artifact_s3_endpoint, "", "the bucket's endpoint URL (http:// or https://)"),
+        STR("controller.artifact_s3_prefix", ctl_artifact_s3_prefix, "", "a key prefix in the bucket (\"/…\"); empty: the bucket's root"),
+        /* Issue 15: egress policies. */
+        BOOL("controller.egress_enabled", ctl_egress_enabled, 0, "egress policies: the /egress routes, and network through the filtering proxy when egress_mode is not off; env EGRESS_POLICIES_ENABLED"),
+        STR("controller.egress_mode", ctl_egress_mode, "off", "off (sandboxes have no network at all), monitor (allowed, violations logged) or enforce (violations blocked: EGRESS_DENIED); env EGRESS_PROXY_MODE"),
+        STR("controller.egress_hosts", ctl_egress_hosts, "", "name=addr,... resolved to these addresses instead of by the host's resolver (a test/override hook; the address checks still apply)"),
+        U64("controller.egress_proxy_port", ctl_egress_proxy_port, 3128, 1, 65535, "port of the HTTP proxy on each sandbox's loopback (HTTP_PROXY); not 53"),
+        U64("controller.egress_max_conns", ctl_egress_max_conns, 64, 1, 4096, "proxied connections at once per sandbox (more are refused)"),
+        U64("controller.egress_connect_timeout_ms", ctl_egress_connect_timeout_ms, 5000, 100, 120000, "an upstream connect of the egress proxy"),
+        U64("controller.egress_audit_days", ctl_egress_audit_days, 30, 0, 36500, "egress audit records older than this many days are dropped (0: kept forever)"),
+        U64("controller.egress_idle_timeout_ms", ctl_egress_idle_timeout_ms, 300000, 1000, 86400000, "a proxied connection with no byte either way this long is closed"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)
@@ -263,6 +298,9 @@ static int set_pool(struct config *c, const char *lang, const char *value)
 
 static int set_option(struct config *c, const struct cfg_opt *o, const char *value)
 {
+        if (o->type == CFG_STR && strcmp(o->key, "controller.egress_mode") == 0 && strcmp(value, "off") != 0 &&
+            strcmp(value, "monitor") != 0 && strcmp(value, "enforce") != 0)
+                return -EINVAL;
         if (o->type == CFG_STR)
                 return set_string(field(c, o), o->size, value);
         if (o->type == CFG_BOOL)

@@ -78,12 +78,43 @@ struct config {
         uint64_t ctl_events_retention, ctl_events_max_age_s, ctl_events_heartbeat_ms;
         bool ctl_audit_enabled;        /* the audit log (seed: AUDIT_LOGS_ENABLED) */
         uint64_t ctl_audit_retention_days;
+        bool ctl_snapshots_enabled;      /* the internal snapshot profiles */
+        uint64_t ctl_snapshot_max_warm;  /* warm sandboxes per profile */
+        /* The GitHub integration (issue 15). */
+        bool ctl_github_enabled;
+        char ctl_github_webhook_secret[256]; /* "": the webhook receiver answers 503 */
+        char ctl_github_api_url[512];
+        char ctl_github_app_id[64];          /* "" or no key: no PR comments */
+        char ctl_github_private_key[4096];   /* PEM file of the App's private key */
+        char ctl_github_dashboard_url[512];  /* links in PR comments; "": none */
+        uint64_t ctl_github_events_keep;
+        uint64_t ctl_github_api_timeout_ms;
+        /* Single sign-on through an OpenID Connect provider (issue 15; the
+         * seed's WorkOS routes). On when issuer, client id and redirect URI
+         * are all set. */
+        char ctl_oidc_issuer[512];
+        char ctl_oidc_client_id[256];
+        char ctl_oidc_client_secret[512];
+        char ctl_oidc_redirect_uri[1024];
+        char ctl_oidc_org_claim[64];   /* the ID token claim naming the provider organization */
         bool ctl_webhooks_allow_private;   /* webhook targets on loopback/private addresses (tests) */
         uint64_t ctl_webhooks_max_per_org, ctl_webhooks_max_attempts, ctl_webhooks_retry_base_ms,
                 ctl_webhooks_retry_max_ms, ctl_webhooks_connect_timeout_ms, ctl_webhooks_timeout_ms,
                 ctl_webhooks_disable_after_s, ctl_webhooks_keep_deliveries;
         uint64_t mcp_session_idle_s;   /* /mcp sessions: idle expiry */
         uint64_t mcp_max_sessions;     /* /mcp sessions at once (LRU beyond) */
+        /* Artifacts (issue 15). */
+        uint64_t ctl_artifact_max_bytes, ctl_artifact_part_min_bytes, ctl_artifact_part_max_bytes;
+        uint64_t ctl_artifact_max_parts, ctl_artifact_org_quota_bytes, ctl_artifact_upload_ttl_s;
+        uint64_t ctl_artifact_max_ttl_s;
+        char ctl_artifact_s3_endpoint[2048], ctl_artifact_s3_bucket[64], ctl_artifact_s3_prefix[1024];
+        /* Egress policies (issue 15): tenants' sandboxes reach the network
+         * only through the daemon's filtering proxy. */
+        bool ctl_egress_enabled;       /* seed: EGRESS_POLICIES_ENABLED */
+        char ctl_egress_mode[16];      /* off | monitor | enforce (seed: EGRESS_PROXY_MODE) */
+        char ctl_egress_hosts[4096];   /* "name=addr,…": resolver override (tests) */
+        uint64_t ctl_egress_proxy_port, ctl_egress_max_conns, ctl_egress_connect_timeout_ms,
+                ctl_egress_idle_timeout_ms, ctl_egress_audit_days;
 
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;

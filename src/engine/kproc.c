@@ -144,6 +144,7 @@ void where_apply(const struct kproc_where *where, struct jail_spec *spec)
         spec->has_netns = where->netns_fd >= 0;
         spec->netns_fd = where->netns_fd;
         spec->allow_inet = where->allow_inet && where->netns_fd >= 0;
+        spec->local_dns = where->local_dns && where->netns_fd >= 0;
         spec->host_id = where->host_id;
         spec->cgroup_parent = kproc_group_cgroup(where->group);
 }

@@ -67,6 +67,7 @@ struct kproc_where {
         /* inet sockets (jail_spec.allow_inet) in the sandbox's namespace:
          * its commands only (sbx_spawn). Ignored without netns_fd. */
         bool allow_inet;
+        bool local_dns;                   /* jail_spec.local_dns (the sandbox has egress) */
         const struct kproc_bind *binds;   /* up to JAIL_MAX_BINDS; a bind whose mount is gone
                                            * (unmounted meanwhile) is left out */
         size_t nbinds;

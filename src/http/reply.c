@@ -111,11 +111,18 @@ int http_bytes(struct http_response *res, int status, const char *content_type, 
 
 void http_file(struct http_response *res, int status, const char *content_type, int fd, uint64_t size)
 {
+        http_file_range(res, status, content_type, fd, 0, size);
+}
+
+void http_file_range(struct http_response *res, int status, const char *content_type, int fd, uint64_t offset,
+                     uint64_t size)
+{
         payload_reset(res);
         res->kind = HTTP_REPLY_FILE;
         res->status = status;
         res->fd = fd;
         res->size = size;
+        res->offset = offset;
         set_type(res, content_type);
 }
 
@@ -231,7 +238,7 @@ static struct MHD_Response *build_response(struct conn_state *st)
                         res->bytes = NULL;
                 return r;
         case HTTP_REPLY_FILE:
-                r = MHD_create_response_from_fd(res->size, res->fd);
+                r = MHD_create_response_from_fd_at_offset64(res->size, res->fd, res->offset);
                 if (r)
                         res->fd = -1; /* MHD closes it */
                 return r;

@@ -69,6 +69,7 @@ struct http_response {
         size_t len;
         int fd;                     /* HTTP_REPLY_FILE: owned */
         uint64_t size;
+        uint64_t offset;            /* HTTP_REPLY_FILE: where the bytes start in fd */
         struct http_stream *stream; /* HTTP_REPLY_STREAM */
         struct http_ws *ws;         /* HTTP_REPLY_WEBSOCKET */
         struct http_upgrade *upgrade; /* HTTP_REPLY_UPGRADE */
@@ -160,6 +161,9 @@ void http_json(struct http_response *res, int status, json_t *body);
 int http_bytes(struct http_response *res, int status, const char *content_type, const void *data, size_t len);
 /* Sends size bytes of fd from offset 0; fd is taken (closed by the server). */
 void http_file(struct http_response *res, int status, const char *content_type, int fd, uint64_t size);
+/* Sends size bytes of fd from offset (a 206 of a Range request). */
+void http_file_range(struct http_response *res, int status, const char *content_type, int fd, uint64_t offset,
+                     uint64_t size);
 /* Adds a response header (several allowed, kept in order). 0 or -ENOMEM/-EINVAL. */
 int http_response_header(struct http_response *res, const char *name, const char *value);
 /* Request header lookup (case-insensitive), and query argument (decoded). */

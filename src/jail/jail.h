@@ -160,6 +160,10 @@ struct jail_spec {
          * seccomp_inet program. Honoured only with has_netns: a jail in
          * the shared namespace never gets it. */
         bool allow_inet;
+        /* /etc/resolv.conf names 127.0.0.1 (the egress DNS stub the daemon
+         * runs in the sandbox's namespace) instead of no server at all.
+         * Honoured only with has_netns. */
+        bool local_dns;
         /* Extra mounts, attached in order after /workspace (on the real
          * workspace when replaying, so they survive the swap). */
         struct jail_bind binds[JAIL_MAX_BINDS];

@@ -84,7 +84,8 @@ static void setup_etc(const struct child_args *a)
         CHECK(a, STEP_ETC, write_text_file(path_join(dst, etc, "hosts"),
                                            "127.0.0.1 localhost sandbox\n::1 localhost\n"));
         CHECK(a, STEP_ETC, write_text_file(path_join(dst, etc, "hostname"), "sandbox\n"));
-        CHECK(a, STEP_ETC, write_text_file(path_join(dst, etc, "resolv.conf"), ""));
+        CHECK(a, STEP_ETC, write_text_file(path_join(dst, etc, "resolv.conf"),
+                                           a->spec->local_dns && a->spec->has_netns ? "nameserver 127.0.0.1\n" : ""));
 }
 
 static void setup_dev(const struct child_args *a)

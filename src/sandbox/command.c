@@ -81,6 +81,7 @@ static int command_env_build(struct sandbox_mgr *m, struct sandbox *s, json_t *c
         json_decref(org);
         if (!all)
                 return err_set(err, ERR_INTERNAL, ENOMEM, "out of memory");
+        sandbox_egress_env(m, s, all);
         r = command_env_strings(all, ce, err);
         json_decref(all);
         return r;
@@ -124,7 +125,7 @@ static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct s
         _cleanup_(mount_view_done) struct mount_view view;
         mount_view_take(s, &view);
         struct kproc_where where = { .ws = &ws, .netns_fd = s->netns_fd, .host_id = s->row.host_id,
-                                     .group = s->cgroup, .allow_inet = s->netns_fd >= 0,
+                                     .group = s->cgroup, .allow_inet = s->netns_fd >= 0, .local_dns = s->egress != NULL,
                                      .binds = view.binds, .nbinds = view.n };
         struct exec_limits lim = command_limits(m, s);
         struct proc_spec spec = {
@@ -162,6 +163,9 @@ int sbx_spawn(struct sandbox_mgr *m, const char *id, const struct sbx_command *c
         if (!s)
                 return err_ret(err);
         struct command_env ce;
+        /* Its namespace (and egress proxy, whose variables the env gets)
+         * before the env is built. */
+        sandbox_netns(m, s);
         int r = command_env_build(m, s, cmd->env, &ce, err);
         if (r == 0)
                 r = spawn_locked(m, s, cmd, &ce, ret, err);

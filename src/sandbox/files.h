@@ -100,6 +100,11 @@ int files_write(const struct files_root *root, const char *path, const void *dat
  * first (after the byte quota is checked, so a refused write makes none). */
 int files_put(const struct files_root *root, const char *path, const void *data, size_t len, unsigned flags,
               struct err *err);
+/* files_put of len bytes read from src_fd (from its offset; nothing is
+ * buffered whole): a host file streamed into the workspace (an artifact).
+ * A source that ends early fails (ERR_FILESYSTEM, EIO) and writes nothing. */
+int files_put_fd(const struct files_root *root, const char *path, int src_fd, uint64_t len, unsigned flags,
+                 struct err *err);
 /* FILES_RECURSIVE: create missing parents, an existing directory is fine.
  * The root is always a no-op success. */
 int files_mkdir(const struct files_root *root, const char *path, unsigned flags, struct err *err);
@@ -131,6 +136,13 @@ int files_list(const struct files_root *root, const char *path, unsigned flags, 
  * does). Any lookup failure is "false"; only a path that cannot be
  * normalised is an error. */
 int files_exists(const struct files_root *root, const char *path, bool *ret, struct err *err);
+
+/* Replaces dir_fd/name atomically and durably with what fill writes into
+ * a new 0600 file (a hidden temp file in the same directory, fsynced,
+ * renamed over name, the directory fsynced; on failure nothing is left):
+ * the primitive every write above uses, for host files too (artifacts).
+ * fill returns 0 or -errno. */
+int files_replace_at(int dir_fd, const char *name, int (*fill)(int fd, void *ud), void *ud);
 
 /* Workspace totals (entries incl. directories, bytes of regular files). */
 int files_usage(int root_fd, uint64_t *ret_entries, uint64_t *ret_bytes);

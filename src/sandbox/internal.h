@@ -70,6 +70,7 @@ struct sandbox {
         int refs;                    /* manager lock */
         size_t resident;             /* its contexts in the LRU (manager lock) */
         int netns_fd;                /* its own network namespace, shared by its jails; -1: none yet */
+        struct egress_link *egress;  /* its way out (s->lock), NULL: none (netaccess.c) */
         struct kproc_group *cgroup;  /* its parent cgroup (CPU, memory, pids of all its
                                       * interpreters together); NULL: none yet */
         struct session *sessions;    /* the bridge's shell sessions (s->lock) */
@@ -113,11 +114,13 @@ struct sandbox_mgr {
         struct bg_thread reaper;     /* idle expiry, every TTL/10 */
         uint64_t pool_rows;          /* manager lock: stored sandboxes of SBX_POOL_ORG */
         uint64_t pool_reserved;      /* manager lock: their workspace quotas together */
+        uint64_t class_rows;         /* manager lock: those of them in a warm class (warm_class.c) */
         struct sbx_pool pool;        /* its lock is taken last: never held while taking another */
         pthread_mutex_t tunnel_lock; /* tunnels */
         struct tunnel *tunnels;      /* tunnel.c */
         struct terminals *terminals; /* terminal.c: the live terminals */
         sbx_org_env_fn org_env;      /* orgenv.c; NULL: no org gives env */
+        struct egress *egress;       /* netaccess.c; NULL: no sandbox has network */
         void *org_env_userdata;
         sbx_checkpoint_event_fn checkpoint_event; /* checkpoint.c; NULL: none */
         void *checkpoint_event_userdata;
@@ -140,8 +143,10 @@ void sandbox_free(struct sandbox_mgr *m, struct sandbox *s);
 /* Looks up (loading or creating) a sandbox and takes a reference; one it
  * creates gets opts' limits (NULL: the defaults). A warm one is "not
  * found" (ERR_NOT_FOUND) unless flags has SANDBOX_GET_WARM; with it, a
- * missing sandbox is created warm and a tenant's is refused (ERR_EXISTS). */
+ * missing sandbox is created warm and a tenant's is refused (ERR_EXISTS).
+ * SANDBOX_GET_EXISTING: a missing one is ERR_NOT_FOUND, never created. */
 #define SANDBOX_GET_WARM 1u
+#define SANDBOX_GET_EXISTING 2u
 struct sandbox *sandbox_lookup(struct sandbox_mgr *m, const char *id, unsigned flags,
                                const struct sbx_create_options *opts, bool *ret_created, struct err *err);
 /* A tenant's sandbox (sandbox_lookup without flags). */
@@ -194,6 +199,12 @@ int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s);
 uint64_t sandbox_expiry_for(const struct sandbox_options *opt, uint64_t now);
 json_t *env_parse(const char *text);
 
+/* netaccess.c: attaches the egress proxy to s's namespace when the manager
+ * has one and s belongs to a tenant org (caller holds s->lock); adds the
+ * proxy variables to a command's env when s has it. */
+void sandbox_egress_attach(struct sandbox_mgr *m, struct sandbox *s);
+void sandbox_egress_env(const struct sandbox_mgr *m, const struct sandbox *s, json_t *env);
+
 /* pool.c */
 /* Reads the warm sandboxes a previous run left and starts the refill
  * loop when there is work; at manager start. 0 or -errno. */
@@ -206,6 +217,27 @@ void pool_yield(struct sandbox_mgr *m);
 /* s (warm) leaves the pool's counts: taken or destroyed. Caller holds
  * m->lock. */
 void pool_forget(struct sandbox_mgr *m, struct sandbox *s);
+/* A step on a warm sandbox, run under its lock. */
+typedef int pool_step_fn(struct sandbox_mgr *m, struct sandbox *s, struct err *err);
+/* Everything a first command would do (workspace mounted and owned,
+ * network namespace, parent cgroup), done now; idempotent. */
+pool_step_fn pool_prepare_locked;
+/* Re-labels a warm sandbox as the default org's (class cleared, created
+ * now, idle expiry armed) within the tenants' caps (ERR_QUOTA). */
+pool_step_fn pool_assign_locked;
+/* Runs step on the warm sandbox id (looked up with SANDBOX_GET_WARM |
+ * flags; a missing one made with opts) under its lock. *ret_s: the
+ * reference (sandbox_put it), NULL when the lookup failed. */
+int pool_on_warm(struct sandbox_mgr *m, const char *id, unsigned flags, const struct sbx_create_options *opts,
+                 pool_step_fn *step, struct sandbox **ret_s, struct err *err);
+/* Destroys the warm sandbox id if it still is one (failures logged). 0,
+ * -ENOENT (none such), or -errno. */
+int pool_destroy(struct sandbox_mgr *m, const char *id);
+/* The workspace quota of the default pool's sandboxes. */
+uint64_t pool_warm_quota(const struct sandbox_mgr *m);
+/* warm + assigned the pools may reach, given the tenants' sandboxes and
+ * the disk their quotas reserve. */
+uint64_t pool_limit(const struct sandbox_mgr *m, uint64_t assigned, uint64_t reserved);
 /* orgs.c: the stored view of a sandbox (no env, contexts or usage). */
 void sandbox_info_fill(const struct sandbox_row *row, struct sbx_info *ret);
 

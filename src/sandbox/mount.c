@@ -188,14 +188,10 @@ static bool option_allowed(const char *opt)
                strspn(eq + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == vlen;
 }
 
-static int validate(const struct sbx_mount_spec *spec, char *path, char *host, size_t host_len, struct err *err)
+/* The bucket, its endpoint (its host into host), prefix and credentials
+ * pair: what every mount checks, a sandbox's or the daemon's own. */
+static int validate_bucket(const struct sbx_mount_spec *spec, char *host, size_t host_len, struct err *err)
 {
-        if (sbx_mount_path_normalize(spec->path, path, SBX_MOUNT_PATH_MAX) < 0)
-                return err_set(err, ERR_INVALID, 0, "mountPath must be an absolute path (components under 256 bytes, "
-                                                    "%d bytes at most)", SBX_MOUNT_PATH_MAX - 1);
-        int r = check_place(path, err);
-        if (r < 0)
-                return r;
         if (!spec->bucket || !bucket_valid(spec->bucket))
                 return err_set(err, ERR_INVALID, 0, "Invalid bucket name: must match ^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$");
         if (!spec->endpoint || endpoint_host(spec->endpoint, host, host_len) < 0)
@@ -205,6 +201,19 @@ static int validate(const struct sbx_mount_spec *spec, char *path, char *host, s
                 return err_set(err, ERR_INVALID, 0, "prefix must start with / (printable, no ',' or '..', 1024 bytes at most)");
         if (!spec->access_key_id != !spec->secret_access_key)
                 return err_set(err, ERR_INVALID, 0, "credentials need both accessKeyId and secretAccessKey");
+        return 0;
+}
+
+static int validate(const struct sbx_mount_spec *spec, char *path, char *host, size_t host_len, struct err *err)
+{
+        if (sbx_mount_path_normalize(spec->path, path, SBX_MOUNT_PATH_MAX) < 0)
+                return err_set(err, ERR_INVALID, 0, "mountPath must be an absolute path (components under 256 bytes, "
+                                                    "%d bytes at most)", SBX_MOUNT_PATH_MAX - 1);
+        int r = check_place(path, err);
+        if (r == 0)
+                r = validate_bucket(spec, host, host_len, err);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < spec->noptions; i++)
                 if (!option_allowed(spec->options[i]))
                         return err_set(err, ERR_INVALID, 0, "s3fs option not allowed: %.100s (see docs/bridge/mount.md)",
@@ -233,16 +242,16 @@ static const char *env_get(json_t *env, const char *key)
 }
 
 /* Explicit, then AWS_*, then R2_* (the anchor checks AWS first), each
- * from the daemon's environment, then from the sandbox's env. Caller holds
- * s->lock. */
-static int creds_lookup(const struct sandbox *s, const struct sbx_mount_spec *spec, struct creds *c, struct err *err)
+ * from the daemon's environment, then from env (the sandbox's; may be
+ * NULL). Caller holds the sandbox's lock. */
+static int creds_lookup(json_t *env, const struct sbx_mount_spec *spec, struct creds *c, struct err *err)
 {
         static const char *const pairs[][2] = { { "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY" },
                                                 { "R2_ACCESS_KEY_ID", "R2_SECRET_ACCESS_KEY" } };
         bool found = creds_set(c, spec->access_key_id, spec->secret_access_key);
         for (size_t i = 0; !found && i < ARRAY_SIZE(pairs); i++)
                 found = creds_set(c, getenv(pairs[i][0]), getenv(pairs[i][1])) ||
-                        creds_set(c, env_get(s->env, pairs[i][0]), env_get(s->env, pairs[i][1]));
+                        creds_set(c, env_get(env, pairs[i][0]), env_get(env, pairs[i][1]));
         if (!found)
                 return err_set(err, ERR_INVALID, 0, "No credentials: give options.credentials or set "
                                                     "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or "
@@ -401,7 +410,7 @@ static int prepare(struct sandbox_mgr *m, struct sandbox *s, const struct sbx_mo
 {
         int r = check_free(s, path, err);
         if (r == 0)
-                r = creds_lookup(s, spec, c, err);
+                r = creds_lookup(s->env, spec, c, err);
         if (r == 0)
                 r = make_mount_point(m, s, path, err);
         if (r == 0)
@@ -555,4 +564,57 @@ void mount_view_done(struct mount_view *v)
         for (size_t i = 0; i < v->n; i++)
                 close(v->binds[i].fd);
         v->n = 0;
+}
+
+/* ---- the daemon's own bucket ---- */
+
+struct sbx_host_mount {
+        struct s3fs_proc proc;
+};
+
+int sbx_host_mount(const struct sbx_mount_spec *spec, const char *dir, struct sbx_host_mount **ret, struct err *err)
+{
+        char host[256];
+        struct creds c = { 0 };
+        int r = validate_bucket(spec, host, sizeof(host), err);
+        if (r == 0)
+                r = creds_lookup(NULL, spec, &c, err);
+        if (r < 0)
+                return r;
+        if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0)
+                return err_set(err, ERR_UNAVAILABLE, EPERM, "A bucket mount needs root and FUSE (/dev/fuse)");
+        struct sbx_host_mount *hm = calloc(1, sizeof(*hm));
+        if (!hm)
+                return err_set(err, ERR_INTERNAL, ENOMEM, "Out of memory");
+        /* What a killed daemon left there is detached first. */
+        s3fs_sweep(dir);
+        if (mkdir(dir, 0700) < 0) {
+                free(hm);
+                return err_set(err, ERR_INTERNAL, errno, "Cannot make %s: %s", dir, strerror(errno));
+        }
+        const struct s3fs_request rq = {
+                .endpoint = spec->endpoint, .bucket = spec->bucket, .prefix = spec->prefix, .key_id = c.key_id,
+                .secret = c.secret, .provider_opt = provider_opt(host),
+        };
+        r = s3fs_mount(&rq, dir, &hm->proc, err);
+        explicit_bzero(&c, sizeof(c));
+        if (r < 0) {
+                free(hm);
+                return r;
+        }
+        *ret = hm;
+        return 0;
+}
+
+const char *sbx_host_mount_dir(const struct sbx_host_mount *hm)
+{
+        return hm->proc.mnt;
+}
+
+void sbx_host_unmount(struct sbx_host_mount *hm)
+{
+        if (!hm)
+                return;
+        s3fs_unmount(&hm->proc);
+        free(hm);
 }

@@ -43,8 +43,7 @@ static bool list_pop(struct id_list *l, char out[STORE_ID_MAX])
 
 /* ---- preparing and destroying one ---- */
 
-/* Everything a first command would do, done now (caller holds s->lock). */
-static int sandbox_prepare(struct sandbox_mgr *m, struct sandbox *s, struct err *err)
+int pool_prepare_locked(struct sandbox_mgr *m, struct sandbox *s, struct err *err)
 {
         int r = sandbox_open_workspace(m, s, err);
         if (r < 0)
@@ -54,14 +53,10 @@ static int sandbox_prepare(struct sandbox_mgr *m, struct sandbox *s, struct err 
         return 0;
 }
 
-typedef int warm_step_fn(struct sandbox_mgr *m, struct sandbox *s, struct err *err);
-
-/* Runs step on the warm sandbox id under its lock. *ret_s: the reference
- * (sandbox_put it), NULL when the lookup failed. */
-static int on_warm(struct sandbox_mgr *m, const char *id, warm_step_fn *step, struct sandbox **ret_s,
-                   struct err *err)
+int pool_on_warm(struct sandbox_mgr *m, const char *id, unsigned flags, const struct sbx_create_options *opts,
+                 pool_step_fn *step, struct sandbox **ret_s, struct err *err)
 {
-        struct sandbox *s = *ret_s = sandbox_lookup(m, id, SANDBOX_GET_WARM, &m->opt.pool.create, NULL, err);
+        struct sandbox *s = *ret_s = sandbox_lookup(m, id, SANDBOX_GET_WARM | flags, opts, NULL, err);
         if (!s)
                 return err_ret(err);
         pthread_mutex_lock(&s->lock);
@@ -73,7 +68,7 @@ static int on_warm(struct sandbox_mgr *m, const char *id, warm_step_fn *step, st
 int sbx_prepare(struct sandbox_mgr *m, const char *id, struct err *err)
 {
         struct sandbox *s;
-        int r = on_warm(m, id, sandbox_prepare, &s, err);
+        int r = pool_on_warm(m, id, 0, &m->opt.pool.create, pool_prepare_locked, &s, err);
         if (!s)
                 return r;
         if (r < 0)
@@ -82,17 +77,18 @@ int sbx_prepare(struct sandbox_mgr *m, const char *id, struct err *err)
         return r;
 }
 
-static void pool_destroy(struct sandbox_mgr *m, const char *id)
+int pool_destroy(struct sandbox_mgr *m, const char *id)
 {
         struct err err = { 0 };
-        struct sandbox *s = sandbox_lookup(m, id, SANDBOX_GET_WARM, &m->opt.pool.create, NULL, &err);
-        if (s) {
-                int r = sandbox_wipe(m, s);
-                if (r < 0)
-                        log_warn("msg=\"cannot destroy a warm sandbox\" sandbox=%s err=\"%s\"", id, strerror(-r));
+        /* Never made anew: a row gone meanwhile stays gone. */
+        struct sandbox *s = sandbox_lookup(m, id, SANDBOX_GET_WARM | SANDBOX_GET_EXISTING, NULL, NULL, &err);
+        int r = s ? sandbox_wipe(m, s) : -ENOENT;
+        if (s && r < 0)
+                log_warn("msg=\"cannot destroy a warm sandbox\" sandbox=%s err=\"%s\"", id, strerror(-r));
+        if (s)
                 sandbox_put(m, s);
-        }
         err_done(&err);
+        return r;
 }
 
 /* ---- sizing ---- */
@@ -100,7 +96,7 @@ static void pool_destroy(struct sandbox_mgr *m, const char *id)
 #define COUNT_UNKNOWN UINT64_MAX
 
 /* The workspace quota of the sandboxes the pool makes. */
-static uint64_t warm_quota(const struct sandbox_mgr *m)
+uint64_t pool_warm_quota(const struct sandbox_mgr *m)
 {
         uint64_t q = m->opt.pool.create.workspace_bytes;
         return q ? q : m->opt.workspace_bytes ? m->opt.workspace_bytes : 1;
@@ -109,11 +105,11 @@ static uint64_t warm_quota(const struct sandbox_mgr *m)
 /* warm + assigned the pool may reach, given the tenants' usage: the
  * tenants' caps (sandboxes, and what is left of the disk cap in warm
  * quotas), and max_instances if lower. */
-static uint64_t pool_limit(const struct sandbox_mgr *m, uint64_t assigned, uint64_t reserved)
+uint64_t pool_limit(const struct sandbox_mgr *m, uint64_t assigned, uint64_t reserved)
 {
         const struct sandbox_options *o = &m->opt;
         uint64_t limit = o->max_sandboxes;
-        uint64_t disk = reserved < o->max_disk_bytes ? (o->max_disk_bytes - reserved) / warm_quota(m) : 0;
+        uint64_t disk = reserved < o->max_disk_bytes ? (o->max_disk_bytes - reserved) / pool_warm_quota(m) : 0;
         if (assigned + disk < limit)
                 limit = assigned + disk;
         if (o->pool.max_instances && o->pool.max_instances < limit)
@@ -137,12 +133,16 @@ static uint64_t pool_assigned(struct sandbox_mgr *m, uint64_t *ret_limit)
 }
 
 /* How many warm sandboxes the pool may hold now, or COUNT_UNKNOWN (a
- * store error: then it neither fills nor gives back). */
+ * store error: then it neither fills nor gives back). The warm sandboxes
+ * of classes (warm_class.c, asked for explicitly) take their place first. */
 static uint64_t pool_room(struct sandbox_mgr *m)
 {
         uint64_t limit = 0, assigned = pool_assigned(m, &limit);
         if (assigned == COUNT_UNKNOWN)
                 return COUNT_UNKNOWN;
+        pthread_mutex_lock(&m->lock);
+        assigned += m->class_rows;
+        pthread_mutex_unlock(&m->lock);
         uint64_t room = assigned < limit ? limit - assigned : 0;
         return room < m->opt.pool.target ? room : m->opt.pool.target;
 }
@@ -151,6 +151,8 @@ void pool_forget(struct sandbox_mgr *m, struct sandbox *s)
 {
         uint64_t q = sandbox_workspace_bytes(m, s);
         m->pool_rows -= m->pool_rows ? 1 : 0;
+        if (s->row.warm_class[0])
+                m->class_rows -= m->class_rows ? 1 : 0;
         m->pool_reserved -= m->pool_reserved >= q ? q : m->pool_reserved;
 }
 
@@ -277,21 +279,27 @@ static void pool_loop(void *arg)
 int pool_start(struct sandbox_mgr *m)
 {
         struct sbx_pool *p = &m->pool;
+        /* Every warm sandbox counts; the default pool adopts its own class
+         * only (a class's stay stored until taken or dropped). */
+        _cleanup_(id_list_done) struct id_list all = { 0 };
         int r = bg_thread_init(&p->bg, NULL);
         if (r == 0)
                 r = store_org_ensure(m->store, SBX_POOL_ORG, "Warm pool (unassigned sandboxes)");
         if (r == 0)
-                r = store_sandbox_each_in_org(m->store, SBX_POOL_ORG, id_list_add, &p->adopt);
+                r = store_sandbox_each_in_org(m->store, SBX_POOL_ORG, id_list_add, &all);
+        if (r == 0)
+                r = store_sandbox_each_in_class(m->store, SBX_POOL_ORG, "", id_list_add, &p->adopt);
         if (r < 0)
                 return r;
         uint64_t reserved = 0;
-        for (size_t i = 0; i < p->adopt.n; i++) {
+        for (size_t i = 0; i < all.n; i++) {
                 _cleanup_(sandbox_row_done) struct sandbox_row row = { 0 };
-                if (store_sandbox_get(m->store, p->adopt.ids[i], &row) == 0)
+                if (store_sandbox_get(m->store, all.ids[i], &row) == 0)
                         reserved += row.workspace_bytes ? row.workspace_bytes : m->opt.workspace_bytes;
         }
         pthread_mutex_lock(&m->lock);
-        m->pool_rows = p->adopt.n;
+        m->pool_rows = all.n;
+        m->class_rows = all.n - p->adopt.n;
         m->pool_reserved = reserved;
         pthread_mutex_unlock(&m->lock);
         p->active = m->opt.pool.target > 0 && m->opt.pool.new_id;
@@ -326,9 +334,7 @@ void pool_yield(struct sandbox_mgr *m)
 
 /* ---- the facade's operations ---- */
 
-/* Re-labels a warm sandbox as the default org's: created now, idle expiry
- * armed. Caller holds s->lock. */
-static int assign(struct sandbox_mgr *m, struct sandbox *s, struct err *err)
+int pool_assign_locked(struct sandbox_mgr *m, struct sandbox *s, struct err *err)
 {
         pthread_mutex_lock(&m->lock);
         int r = sandbox_check_caps(m, sandbox_workspace_bytes(m, s), err);
@@ -341,6 +347,7 @@ static int assign(struct sandbox_mgr *m, struct sandbox *s, struct err *err)
                 return r;
         uint64_t now = wall_ms();
         snprintf(s->row.org_id, sizeof(s->row.org_id), "%s", SBX_DEFAULT_ORG);
+        s->row.warm_class[0] = '\0';
         s->row.created_at = s->row.last_used = now;
         s->row.expires_at = sandbox_expiry_for(&m->opt, now);
         r = store_sandbox_put(m->store, &s->row);
@@ -362,7 +369,7 @@ int sbx_pool_take(struct sandbox_mgr *m, char ret_id[STORE_ID_MAX], struct err *
         if (!got)
                 return -ENOENT;
         struct sandbox *s;
-        int r = on_warm(m, id, assign, &s, err);
+        int r = pool_on_warm(m, id, 0, &m->opt.pool.create, pool_assign_locked, &s, err);
         if (!s)
                 return r;
         if (r < 0 && s->warm) {

@@ -1,6 +1,7 @@
 /* The sandbox registry: ids, loading from the store, references, activity
  * and idle expiry, destruction, env, and the workspace handed to the files
  * operations. */
+#include "sandbox/egress/egress.h"
 #include "sandbox/internal.h"
 
 #include <ctype.h>
@@ -75,6 +76,7 @@ void sandbox_free(struct sandbox_mgr *m, struct sandbox *s)
         mounts_drop_all(s);
         sandbox_jails_forget(s);
         workspace_close(&s->ws);
+        egress_detach(s->egress);
         if (s->netns_fd >= 0)
                 close(s->netns_fd);
         kproc_group_unref(s->cgroup); /* its directory goes with the last interpreter */
@@ -164,6 +166,8 @@ static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const ch
                 s->row.file_bytes = opts->file_bytes;
                 s->row.cpu_millis = opts->cpu_millis;
                 s->row.memory_bytes = opts->memory_bytes;
+                if (warm && opts->warm_class)
+                        snprintf(s->row.warm_class, sizeof(s->row.warm_class), "%s", opts->warm_class);
         }
         int r = warm ? 0 : sandbox_check_caps(m, sandbox_workspace_bytes(m, s), err);
         if (r < 0)
@@ -189,6 +193,7 @@ static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const ch
                 return err_set(err, ERR_INTERNAL, -r, "Cannot store sandbox: %s", strerror(-r));
         if (warm) {
                 m->pool_rows++;
+                m->class_rows += s->row.warm_class[0] ? 1 : 0;
                 m->pool_reserved += sandbox_workspace_bytes(m, s);
         } else {
                 sandbox_emit(m, s, "sandbox.created", NULL);
@@ -307,7 +312,8 @@ struct sandbox *sandbox_lookup(struct sandbox_mgr *m, const char *id, unsigned f
         if (!s) {
                 /* Loading under the manager lock keeps two first requests for
                  * one id from creating it twice; it is a few store reads. */
-                int r = sandbox_load(m, id, true, opts, flags & SANDBOX_GET_WARM, ret_created, &s, err);
+                int r = sandbox_load(m, id, !(flags & SANDBOX_GET_EXISTING), opts, flags & SANDBOX_GET_WARM,
+                                     ret_created, &s, err);
                 if (r < 0) {
                         pthread_mutex_unlock(&m->lock);
                         err_detail(err, "id", id, (size_t)-1);
@@ -445,7 +451,7 @@ void sandbox_touch_loaded(struct sandbox_mgr *m, const char *id)
 void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s)
 {
         if (s->netns_fd >= 0)
-                return;
+                return sandbox_egress_attach(m, s);
         int fd = engine_netns_take(m->engine);
         if (fd < 0)
                 return;
@@ -455,6 +461,7 @@ void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s)
         if (r < 0)
                 log_warn("sandbox=%s msg=\"cannot bring the loopback up\" err=\"%s\"", s->row.id, strerror(-r));
         s->netns_fd = fd;
+        sandbox_egress_attach(m, s);
 }
 
 int sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s)

@@ -9,7 +9,6 @@
  * mounts before it checks the bucket, and a failed check ends it a moment
  * later with status 0 (observed with 1.90), so success is only claimed
  * after the mount appeared and a listing of its root went through. */
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -24,6 +23,7 @@
 
 #include "base/buf.h"
 #include "base/cleanup.h"
+#include "base/fs.h"
 #include "base/io.h"
 #include "base/log.h"
 #include "base/time.h"
@@ -349,20 +349,19 @@ void s3fs_unmount(struct s3fs_proc *p)
         p->dir[0] = '\0';
 }
 
+struct entry_fn {
+        void (*fn)(int, const char *);
+};
+
+static void call_entry(int dir_fd, const char *name, void *ud)
+{
+        ((const struct entry_fn *)ud)->fn(dir_fd, name);
+}
+
 /* Calls fn(dir_fd, name) for every entry of dir_fd but . and .. */
 static void each_entry(int dir_fd, void (*fn)(int, const char *))
 {
-        int fd = dup(dir_fd);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
-                return;
-        }
-        for (struct dirent *e; (e = readdir(d));)
-                if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, ".."))
-                        fn(dir_fd, e->d_name);
-        closedir(d);
+        (void)dir_each(dir_fd, call_entry, &(struct entry_fn){ fn });
 }
 
 /* One mount's directory: only the names s3fs_mount makes, and the mount

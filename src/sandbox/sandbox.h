@@ -41,6 +41,9 @@ struct sbx_create_options {
          * activity; 0: idle expiry (sandbox_options.idle_ttl_ms). */
         uint64_t lifetime_ms;
         json_t *env;             /* NULL, or its env {name: string} (validated) */
+        /* A warm sandbox's class (sbx_warm_*): NULL or "" the default
+         * pool's. Ignored for a tenant's sandbox. */
+        const char *warm_class;
 };
 
 /* The warm pool of prepared sandboxes (pool.c; the bridge's
@@ -104,6 +107,11 @@ void sbx_mgr_set_org_env(struct sandbox_mgr *m, sbx_org_env_fn fn, void *userdat
  * first request; NULL (the default): none. */
 struct events;
 void sbx_mgr_set_events(struct sandbox_mgr *m, struct events *ev);
+/* Gives tenant orgs' sandboxes network through eg (sandbox/egress/egress.h),
+ * from their next namespace use on; NULL: none (the default). eg must
+ * outlive the manager. Set before any sandbox runs. */
+struct egress;
+void sbx_mgr_set_egress(struct sandbox_mgr *m, struct egress *eg);
 
 /* ^[A-Za-z0-9._-]{1,128}$ (a facade may allow fewer), no leading/trailing '-', not all dots, not a
  * reserved name. */
@@ -343,6 +351,38 @@ int sbx_pool_stats(struct sandbox_mgr *m, struct sbx_pool_stats *ret, struct err
 int sbx_pool_shutdown_prewarmed(struct sandbox_mgr *m, struct err *err);
 /* (Re)starts the refill loop: it fills toward the target now. */
 void sbx_pool_prime(struct sandbox_mgr *m);
+
+/* ---- warm classes (warm_class.c) ----
+ * Warm sandboxes prepared with limits of their own (a class: the
+ * controller's internal snapshot profiles), kept apart from the default
+ * pool above: its refill loop never makes, adopts, sheds or hands out
+ * one, and sbx_pool_take never gets one. They are made when asked
+ * (sbx_warm_fill, the default pool's workspace limits with the class's CPU
+ * and memory), are durable (a restart finds them stored; mount, namespace
+ * and cgroup are redone when one is taken), and leave only by
+ * sbx_warm_take or sbx_warm_drop. Like the pool's they belong to
+ * SBX_POOL_ORG and count in no tenant cap; the default pool gives way to
+ * them (fills less). */
+struct sbx_warm_class {
+        const char *name;            /* non-empty, < STORE_ID_MAX bytes */
+        uint64_t cpu_millis, memory_bytes; /* 0: the service's */
+};
+/* Prepares warm sandboxes of c until it has count (fewer when the caps
+ * leave no room: sandbox.max_sandboxes, the disk cap, the pool's
+ * max_instances, counting tenants' and every warm class's). *ret_made: how
+ * many it made. ERR_UNAVAILABLE without an id maker (pool.new_id). */
+int sbx_warm_fill(struct sandbox_mgr *m, const struct sbx_warm_class *c, uint64_t count, uint64_t *ret_made,
+                  struct err *err);
+/* How many warm sandboxes class name has. */
+int sbx_warm_count(struct sandbox_mgr *m, const char *name, uint64_t *ret, struct err *err);
+/* A sandbox of class c handed to the default org: its oldest warm one
+ * (*ret_warm true), else one created and prepared now with c's limits
+ * (*ret_warm false). ERR_QUOTA at the tenants' caps. */
+int sbx_warm_take(struct sandbox_mgr *m, const struct sbx_warm_class *c, char ret_id[STORE_ID_MAX], bool *ret_warm,
+                  struct err *err);
+/* Destroys every warm sandbox of class name; *ret_n (may be NULL): how
+ * many. */
+int sbx_warm_drop(struct sandbox_mgr *m, const char *name, uint64_t *ret_n, struct err *err);
 /* Tunnels (tunnel.c): a port of a sandbox reached through the daemon. A
  * command's server listens on 127.0.0.1:port in the sandbox's own network
  * namespace (loopback only: no route out); the token is the capability a
@@ -403,6 +443,19 @@ int sbx_unmount(struct sandbox_mgr *m, const char *id, const char *path, struct 
 /* Resolves ".", ".." and repeated slashes of an absolute path into out.
  * -EINVAL: not absolute, a component of 256 bytes or more, or too long. */
 int sbx_mount_path_normalize(const char *in, char *out, size_t len);
+/* A bucket the daemon mounts on the host for itself (the controller's
+ * artifacts; no jail sees it): spec's endpoint, bucket, prefix and
+ * credentials as for sbx_mount (path, readonly and options unused), served
+ * by s3fs on dir/mnt, files owned by the daemon. dir must not exist or be
+ * a leftover of an earlier run (detached and removed first); its parent
+ * must be private to the daemon. ERR_INVALID, ERR_UNAVAILABLE (no FUSE,
+ * not root, s3fs or the bucket failing). */
+struct sbx_host_mount;
+int sbx_host_mount(const struct sbx_mount_spec *spec, const char *dir, struct sbx_host_mount **ret, struct err *err);
+/* The mounted directory (dir/mnt). */
+const char *sbx_host_mount_dir(const struct sbx_host_mount *hm);
+/* Unmounts, ends s3fs and removes dir. NULL-safe. */
+void sbx_host_unmount(struct sbx_host_mount *hm);
 
 /* Number of resident (live) context interpreters. */
 size_t sbx_resident_count(struct sandbox_mgr *m);

@@ -97,6 +97,41 @@ struct store_ops {
         int (*checkpoint_list)(struct store *s, const char *org_id, const char *sandbox_id, uint64_t limit,
                                uint64_t offset, struct store_rows *out, uint64_t *ret_total);
         int (*checkpoint_usage)(struct store *s, const char *org_id, uint64_t *ret_count, uint64_t *ret_bytes);
+        int (*snapshot_profile_put)(struct store *s, const struct snapshot_profile_row *row,
+                                    struct snapshot_profile_row *ret);
+        int (*snapshot_profile_get)(struct store *s, const char *key, struct snapshot_profile_row *ret);
+        int (*snapshot_profile_delete)(struct store *s, const char *key);
+        /* Pushes struct snapshot_profile_row items, newest first. */
+        int (*snapshot_profile_list)(struct store *s, struct store_rows *out);
+
+        int (*gh_install_put)(struct store *s, const struct gh_install_row *row);
+        int (*gh_install_get)(struct store *s, const char *id, struct gh_install_row *ret);
+        int (*gh_install_delete)(struct store *s, const char *id);
+        int (*gh_install_link)(struct store *s, const char *id, const char *from_org, const char *to_org,
+                               uint64_t at);
+        /* Pushes struct gh_install_row items. */
+        int (*gh_install_list)(struct store *s, const char *org_id, bool pending, struct store_rows *out);
+        int (*gh_settings_get)(struct store *s, const char *org_id, char **ret_json, uint64_t *ret_updated_at);
+        int (*gh_settings_put)(struct store *s, const char *org_id, const char *json, uint64_t updated_at);
+        int (*gh_event_insert)(struct store *s, const struct gh_event_row *row, uint64_t keep);
+        int (*gh_event_update)(struct store *s, const struct gh_event_row *row);
+        /* Pushes struct gh_event_row items. */
+        int (*gh_event_list)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                             struct store_rows *out, uint64_t *ret_total);
+        int (*gh_event_stats)(struct store *s, const char *org_id, uint64_t since, struct gh_event_stats *ret);
+        int (*gh_event_sandboxes)(struct store *s, const char *org_id, const char *repo, uint64_t pr_number,
+                                  struct store_rows *out);
+
+        int (*egress_policy_create)(struct store *s, const struct egress_policy_row *row);
+        int (*egress_policy_update)(struct store *s, const struct egress_policy_row *row);
+        int (*egress_policy_delete)(struct store *s, const char *org_id, const char *id);
+        /* Pushes struct egress_policy_row items; org_id NULL: every org. */
+        int (*egress_policy_list)(struct store *s, const char *org_id, struct store_rows *out);
+        int (*egress_audit_insert)(struct store *s, const struct egress_audit_row *row);
+        /* Pushes struct egress_audit_row items of one page, newest first. */
+        int (*egress_audit_list)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                                 struct store_rows *out, uint64_t *ret_total);
+        int (*egress_audit_prune)(struct store *s, uint64_t before);
 
         int (*queue_insert)(struct store *s, const struct queue_row *row);
         int (*queue_get)(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
@@ -125,6 +160,23 @@ struct store_ops {
                           uint64_t offset, struct store_rows *out, uint64_t *ret_total);
         /* Pushes struct audit_count items by action. */
         int (*audit_summary)(struct store *s, const char *org_id, const char *sandbox_id, struct store_rows *out);
+        int (*artifact_put)(struct store *s, const struct artifact_row *row);
+        int (*artifact_get)(struct store *s, const char *org_id, const char *id, struct artifact_row *ret);
+        int (*artifact_delete)(struct store *s, const char *org_id, const char *id);
+        /* Pushes struct artifact_row items of one page; ret_total: how many match. */
+        int (*artifact_list)(struct store *s, const struct artifact_filter *f, uint64_t limit, uint64_t offset,
+                             struct store_rows *out, uint64_t *ret_total);
+        int (*artifact_list_expired)(struct store *s, uint64_t now, struct store_rows *out);
+        int (*artifact_bytes)(struct store *s, const char *org_id, uint64_t *ret);
+        int (*sso_identity_get)(struct store *s, const char *issuer, const char *subject,
+                                struct sso_identity_row *ret);
+        int (*sso_identity_create)(struct store *s, const struct sso_identity_row *row);
+        int (*sso_user_create)(struct store *s, const struct org_row *new_org, const struct user_row *user,
+                               const struct sso_identity_row *ident);
+        int (*sso_link_get)(struct store *s, const char *org_id, struct sso_link_row *ret);
+        int (*sso_link_find)(struct store *s, const char *value, bool by_domain, struct sso_link_row *ret);
+        int (*sso_link_put)(struct store *s, const struct sso_link_row *row);
+        int (*sso_link_delete)(struct store *s, const char *org_id);
 
         int (*webhook_create)(struct store *s, const struct webhook_row *row);
         int (*webhook_get)(struct store *s, const char *org_id, const char *id, struct webhook_row *ret);
@@ -156,6 +208,8 @@ struct store_ops {
         int (*sandbox_count)(struct store *s, uint64_t *ret);
         /* Pushes struct store_id items of one org, ordered by id. */
         int (*sandbox_ids_in_org)(struct store *s, const char *org_id, struct store_rows *out);
+        int (*sandbox_ids_in_class)(struct store *s, const char *org_id, const char *warm_class,
+                                    struct store_rows *out);
         /* Pushes struct sandbox_row items of one page; ret_total: the org's count. */
         int (*sandbox_list_org)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
                                 struct store_rows *out, uint64_t *ret_total);

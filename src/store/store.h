@@ -140,6 +140,51 @@ int store_secret_each(struct store *s, const char *org_id, uint64_t limit, uint6
                       void (*fn)(const struct secret_row *row, void *userdata), void *userdata,
                       uint64_t *ret_total);
 
+/* An org's egress policy (issue 15, seed "Egress Policies"): the policy
+ * itself (policyName, allowAll, allowedDomains, deniedDomains,
+ * allowedPorts, logAllRequests) is opaque JSON text to the store. */
+struct egress_policy_row {
+        char id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        char *doc;                /* owned (malloc): the policy's JSON object */
+        uint64_t created_at, updated_at;   /* epoch ms */
+};
+void egress_policy_row_done(struct egress_policy_row *r);   /* frees doc */
+/* -EEXIST on a taken id. */
+int store_egress_policy_create(struct store *s, const struct egress_policy_row *row);
+/* Replaces doc and updated_at; -ENOENT when absent (or another org's). */
+int store_egress_policy_update(struct store *s, const struct egress_policy_row *row);
+int store_egress_policy_delete(struct store *s, const char *org_id, const char *id);
+/* The policies of org_id (NULL: of every org), oldest first, at most
+ * STORE_EGRESS_POLICIES_MAX; fn gets a borrowed row. */
+#define STORE_EGRESS_POLICIES_MAX 10000
+int store_egress_policy_each(struct store *s, const char *org_id,
+                             void (*fn)(const struct egress_policy_row *row, void *userdata), void *userdata);
+
+/* One egress decision of a sandbox's proxy (a DNS query, an HTTP request,
+ * a CONNECT tunnel), as the audit keeps it. */
+struct egress_audit_row {
+        uint64_t seq;             /* set by the store, increasing */
+        char org_id[STORE_ID_MAX];
+        char sandbox_id[STORE_ID_MAX];
+        uint64_t at;              /* epoch ms */
+        char host[256];
+        uint32_t port;
+        char protocol[16];        /* dns, http, connect */
+        char decision[16];        /* allowed, denied */
+        char mode[16];            /* monitor, enforce */
+        bool violation;           /* against the policy (allowed only in monitor mode) */
+        char reason[128];
+        uint64_t bytes_out, bytes_in;
+};
+int store_egress_audit_insert(struct store *s, const struct egress_audit_row *row);
+/* The org's records, newest first, one page; *ret_total: the org's count. */
+int store_egress_audit_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                            void (*fn)(const struct egress_audit_row *row, void *userdata), void *userdata,
+                            uint64_t *ret_total);
+/* Drops the records made before `before` (epoch ms). */
+int store_egress_audit_prune(struct store *s, uint64_t before);
+
 /* A request of the controller API waiting for its org's concurrency budget
  * (issue 15, queue mode): what to run, as whom, and once run, its answer.
  * Queue order is insertion order, per org. */
@@ -212,6 +257,105 @@ int store_checkpoint_each(struct store *s, const char *org_id, const char *sandb
 /* How many checkpoints the org keeps and their bytes together. */
 int store_checkpoint_usage(struct store *s, const char *org_id, uint64_t *ret_count, uint64_t *ret_bytes);
 
+/* An org's artifact (issue 15): a durable object kept outside sandboxes
+ * (its bytes are the facade's, on disk), or a multipart upload that will
+ * become one (state "uploading": size is the bytes of its parts so far,
+ * expires_at the upload's deadline, ttl_s the artifact's ttl to come). */
+struct artifact_row {
+        char id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        char sandbox_id[STORE_ID_MAX];  /* where it came from; "" for a direct upload */
+        char state[16];             /* "ready" or "uploading" */
+        char name[1024];
+        char path[4096];            /* the source path in the sandbox; "" when none */
+        char content_type[256];
+        char checksum[72];          /* SHA-256, lowercase hex; "" while uploading */
+        char *metadata;             /* owned: a JSON object as text */
+        uint64_t size, created_at, expires_at, ttl_s;   /* expires_at 0: never */
+};
+void artifact_row_done(struct artifact_row *r);   /* frees metadata */
+/* Inserts or replaces every column. */
+int store_artifact_put(struct store *s, const struct artifact_row *row);
+/* Scoped by org: another org's artifact is -ENOENT, as a missing one. */
+int store_artifact_get(struct store *s, const char *org_id, const char *id, struct artifact_row *ret);
+int store_artifact_delete(struct store *s, const char *org_id, const char *id);
+/* Which of an org's rows a page shows ("" fields: any). Rows whose
+ * 0 < expires_at <= now are never shown. */
+struct artifact_filter {
+        const char *org_id, *state, *sandbox_id, *name_prefix;
+        uint64_t now;
+};
+/* One page by created_at then id, newest first (fn gets a borrowed row);
+ * *ret_total: how many match. */
+int store_artifact_each(struct store *s, const struct artifact_filter *f, uint64_t limit, uint64_t offset,
+                        void (*fn)(const struct artifact_row *row, void *userdata), void *userdata,
+                        uint64_t *ret_total);
+/* Every row (any org, any state) with 0 < expires_at <= now. */
+int store_artifact_each_expired(struct store *s, uint64_t now,
+                                void (*fn)(const struct artifact_row *row, void *userdata), void *userdata);
+/* The bytes an org's rows hold (artifacts and parts uploaded so far). */
+int store_artifact_bytes(struct store *s, const char *org_id, uint64_t *ret);
+/* A snapshot profile of the controller's internal snapshot API (issue 15):
+ * a class of warm sandboxes with their own CPUs and memory. kernel_path
+ * and rootfs_path are the seed's Firecracker inputs, stored, never used. */
+#define STORE_PATH_MAX 1024
+struct snapshot_profile_row {
+        char key[STORE_ID_MAX];
+        uint64_t vcpu_count, mem_size_mib;
+        char kernel_path[STORE_PATH_MAX], rootfs_path[STORE_PATH_MAX];
+        uint64_t created_at;      /* epoch ms */
+        uint64_t version;         /* 1, then +1 each time the key is put again */
+};
+/* Inserts the profile (version 1), or replaces the one of that key
+ * (version + 1; created_at, paths and sizes from row). *ret: the stored
+ * row (may be NULL). */
+int store_snapshot_profile_put(struct store *s, const struct snapshot_profile_row *row,
+                               struct snapshot_profile_row *ret);
+/* -ENOENT when absent. */
+int store_snapshot_profile_get(struct store *s, const char *key, struct snapshot_profile_row *ret);
+int store_snapshot_profile_delete(struct store *s, const char *key);
+/* Every profile, newest first (created_at, then key, descending). fn gets
+ * a borrowed row. */
+int store_snapshot_profile_each(struct store *s, void (*fn)(const struct snapshot_profile_row *row, void *userdata),
+                                void *userdata);
+/* Single sign-on (issue 15): an OpenID Connect identity — the provider's
+ * (issuer, subject) — belongs to one user; an org may be linked to one
+ * provider organization id and/or one email domain (each unique across
+ * orgs), which decides where a new SSO user lands. */
+#define STORE_SSO_TEXT_MAX 512
+struct sso_identity_row {
+        char issuer[STORE_SSO_TEXT_MAX];
+        char subject[STORE_SSO_TEXT_MAX];
+        char user_id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        uint64_t created_at;
+};
+struct sso_link_row {
+        char org_id[STORE_ID_MAX];
+        char provider_org_id[STORE_SSO_TEXT_MAX];   /* "" = none */
+        char domain[256];                           /* lower case; "" = none */
+        uint64_t created_at, updated_at;
+};
+/* -ENOENT when no user has that identity. */
+int store_sso_identity_get(struct store *s, const char *issuer, const char *subject, struct sso_identity_row *ret);
+/* The identity of an existing user. -EEXIST when taken. */
+int store_sso_identity_create(struct store *s, const struct sso_identity_row *row);
+/* A new user and its identity, atomically; new_org (may be NULL) is
+ * created first for a user who founds an org. -EEXIST when the email, the
+ * identity, the org id or the slug is taken (nothing written then). */
+int store_sso_user_create(struct store *s, const struct org_row *new_org, const struct user_row *user,
+                          const struct sso_identity_row *ident);
+/* The org's link; -ENOENT when none. */
+int store_sso_link_get(struct store *s, const char *org_id, struct sso_link_row *ret);
+/* The link holding that provider organization id (by_domain false) or
+ * that email domain (true); -ENOENT when none. */
+int store_sso_link_find(struct store *s, const char *value, bool by_domain, struct sso_link_row *ret);
+/* Inserts or replaces the org's link; -EEXIST when another org holds the
+ * provider organization id or the domain. */
+int store_sso_link_put(struct store *s, const struct sso_link_row *row);
+/* -ENOENT when the org has no link. */
+int store_sso_link_delete(struct store *s, const char *org_id);
+
 struct sandbox_row {
         char id[STORE_ID_MAX];
         char org_id[STORE_ID_MAX];
@@ -227,6 +371,9 @@ struct sandbox_row {
          * limit; 0 = the service's. */
         uint64_t cpu_millis, memory_bytes;
         bool expiry_fixed;    /* expires_at is absolute: activity does not renew it */
+        /* A warm sandbox's class: "" the default pool's, else the name of
+         * the class it was prepared for (a snapshot profile's key). */
+        char warm_class[STORE_ID_MAX];
 };
 void sandbox_row_done(struct sandbox_row *r);   /* frees env_json */
 /* -ENOENT when absent. */
@@ -248,6 +395,10 @@ int store_sandbox_count(struct store *s, uint64_t *ret);
  * read first, fn run afterwards, as above. */
 int store_sandbox_each_in_org(struct store *s, const char *org_id,
                               void (*fn)(const char *id, void *userdata), void *userdata);
+/* The same for org_id's sandboxes of warm class warm_class ("" the default
+ * pool's), oldest first (created_at, then id). */
+int store_sandbox_each_in_class(struct store *s, const char *org_id, const char *warm_class,
+                                void (*fn)(const char *id, void *userdata), void *userdata);
 /* One page of org_id's sandboxes by created_at then id (fn gets a borrowed
  * row); *ret_total: how many the org has. */
 int store_sandbox_each_org(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
@@ -371,6 +522,72 @@ struct audit_count {
 };
 int store_audit_summary(struct store *s, const char *org_id, const char *sandbox_id,
                         void (*fn)(const struct audit_count *c, void *userdata), void *userdata);
+/* ---- GitHub integration (issue 15) ---------------------------------- */
+
+/* A GitHub App installation, as its webhooks describe it: pending (org_id
+ * "") until an org connects it. */
+struct gh_install_row {
+        char id[STORE_ID_MAX];          /* GitHub's installation id, decimal */
+        char org_id[STORE_ID_MAX];      /* "" while pending */
+        char account_login[256];
+        char account_type[32];          /* "User", "Organization" */
+        char status[16];                /* "active", "suspended" */
+        char *repos_json;               /* owned: a JSON array of "owner/name" */
+        uint64_t created_at, updated_at, connected_at;   /* epoch ms; connected_at 0 while pending */
+};
+void gh_install_row_done(struct gh_install_row *r);   /* frees repos_json */
+/* Inserts or updates id's account, status and repos; its org link and
+ * connected_at are kept. */
+int store_gh_install_put(struct store *s, const struct gh_install_row *row);
+int store_gh_install_get(struct store *s, const char *id, struct gh_install_row *ret);
+/* -ENOENT when absent. */
+int store_gh_install_delete(struct store *s, const char *id);
+/* Moves id from org from_org to org to_org ("" = pending) atomically:
+ * -ENOENT unless it is linked to from_org now. Connecting (from "") also
+ * gives to_org the installation's deliveries that no org had yet. */
+int store_gh_install_link(struct store *s, const char *id, const char *from_org, const char *to_org, uint64_t at);
+/* The installations linked to org_id, then (pending true) every pending
+ * one, each group by created_at. */
+int store_gh_install_each(struct store *s, const char *org_id, bool pending,
+                          void (*fn)(const struct gh_install_row *row, void *userdata), void *userdata);
+
+/* An org's GitHub automation settings, a JSON object opaque to the store. */
+int store_gh_settings_get(struct store *s, const char *org_id, char **ret_json, uint64_t *ret_updated_at);
+int store_gh_settings_put(struct store *s, const char *org_id, const char *json, uint64_t updated_at);
+
+/* One webhook delivery as received and processed. */
+struct gh_event_row {
+        char id[STORE_ID_MAX];          /* "ghe_…" */
+        char delivery_id[STORE_ID_MAX]; /* X-GitHub-Delivery; unique when set, "" for unverified ones */
+        char org_id[STORE_ID_MAX];      /* the installation's org at delivery; "" none */
+        char installation_id[STORE_ID_MAX];
+        char event[64], action[64];
+        char repo[256];                 /* "owner/name" or "" */
+        uint64_t pr_number;             /* 0 when none */
+        char status[16];                /* "processing", "success", "failure" */
+        char error[512];
+        char detail[512];               /* what was done */
+        char sandbox_id[STORE_ID_MAX];  /* a sandbox this delivery made */
+        uint64_t received_at;           /* epoch ms */
+};
+/* -EEXIST when delivery_id was recorded already. Keeps at most keep rows
+ * (the oldest go). */
+int store_gh_event_insert(struct store *s, const struct gh_event_row *row, uint64_t keep);
+/* Rewrites the org, status, error, detail and sandbox of row->id. */
+int store_gh_event_update(struct store *s, const struct gh_event_row *row);
+/* The org's deliveries newest first. */
+int store_gh_event_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                        void (*fn)(const struct gh_event_row *row, void *userdata), void *userdata,
+                        uint64_t *ret_total);
+struct gh_event_stats {
+        uint64_t success, failure;      /* received at or after since */
+        bool has_latest, has_failure;
+        struct gh_event_row latest, latest_failure;   /* ever */
+};
+int store_gh_event_stats(struct store *s, const char *org_id, uint64_t since, struct gh_event_stats *ret);
+/* The sandboxes the org's deliveries for pull request repo#pr_number made. */
+int store_gh_event_sandboxes(struct store *s, const char *org_id, const char *repo, uint64_t pr_number,
+                             void (*fn)(const struct gh_event_row *row, void *userdata), void *userdata);
 
 /* ---- webhooks (issue 15): an org's endpoints and their delivery queue ---- */
 

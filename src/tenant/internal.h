@@ -21,6 +21,19 @@ struct tenant {
         char secrets_key_id[SEAL_KEY_ID_LEN + 1];
 };
 
+/* ---- tenant.c ---- */
+/* Lower-cased copy of an address of the form local@domain (ERR_INVALID). */
+int email_normalize(const char *in, char out[256], struct err *err);
+/* "Example Co" → "example-co"; "org" when nothing is left. */
+void slugify(const char *name, char *out, size_t cap);
+/* A new org and its first user (with ident, an SSO identity too,
+ * atomically); the slug gets a random suffix after a clash. ERR_EXISTS:
+ * the email is taken. */
+int account_insert(struct tenant *t, struct org_row *org, struct user_row *user, const struct sso_identity_row *ident,
+                   struct err *err);
+/* Blanks what an account view never shows (the password hash). */
+void account_view(struct tenant_account *a);
+
 /* ---- password.c ---- */
 /* Argon2id of password into out (an encoded "$argon2id$v=19$…" string). */
 int password_hash(const char *password, char *out, size_t outlen);

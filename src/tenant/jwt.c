@@ -135,8 +135,7 @@ int jwt_sign(const uint8_t *key, size_t keylen, const struct jwt_claims *c, char
         return 0;
 }
 
-/* A base64url part holding a JSON object. */
-static int decode_object(const char *part, size_t len, json_t **ret)
+int jwt_part_object(const char *part, size_t len, json_t **ret)
 {
         _cleanup_free_ uint8_t *buf = malloc(len + 1);
         size_t n;
@@ -157,7 +156,7 @@ static int decode_object(const char *part, size_t len, json_t **ret)
 static int check_header(const char *part, size_t len)
 {
         json_t *h = NULL;
-        int r = decode_object(part, len, &h);
+        int r = jwt_part_object(part, len, &h);
         if (r < 0)
                 return r;
         json_t *alg = json_object_get(h, "alg"), *typ = json_object_get(h, "typ");
@@ -191,7 +190,7 @@ static int claim_time(json_t *pl, const char *name, uint64_t *dst)
 static int parse_claims(const char *part, size_t len, struct jwt_claims *c)
 {
         json_t *pl = NULL;
-        int r = decode_object(part, len, &pl);
+        int r = jwt_part_object(part, len, &pl);
         if (r < 0)
                 return r;
         if ((r = claim_string(pl, "sub", c->sub)) < 0 || (r = claim_string(pl, "org", c->org)) < 0 ||

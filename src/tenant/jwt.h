@@ -4,6 +4,7 @@
  * fuzzer drive them directly. */
 #pragma once
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,3 +37,7 @@ int jwt_verify(const uint8_t *key, size_t keylen, const char *token, uint64_t no
  * *ret_len, or -EINVAL / -ENOBUFS when out (size cap) is too small. */
 size_t b64url_encode(const uint8_t *in, size_t len, char *out);
 int b64url_decode(const char *in, size_t len, uint8_t *out, size_t cap, size_t *ret_len);
+
+/* A base64url JWS part holding a JSON object (*ret owned): 0 or -EINVAL
+ * (not base64url, not an object, duplicate members), -ENOMEM. */
+int jwt_part_object(const char *part, size_t len, json_t **ret);

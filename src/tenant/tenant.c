@@ -44,7 +44,7 @@ void tenant_free(struct tenant *t)
 
 /* Lower-cased copy of an address of the form local@domain, without
  * spaces or control characters. */
-static int email_normalize(const char *in, char out[256], struct err *err)
+int email_normalize(const char *in, char out[256], struct err *err)
 {
         size_t n = in ? strlen(in) : 0;
         const char *at = in ? strchr(in, '@') : NULL;
@@ -69,7 +69,7 @@ static int text_field(const char *v, const char *name, size_t cap, bool required
 
 /* "Example Co" → "example-co": lowercase letters and digits, one '-'
  * between runs; "org" when nothing is left. */
-static void slugify(const char *name, char *out, size_t cap)
+void slugify(const char *name, char *out, size_t cap)
 {
         size_t n = 0;
         bool dash = false;
@@ -102,13 +102,13 @@ static int check_registration(const struct tenant_registration *in, char email[2
         return 0;
 }
 
-static void account_view(struct tenant_account *a)
+void account_view(struct tenant_account *a)
 {
         a->user.password_hash[0] = '\0';
 }
 
-/* The org and owner rows; the slug gets a random suffix after a clash. */
-static int account_insert(struct tenant *t, struct org_row *org, struct user_row *user, struct err *err)
+int account_insert(struct tenant *t, struct org_row *org, struct user_row *user, const struct sso_identity_row *ident,
+                   struct err *err)
 {
         char base[64];
         int r = -EEXIST;
@@ -118,7 +118,7 @@ static int account_insert(struct tenant *t, struct org_row *org, struct user_row
                 if (tenant_id_new("x", suffix) < 0)
                         return err_set(err, ERR_INTERNAL, EIO, "no randomness");
                 snprintf(org->slug, sizeof(org->slug), attempt ? "%s-%.6s" : "%s", base, suffix + 2);
-                r = store_account_create(t->store, org, user);
+                r = ident ? store_sso_user_create(t->store, org, user, ident) : store_account_create(t->store, org, user);
                 struct user_row other;
                 if (r == -EEXIST && store_user_get_by_email(t->store, user->email, &other) == 0)
                         return err_set(err, ERR_EXISTS, EEXIST, "Email already registered");
@@ -146,7 +146,7 @@ int tenant_register(struct tenant *t, const struct tenant_registration *in, stru
         snprintf(a.user.role, sizeof(a.user.role), "owner");
         if ((r = password_hash(in->password, a.user.password_hash, sizeof(a.user.password_hash))) < 0)
                 return err_set(err, ERR_INTERNAL, -r, "cannot hash the password");
-        if ((r = account_insert(t, &a.org, &a.user, err)) < 0)
+        if ((r = account_insert(t, &a.org, &a.user, NULL, err)) < 0)
                 return r;
         if ((r = tenant_key_create(t, a.org.id, a.user.id, "Default API Key", ret_key, err)) < 0)
                 return r;

@@ -167,3 +167,26 @@ int tenant_secret_each(struct tenant *t, const char *org_id, uint64_t limit, uin
 int tenant_secret_values(struct tenant *t, const char *org_id, void (*fn)(const char *name, const char *value,
                                                                           void *userdata),
                          void *userdata, struct err *err);
+
+/* Single sign-on (sso.c; issue 15): a login whose ID token the caller has
+ * verified (tenant/oidc.h) becomes a user and a session. Who the login is:
+ *   1. the user already linked to (issuer, subject);
+ *   2. else a new member ("member" role) of the org linked to the token's
+ *      provider organization claim, else of the org linked to the email's
+ *      domain (only when the provider says the email is verified);
+ *   3. else the owner of a new org ("<name>'s organization").
+ * A user who registered with a password and the same email is linked
+ * (rule 2's org only, verified email only); any other clash with an
+ * existing email is ERR_EXISTS. A login without an email is ERR_INVALID. */
+struct oidc_identity;
+int tenant_sso_login(struct tenant *t, const struct oidc_identity *id, struct tenant_account *ret_account,
+                     struct tenant_session *ret_session, struct err *err);
+/* The org's link (ERR_NOT_FOUND when none). */
+int tenant_sso_link_get(struct tenant *t, const char *org_id, struct sso_link_row *ret, struct err *err);
+/* Links the org to a provider organization id and/or an email domain
+ * (either may be NULL or "", not both; replaces the org's link).
+ * ERR_INVALID bad values; ERR_EXISTS another org holds one of them. */
+int tenant_sso_link_set(struct tenant *t, const char *org_id, const char *provider_org_id, const char *domain,
+                        struct sso_link_row *ret, struct err *err);
+/* ERR_NOT_FOUND when the org has no link. */
+int tenant_sso_unlink(struct tenant *t, const char *org_id, struct err *err);

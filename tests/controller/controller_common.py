@@ -2,6 +2,7 @@
 black-box Daemon of tests/api/conftest.py (loaded through
 tests/api_loader.py) and small helpers for /api/v1: registration, raw
 requests that keep every Set-Cookie, and auth headers."""
+import http.client
 import os
 import sys
 import uuid
@@ -26,6 +27,24 @@ def raw(d, method, path, body=None, headers=None):
     """(status, parsed body, headers as a list of (lower name, value))."""
     status, parsed, _ = d.request(method, path, body=body, headers=headers)
     return status, parsed, d.last_headers
+
+
+def get_bytes(d, path, headers=None):
+    """GET path as raw bytes: (status, {lower header: value}, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)
+    conn.request("GET", path, headers=headers or {})
+    resp = conn.getresponse()
+    body = resp.read()
+    hdrs = {k.lower(): v for k, v in resp.getheaders()}
+    conn.close()
+    return resp.status, hdrs, body
+
+
+def execute(d, creds, sid, command):
+    """POST /sandbox/:id/execute that must succeed: its result."""
+    status, res, _ = raw(d, "POST", V1 + f"/sandbox/{sid}/execute", {"command": command}, headers=creds)
+    assert status == 200, res
+    return res
 
 
 def header(hlist, name):
@@ -74,3 +93,15 @@ def cookie(token, csrf=None):
     if csrf is not None:
         h["X-CSRF-Token"] = csrf
     return h
+
+
+def all_addresses_daemon(sets=CTL_SETS):
+    """A daemon listening on 0.0.0.0 (so a non-loopback client can be
+    tried), found ready through loopback."""
+    port = api.free_port()
+    saved = api.free_port
+    api.free_port = lambda: port  # the Daemon's own port, so it finds the daemon ready
+    try:
+        return Daemon(sets=sets, extra_args=["--listen", f"0.0.0.0:{port}", "--insecure"])
+    finally:
+        api.free_port = saved

@@ -4,6 +4,7 @@ GET /api/v1/events/stream sends an org's sandbox lifecycle events with an
 ?lastEventId=) gets every event it missed, across a daemon restart too;
 every auth way the seed lists; a :heartbeat comment; org isolation;
 resources.limit_warning and security.violation from code executions."""
+import base64
 import http.client
 import json
 import socket
@@ -359,3 +360,16 @@ def test_events_survive_a_restart():
             d2.cleanup()
     finally:
         d.cleanup()
+
+
+def test_artifact_uploaded_event(d):
+    creds, sid, s = watched_sandbox(d)
+    try:
+        files = {"files": [{"path": "a.txt", "content": base64.b64encode(b"hello").decode()}]}
+        assert raw(d, "POST", V1 + f"/sandbox/{sid}/files", files, headers=creds)[0] == 200
+        status, art, _ = raw(d, "POST", V1 + f"/sandbox/{sid}/artifacts/upload", {"path": "a.txt"}, headers=creds)
+        assert status == 201, art
+        ev = s.until(about(sid, "artifact.uploaded"))[-1]
+        assert ev["data"]["artifact"]["id"] == art["id"] and ev["data"]["artifact"]["size"] == 5
+    finally:
+        s.close()

@@ -5,10 +5,9 @@ symlink planted by guest code: 403), and that they are the sandbox's own
 files: a command run in it sees them and its output is read back."""
 import base64
 import hashlib
-import http.client
 import os
 
-from controller_common import V1, account, apikey, raw
+from controller_common import V1, account, apikey, execute, get_bytes, raw
 
 
 def sandbox_for(d):
@@ -31,19 +30,7 @@ def get(d, creds, sid, path):
 
 
 def download(d, creds, sid, path):
-    conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)
-    conn.request("GET", V1 + f"/sandbox/{sid}/files/download?path={path}", headers=creds)
-    resp = conn.getresponse()
-    body = resp.read()
-    hdrs = {k.lower(): v for k, v in resp.getheaders()}
-    conn.close()
-    return resp.status, hdrs, body
-
-
-def execute(d, creds, sid, command):
-    status, res, _ = raw(d, "POST", V1 + f"/sandbox/{sid}/execute", {"command": command}, headers=creds)
-    assert status == 200, res
-    return res
+    return get_bytes(d, V1 + f"/sandbox/{sid}/files/download?path={path}", creds)
 
 
 def test_binary_round_trip(ctl):

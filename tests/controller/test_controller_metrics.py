@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from controller_common import CTL_SETS, V1, Daemon, account, api, apikey, header, raw
+from controller_common import CTL_SETS, V1, Daemon, account, all_addresses_daemon, api, apikey, header, raw
 
 TOKEN = "tok-" + uuid.uuid4().hex
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? (\S+)$')
@@ -153,13 +153,8 @@ def test_no_token_means_loopback_only():
     addr = non_loopback_address()
     if not addr:
         pytest.skip("no non-loopback address on this host")
-    port = api.free_port()
-    saved = api.free_port
-    api.free_port = lambda: port  # the Daemon's own port, so it finds the daemon ready
-    try:
-        d = Daemon(sets=CTL_SETS, extra_args=["--listen", f"0.0.0.0:{port}", "--insecure"])
-    finally:
-        api.free_port = saved
+    d = all_addresses_daemon()
+    port = d.port
     try:
         assert scrape(d)[0] == 200  # loopback
         status, body = get_from(addr, port, V1 + "/metrics")

@@ -41,6 +41,22 @@ static const char *method_verb(const char *m)
         return strcmp(m, "DELETE") == 0 ? "delete" : strcmp(m, "POST") == 0 ? "create" : "update";
 }
 
+/* Actions the seed names itself (its WorkOS link routes). */
+static void rename_action(char action[64])
+{
+        static const struct {
+                const char *from, *to;
+        } names[] = {
+                { "auth.workos.link", "auth.sso.link" },
+                { "auth.workos.link.delete", "auth.sso.unlink" },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+                if (!strcmp(action, names[i].from)) {
+                        snprintf(action, 64, "%s", names[i].to);
+                        return;
+                }
+}
+
 /* The action from the route's pattern (see the top of the file), and the
  * sandbox it names (the capture after a "sandbox" word), if any. */
 static void action_of(const struct http_request *req, char action[64], char sandbox_id[STORE_ID_MAX])
@@ -70,6 +86,7 @@ static void action_of(const struct http_request *req, char action[64], char sand
          * (…/create, …/execute, …/stop); anything else gets the method's. */
         if (!(last_word && words > 1 && strcmp(req->method, "POST") == 0) && n < 64)
                 snprintf(action + n, 64 - n, "%s%s", words ? "." : "", method_verb(req->method));
+        rename_action(action);
 }
 
 /* The sandbox a create made: its id is only in the answer. */

@@ -49,6 +49,13 @@ bool ctl_auth_hook(void *cls, struct http_request *req, struct http_response *re
 /* A session is required (not an API key): false with a 401 in res. */
 bool ctl_require_session(struct http_request *req, struct http_response *res);
 
+/* Whether req may use an internal route (metrics.c; seed "Internal auth"):
+ * X-Internal-Token or Authorization: Bearer equal to
+ * controller.internal_token; with none configured, loopback clients only. */
+/* An internal route's caller (metrics.c): X-Internal-Token or Bearer of
+ * controller.internal_token; with none configured, loopback clients. */
+bool ctl_internal_allowed(struct http_request *req);
+
 /* ---- errors (errors.c) ---- */
 /* {"error": {"code": code, "message": message}}; message need not be
  * valid UTF-8. Codes: VALIDATION_ERROR 400, AUTH_REQUIRED /
@@ -85,6 +92,9 @@ struct ctl_string_field {
  * (and *ret_body NULL). The strings live as long as *ret_body. */
 bool ctl_body_strings(struct http_request *req, struct http_response *res, json_t **ret_body,
                       const struct ctl_string_field *fields, size_t n);
+/* A user path normalised into out[PATH_MAX] ("/workspace/…"), or false
+ * with a 400 (missing, leaving /workspace, too long, not UTF-8). files.c. */
+bool ctl_user_path(const char *path, struct http_response *res, char *out);
 static inline void ctl_json_decrefp(json_t **j)
 {
         json_decref(*j);
@@ -120,6 +130,14 @@ int ctl_cookie_get(const char *header, const char *name, char *out, size_t cap);
  * scripts). max_age 0 clears. 0 or -errno. */
 int ctl_set_session_cookie(struct http_response *res, const struct app *app, const char *token, uint64_t max_age);
 int ctl_set_csrf_cookie(struct http_response *res, const struct app *app, const char *token, uint64_t max_age);
+/* Any cookie, as those (SameSite=Lax; Secure when configured) on path. */
+int ctl_set_cookie(struct http_response *res, const struct app *app, const char *name, const char *value,
+                   const char *path, uint64_t max_age, bool http_only);
+/* A new login's cookies (identity.c): the session cookie, the CSRF cookie
+ * and the X-CSRF-Token header. */
+void ctl_start_cookie_session(struct http_response *res, struct app *app, const struct tenant_session *s);
+/* The body of GET /auth/providers (sso.c). */
+json_t *ctl_sso_providers(const struct app *app);
 
 /* ---- Idempotency-Key (idempotency.c) ---- */
 /* Runs fn under the seed's Idempotency-Key rules (POST, authenticated
@@ -165,6 +183,11 @@ void ctl_budget_handler(enum ctl_slot kind, const char *pattern, http_handler fn
 int ctl_queue_start(struct app *app);
 void ctl_queue_stop(struct app *app);
 /* ---- making sandboxes (sandboxes.c; templates and checkpoints too) ---- */
+/* A fresh sandbox id: a random (version 4) UUID, as the seed's (and
+ * sbx_id_valid's). 0 or -EIO. */
+int ctl_sandbox_id_new(char out[37]);
+/* j[name] = ms (epoch ms) as an ISO 8601 string, or null when 0. */
+void ctl_put_time(json_t *j, const char *name, uint64_t ms);
 /* Creates a sandbox in the caller's org from b's create options (cpus,
  * memory, timeout_seconds, isolation, env: POST /sandbox/create's body);
  * env_base (may be NULL) is its env under b's. true with *ret_view (owned:
@@ -179,6 +202,11 @@ bool ctl_sandbox_create(struct http_request *req, struct http_response *res, jso
 struct sbx_command;
 int ctl_run_collected(struct app *app, const char *id, const struct sbx_command *cmd, uint64_t timeout_ms,
                       json_t **ret, struct err *err);
+/* Artifacts (artifact_blob.c): mounts the artifacts bucket when one is
+ * configured and starts the expiry sweeper; stop undoes both (NULL-safe,
+ * idempotent). */
+int ctl_artifacts_start(struct app *app);
+void ctl_artifacts_stop(struct app *app);
 
 /* ---- route tables, one per file ---- */
 const struct route *ctl_identity_routes(size_t *ret_n);
@@ -207,3 +235,14 @@ void ctl_webhooks_stop(struct app *app);
  * (anything but GET/HEAD/OPTIONS) when controller.audit_enabled. */
 void ctl_audit_record(struct app *app, struct http_request *req, const struct http_response *res,
                       const char *request_id);
+const struct route *ctl_artifact_routes(size_t *ret_n);
+const struct route *ctl_artifact_upload_routes(size_t *ret_n);
+const struct route *ctl_snapshot_routes(size_t *ret_n);
+const struct route *ctl_github_routes(size_t *ret_n);
+const struct route *ctl_egress_routes(size_t *ret_n);
+/* Egress (egress.c): with controller.egress_enabled and a mode other than
+ * off, starts the data path and gives it to app->sandboxes. Stop after
+ * the sandbox manager is freed (its links are gone then). 0 or -errno. */
+int ctl_egress_start(struct app *app);
+void ctl_egress_stop(void);
+const struct route *ctl_sso_routes(size_t *ret_n);

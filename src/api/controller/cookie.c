@@ -62,11 +62,11 @@ int ctl_cookie_get(const char *header, const char *name, char *out, size_t cap)
         return -ENOENT;
 }
 
-static int set_cookie(struct http_response *res, const struct app *app, const char *name, const char *value,
-                      uint64_t max_age, bool http_only)
+int ctl_set_cookie(struct http_response *res, const struct app *app, const char *name, const char *value,
+                   const char *path, uint64_t max_age, bool http_only)
 {
         char line[2048];
-        int n = snprintf(line, sizeof(line), "%s=%s; Path=/; Max-Age=%llu; SameSite=Lax%s%s", name, value,
+        int n = snprintf(line, sizeof(line), "%s=%s; Path=%s; Max-Age=%llu; SameSite=Lax%s%s", name, value, path,
                          (unsigned long long)max_age, http_only ? "; HttpOnly" : "",
                          app->cfg->ctl_cookie_secure ? "; Secure" : "");
         if (n < 0 || (size_t)n >= sizeof(line))
@@ -76,10 +76,10 @@ static int set_cookie(struct http_response *res, const struct app *app, const ch
 
 int ctl_set_session_cookie(struct http_response *res, const struct app *app, const char *token, uint64_t max_age)
 {
-        return set_cookie(res, app, CTL_SESSION_COOKIE, max_age ? token : "", max_age, true);
+        return ctl_set_cookie(res, app, CTL_SESSION_COOKIE, max_age ? token : "", "/", max_age, true);
 }
 
 int ctl_set_csrf_cookie(struct http_response *res, const struct app *app, const char *token, uint64_t max_age)
 {
-        return set_cookie(res, app, CTL_CSRF_COOKIE, max_age ? token : "", max_age, false);
+        return ctl_set_cookie(res, app, CTL_CSRF_COOKIE, max_age ? token : "", "/", max_age, false);
 }

@@ -24,8 +24,7 @@
 /* base64 of the largest upload: 48 MiB of files in one call. */
 #define FILES_BODY_MAX (64u << 20)
 
-/* A user path normalised into out ("/workspace/…"), or false with a 400. */
-static bool user_path(const char *path, struct http_response *res, char out[PATH_MAX])
+bool ctl_user_path(const char *path, struct http_response *res, char *out)
 {
         if (!path || !path[0]) {
                 ctl_error(res, 400, "VALIDATION_ERROR", "path is required");
@@ -117,7 +116,7 @@ static bool check_files(json_t *files, struct upload *u, struct http_response *r
                         ctl_error(res, 400, "VALIDATION_ERROR", "each file needs a string path and base64 content");
                         return false;
                 }
-                if (!user_path(json_string_value(p), res, u->paths[i]))
+                if (!ctl_user_path(json_string_value(p), res, u->paths[i]))
                         return false;
         }
         return true;
@@ -169,7 +168,7 @@ static int download_op(const struct files_root *root, struct http_request *req, 
 static void with_query_path(struct http_request *req, struct http_response *res, ws_op op)
 {
         char path[PATH_MAX];
-        if (user_path(http_query(req, "path"), res, path))
+        if (ctl_user_path(http_query(req, "path"), res, path))
                 on_workspace(req, res, op, path);
 }
 

@@ -29,9 +29,9 @@ static json_t *session_json(const struct tenant_account *a, const char *token, u
                          "organization", org_json(&a->org));
 }
 
-/* The session cookie, and the CSRF token right away (so a browser can
- * write without a GET first). */
-static void start_cookie_session(struct http_response *res, struct app *app, const struct tenant_session *s)
+/* The CSRF token comes right away so a browser can write without a GET
+ * first. */
+void ctl_start_cookie_session(struct http_response *res, struct app *app, const struct tenant_session *s)
 {
         char csrf[TENANT_CSRF_LEN + 1];
         uint64_t now = wall_ms(), age = s->expires_at > now ? (s->expires_at - now) / 1000 : 1;
@@ -66,7 +66,7 @@ static void h_register(struct http_request *req, struct http_response *res)
                             "user", "id", a.user.id, "email", a.user.email, "role", a.user.role, "api_key", "id",
                             k.row.id, "key", k.key, "key_prefix", k.row.prefix, "name", k.row.name, "token", s.token));
         explicit_bzero(k.key, sizeof(k.key));
-        start_cookie_session(res, app, &s);
+        ctl_start_cookie_session(res, app, &s);
 }
 
 static void h_login(struct http_request *req, struct http_response *res)
@@ -87,7 +87,7 @@ static void h_login(struct http_request *req, struct http_response *res)
                 return;
         }
         http_json(res, 200, session_json(&a, s.token, s.expires_at));
-        start_cookie_session(res, app, &s);
+        ctl_start_cookie_session(res, app, &s);
 }
 
 static void h_logout(struct http_request *req, struct http_response *res)
@@ -136,12 +136,9 @@ static void h_session(struct http_request *req, struct http_response *res)
         http_json(res, 200, session_json(&a, token, c->who.expires_at));
 }
 
-/* No single sign-on provider is wired in this build: say so in the
- * seed's shape. */
 static void h_providers(struct http_request *req, struct http_response *res)
 {
-        (void)req;
-        http_json(res, 200, json_pack("{s:{s:b, s:n}}", "workos", "enabled", 0, "redirect_uri"));
+        http_json(res, 200, ctl_sso_providers(req->app));
 }
 
 static const struct route routes[] = {

@@ -21,7 +21,7 @@ static bool token_equal(const char *given, const char *want)
         return given && strlen(given) == n && CRYPTO_memcmp(given, want, n) == 0;
 }
 
-static bool scrape_allowed(struct http_request *req)
+bool ctl_internal_allowed(struct http_request *req)
 {
         struct app *app = req->app;
         const char *want = app->cfg->ctl_internal_token;
@@ -59,7 +59,7 @@ static int render_gauges(struct app *app, struct buf *out)
 static void h_metrics(struct http_request *req, struct http_response *res)
 {
         struct app *app = req->app;
-        if (!scrape_allowed(req)) {
+        if (!ctl_internal_allowed(req)) {
                 ctl_error(res, 401, "AUTH_REQUIRED", "An internal token is required");
                 return;
         }

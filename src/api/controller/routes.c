@@ -120,17 +120,39 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 ctl_checkpoint_routes,
                 ctl_event_routes,
                 ctl_audit_routes,
+                /* before ctl_artifact_routes: /artifacts/uploads is not an :id */
+                ctl_artifact_upload_routes,
+                ctl_artifact_routes,
+                ctl_snapshot_routes,
+                ctl_github_routes,
+                ctl_egress_routes,
+                ctl_sso_routes,
                 ctl_webhook_routes,
         };
-        /* REPL_ENABLED=false: the REPL routes are not registered (the seed's
-         * optional features), so they answer 404 as any unknown path. */
+        /* REPL_ENABLED=false, GITHUB_INTEGRATION_ENABLED=false,
+         * EGRESS_POLICIES_ENABLED=false: those routes are not registered
+         * (the seed's optional features), so they answer 404 as any
+         * unknown path. */
         api_route_table on[ARRAY_SIZE(tables)];
         size_t n = 0;
         for (size_t i = 0; i < ARRAY_SIZE(tables); i++)
-                if (tables[i] != ctl_repl_routes || app->cfg->ctl_repl_enabled)
+                if ((tables[i] != ctl_repl_routes || app->cfg->ctl_repl_enabled) &&
+                    (tables[i] != ctl_github_routes || app->cfg->ctl_github_enabled) &&
+                    (tables[i] != ctl_egress_routes || app->cfg->ctl_egress_enabled))
                         on[n++] = tables[i];
         int r = ctl_queue_start(app);
-        if (r < 0 || (r = ctl_webhooks_start(app)) < 0)
+        if (r == 0 && (r = ctl_artifacts_start(app)) < 0)
+                ctl_queue_stop(app);
+        if (r == 0 && (r = ctl_egress_start(app)) < 0) {
+                ctl_artifacts_stop(app);
+                ctl_queue_stop(app);
+        }
+        if (r == 0 && (r = ctl_webhooks_start(app)) < 0) {
+                ctl_egress_stop();
+                ctl_artifacts_stop(app);
+                ctl_queue_stop(app);
+        }
+        if (r < 0)
                 return r;
         return api_group_register(srv, CTL_PREFIX, &ops, app, on, n);
 }

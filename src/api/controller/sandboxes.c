@@ -23,8 +23,7 @@
 #include "base/util.h"
 #include "sandbox/sandbox.h"
 
-/* A random (version 4) UUID, as the seed's sandbox ids: sbx_id_valid. */
-static int uuid_new(char out[37])
+int ctl_sandbox_id_new(char out[37])
 {
         unsigned char b[16];
         if (getrandom(b, sizeof(b), 0) != sizeof(b))
@@ -41,7 +40,7 @@ static int uuid_new(char out[37])
         return 0;
 }
 
-static void put_time(json_t *j, const char *name, uint64_t ms)
+void ctl_put_time(json_t *j, const char *name, uint64_t ms)
 {
         char at[32];
         if (!ms) {
@@ -56,8 +55,8 @@ static json_t *sandbox_json(const struct sbx_info *info, const char *status)
 {
         json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s}", "sandbox_id", info->id, "org_id", info->org_id,
                               "session_id", info->id, "status", status, "isolation", "container");
-        put_time(j, "created_at", info->created_at);
-        put_time(j, "expires_at", info->expires_at);
+        ctl_put_time(j, "created_at", info->created_at);
+        ctl_put_time(j, "expires_at", info->expires_at);
         json_object_set_new(j, "cpus", info->cpu_millis ? json_real((double)info->cpu_millis / 1000) : json_null());
         json_object_set_new(j, "memory_bytes",
                             info->memory_bytes ? json_integer((json_int_t)info->memory_bytes) : json_null());
@@ -167,7 +166,7 @@ bool ctl_sandbox_create(struct http_request *req, struct http_response *res, jso
         _cleanup_json_ json_t *env = o.env = merged_env(env_base, o.env);
         char id[37];
         struct err err = {};
-        if (uuid_new(id) < 0) {
+        if (ctl_sandbox_id_new(id) < 0) {
                 ctl_error(res, 500, "INTERNAL_ERROR", "Cannot make a sandbox id");
                 return false;
         }
@@ -238,7 +237,7 @@ static void h_status(struct http_request *req, struct http_response *res)
         if (!find(req, res, &info))
                 return;
         json_t *j = json_pack("{s:s, s:s}", "sandbox_id", info.id, "status", "running");
-        put_time(j, "expires_at", info.expires_at);
+        ctl_put_time(j, "expires_at", info.expires_at);
         sbx_info_done(&info);
         http_json(res, 200, j);
 }

@@ -147,6 +147,11 @@ int atomic_replace(int dir_fd, const char *name, int (*fill)(int fd, void *ud), 
         return durable ? fsync_dir(dir_fd) : 0;
 }
 
+int files_replace_at(int dir_fd, const char *name, int (*fill)(int fd, void *ud), void *ud)
+{
+        return atomic_replace(dir_fd, name, fill, ud, true);
+}
+
 struct bytes {
         const void *data;
         size_t len;
@@ -203,8 +208,9 @@ static int put_parent(struct fop *f, bool recursive, size_t len, const char **re
         return pfd < 0 ? fop_fail(f, -pfd, NULL, NULL) : pfd;
 }
 
-int files_put(const struct files_root *root, const char *path, const void *data, size_t len, unsigned flags,
-              struct err *err)
+/* files_put with the content written by fill (len bytes). */
+static int put_filled(const struct files_root *root, const char *path, uint64_t len, unsigned flags,
+                      int (*fill)(int fd, void *ud), void *ud, struct err *err)
 {
         _cleanup_(fop_end) struct fop f;
         int r = fop_begin(&f, root, FILES_OP_WRITE, path, NULL, err);
@@ -242,10 +248,48 @@ int files_put(const struct files_root *root, const char *path, const void *data,
         r = check_quota(&f, existing, old_size, len);
         if (r < 0)
                 return r;
-        r = atomic_replace(pfd, name, fill_bytes, &(struct bytes){ data, len }, true);
+        r = atomic_replace(pfd, name, fill, ud, true);
         if (r < 0)
                 return fop_fail(&f, -r, NULL, NULL);
         return 0;
+}
+
+int files_put(const struct files_root *root, const char *path, const void *data, size_t len, unsigned flags,
+              struct err *err)
+{
+        return put_filled(root, path, len, flags, fill_bytes, &(struct bytes){ data, len }, err);
+}
+
+struct from_fd {
+        int fd;
+        uint64_t len;
+};
+
+/* Exactly len bytes of the source, from its current offset. */
+static int fill_from_fd(int fd, void *ud)
+{
+        const struct from_fd *src = ud;
+        char chunk[64 * 1024];
+        if (fchmod(fd, FILE_MODE) < 0)
+                return -errno;
+        for (uint64_t left = src->len; left;) {
+                ssize_t n = read(src->fd, chunk, left < sizeof(chunk) ? (size_t)left : sizeof(chunk));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n < 0 ? -errno : -EIO;
+                int r = write_all(fd, chunk, (size_t)n);
+                if (r < 0)
+                        return r;
+                left -= (uint64_t)n;
+        }
+        return 0;
+}
+
+int files_put_fd(const struct files_root *root, const char *path, int src_fd, uint64_t len, unsigned flags,
+                 struct err *err)
+{
+        return put_filled(root, path, len, flags, fill_from_fd, &(struct from_fd){ src_fd, len }, err);
 }
 
 int files_write(const struct files_root *root, const char *path, const void *data, size_t len,

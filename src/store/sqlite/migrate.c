@@ -201,8 +201,122 @@ static const char *const migrations[] = {
         "CREATE INDEX audit_org_created ON audit(org_id, created_at, id);"
         "CREATE INDEX audit_org_sandbox ON audit(org_id, sandbox_id, created_at);"
         "CREATE INDEX audit_created ON audit(created_at);",
+        /* 12: artifacts (issue 15): an org's durable objects (bytes on disk
+         * or in a bucket, named by id) and its multipart uploads in
+         * progress (state 'uploading'). */
+        "CREATE TABLE artifacts("
+        "  id TEXT PRIMARY KEY,"
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  sandbox_id TEXT NOT NULL DEFAULT '',"
+        "  state TEXT NOT NULL,"
+        "  name TEXT NOT NULL,"
+        "  path TEXT NOT NULL DEFAULT '',"
+        "  content_type TEXT NOT NULL,"
+        "  checksum TEXT NOT NULL DEFAULT '',"
+        "  metadata TEXT NOT NULL DEFAULT '{}',"
+        "  size INTEGER NOT NULL DEFAULT 0,"
+        "  created_at INTEGER NOT NULL,"
+        "  expires_at INTEGER NOT NULL DEFAULT 0,"
+        "  ttl_s INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX artifacts_org ON artifacts(org_id, state, created_at, id);"
+        "CREATE INDEX artifacts_expiry ON artifacts(expires_at) WHERE expires_at > 0;",
+        /* 13 (issue 15): the controller's internal snapshot profiles (a
+         * class of warm sandboxes with limits of its own), and the class a
+         * warm sandbox was prepared for ('' the default pool's; existing
+         * rows get ''). kernel_path and rootfs_path are kept for the seed's
+         * clients, never used. */
+        "CREATE TABLE snapshot_profiles("
+        "  key TEXT PRIMARY KEY,"
+        "  vcpu_count INTEGER NOT NULL,"
+        "  mem_size_mib INTEGER NOT NULL,"
+        "  kernel_path TEXT NOT NULL DEFAULT '',"
+        "  rootfs_path TEXT NOT NULL DEFAULT '',"
+        "  created_at INTEGER NOT NULL DEFAULT 0,"
+        "  version INTEGER NOT NULL DEFAULT 1);"
+        "ALTER TABLE sandboxes ADD COLUMN warm_class TEXT NOT NULL DEFAULT '';"
+        "CREATE INDEX sandboxes_org_class ON sandboxes(org_id, warm_class, created_at);",
+        /* 14 (issue 15): the GitHub
+         * integration. Installations arrive by webhook, pending (org_id
+         * '') until an org connects one; deliveries are kept as events
+         * (unverified ones with no delivery id, so a forged delivery
+         * cannot block the real one's id); settings are one JSON object
+         * per org. */
+        "CREATE TABLE github_installations("
+        "  id TEXT PRIMARY KEY,"
+        "  org_id TEXT NOT NULL DEFAULT '',"
+        "  account_login TEXT NOT NULL DEFAULT '',"
+        "  account_type TEXT NOT NULL DEFAULT '',"
+        "  status TEXT NOT NULL DEFAULT 'active',"
+        "  repos_json TEXT NOT NULL DEFAULT '[]',"
+        "  created_at INTEGER NOT NULL DEFAULT 0,"
+        "  updated_at INTEGER NOT NULL DEFAULT 0,"
+        "  connected_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX github_installations_org ON github_installations(org_id, created_at);"
+        "CREATE TABLE github_settings("
+        "  org_id TEXT PRIMARY KEY,"
+        "  settings_json TEXT NOT NULL DEFAULT '{}',"
+        "  updated_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE TABLE github_events("
+        "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+        "  id TEXT NOT NULL UNIQUE,"
+        "  delivery_id TEXT NOT NULL DEFAULT '',"
+        "  org_id TEXT NOT NULL DEFAULT '',"
+        "  installation_id TEXT NOT NULL DEFAULT '',"
+        "  event TEXT NOT NULL DEFAULT '',"
+        "  action TEXT NOT NULL DEFAULT '',"
+        "  repo TEXT NOT NULL DEFAULT '',"
+        "  pr_number INTEGER NOT NULL DEFAULT 0,"
+        "  status TEXT NOT NULL DEFAULT '',"
+        "  error TEXT NOT NULL DEFAULT '',"
+        "  detail TEXT NOT NULL DEFAULT '',"
+        "  sandbox_id TEXT NOT NULL DEFAULT '',"
+        "  received_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE UNIQUE INDEX github_events_delivery ON github_events(delivery_id) WHERE delivery_id != '';"
+        "CREATE INDEX github_events_org ON github_events(org_id, seq);"
+        "CREATE INDEX github_events_pr ON github_events(org_id, repo, pr_number) WHERE sandbox_id != '';",
+        /* 15 (issue 15): egress policies and their audit. */
+        "CREATE TABLE egress_policies("
+        "  id TEXT PRIMARY KEY,"
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  doc TEXT NOT NULL,"
+        "  created_at INTEGER NOT NULL,"
+        "  updated_at INTEGER NOT NULL);"
+        "CREATE INDEX egress_policies_org ON egress_policies(org_id, created_at);"
+        "CREATE TABLE egress_audit("
+        "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+        "  org_id TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  sandbox_id TEXT NOT NULL,"
+        "  at INTEGER NOT NULL,"
+        "  host TEXT NOT NULL,"
+        "  port INTEGER NOT NULL,"
+        "  protocol TEXT NOT NULL,"
+        "  decision TEXT NOT NULL,"
+        "  mode TEXT NOT NULL,"
+        "  violation INTEGER NOT NULL,"
+        "  reason TEXT NOT NULL,"
+        "  bytes_out INTEGER NOT NULL,"
+        "  bytes_in INTEGER NOT NULL);"
+        "CREATE INDEX egress_audit_org ON egress_audit(org_id, seq);"
+        "CREATE INDEX egress_audit_at ON egress_audit(at);",
+        /* 16 (issue 15, single sign-on): who
+         * an OpenID Connect login is — (issuer, subject) → user — and
+         * which org a provider organization or an email domain joins.
+         * Empty link values are stored as NULL so UNIQUE ignores them. */
+        "CREATE TABLE sso_identities("
+        "  issuer TEXT NOT NULL,"
+        "  subject TEXT NOT NULL,"
+        "  user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+        "  org_id TEXT NOT NULL,"
+        "  created_at INTEGER NOT NULL DEFAULT 0,"
+        "  PRIMARY KEY(issuer, subject));"
+        "CREATE TABLE sso_links("
+        "  org_id TEXT PRIMARY KEY REFERENCES orgs(id) ON DELETE CASCADE,"
+        "  provider_org_id TEXT UNIQUE,"
+        "  domain TEXT UNIQUE,"
+        "  created_at INTEGER NOT NULL DEFAULT 0,"
+        "  updated_at INTEGER NOT NULL DEFAULT 0);",
 
-        /* 17 (numbered by the lead at merge): webhooks (issue 15). The
+        /* 17 (issue 15): webhooks. The
          * cursor is the last event the dispatcher looked at; a delivery
          * row is queued in the same transaction that moves it, and the
          * unique index refuses a second row for one event, so a restart

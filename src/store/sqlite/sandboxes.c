@@ -5,7 +5,7 @@
 
 #define SANDBOX_COLUMNS                                                                     \
         "id, org_id, created_at, last_used, expires_at, env_json, host_id, workspace_bytes, " \
-        "workspace_inodes, file_bytes, cpu_millis, memory_bytes, expiry_fixed"
+        "workspace_inodes, file_bytes, cpu_millis, memory_bytes, expiry_fixed, warm_class"
 
 /* A row of SANDBOX_COLUMNS into item (a struct sandbox_row; env_json owned). */
 static int sandbox_decode(sqlite3_stmt *st, void *item)
@@ -14,6 +14,7 @@ static int sandbox_decode(sqlite3_stmt *st, void *item)
         int r;
         if ((r = sq_column_copy(st, 0, row->id, sizeof(row->id))) < 0 ||
             (r = sq_column_copy(st, 1, row->org_id, sizeof(row->org_id))) < 0 ||
+            (r = sq_column_copy(st, 13, row->warm_class, sizeof(row->warm_class))) < 0 ||
             (r = sq_column_dup(st, 5, "{}", &row->env_json)) < 0)
                 return r;
         row->created_at = sq_column_u64(st, 2);
@@ -57,19 +58,19 @@ int sq_sandbox_put(struct store *s, const struct sandbox_row *row)
          * sandbox's contexts and cells. */
         return sq_run(sq_db(s),
                       "INSERT INTO sandboxes(id, org_id, created_at, last_used, expires_at, env_json, host_id, "
-                      "workspace_bytes, workspace_inodes, file_bytes, cpu_millis, memory_bytes, expiry_fixed) "
-                      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                      "workspace_bytes, workspace_inodes, file_bytes, cpu_millis, memory_bytes, expiry_fixed, "
+                      "warm_class) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                       "ON CONFLICT(id) DO UPDATE SET org_id = excluded.org_id, "
                       "created_at = excluded.created_at, last_used = excluded.last_used, "
                       "expires_at = excluded.expires_at, env_json = excluded.env_json, "
                       "host_id = excluded.host_id, workspace_bytes = excluded.workspace_bytes, "
                       "workspace_inodes = excluded.workspace_inodes, file_bytes = excluded.file_bytes, "
                       "cpu_millis = excluded.cpu_millis, memory_bytes = excluded.memory_bytes, "
-                      "expiry_fixed = excluded.expiry_fixed",
-                      "ttuuutuuuuuuu", row->id, row->org_id, row->created_at, row->last_used, row->expires_at,
+                      "expiry_fixed = excluded.expiry_fixed, warm_class = excluded.warm_class",
+                      "ttuuutuuuuuuut", row->id, row->org_id, row->created_at, row->last_used, row->expires_at,
                       sq_env_or_default(row->env_json), (uint64_t)row->host_id, row->workspace_bytes,
                       row->workspace_inodes, row->file_bytes, row->cpu_millis, row->memory_bytes,
-                      (uint64_t)row->expiry_fixed);
+                      (uint64_t)row->expiry_fixed, row->warm_class);
 }
 
 int sq_sandbox_touch(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at)
@@ -107,6 +108,12 @@ int sq_sandbox_ids_in_org(struct store *s, const char *org_id, struct store_rows
 {
         return sq_list(sq_db(s), "SELECT id FROM sandboxes WHERE org_id = ? ORDER BY id", out, decode_id, "t",
                        org_id);
+}
+
+int sq_sandbox_ids_in_class(struct store *s, const char *org_id, const char *warm_class, struct store_rows *out)
+{
+        return sq_list(sq_db(s), "SELECT id FROM sandboxes WHERE org_id = ? AND warm_class = ? ORDER BY created_at, id",
+                       out, decode_id, "tt", org_id, warm_class);
 }
 
 int sq_sandbox_count(struct store *s, uint64_t *ret)

@@ -11,6 +11,12 @@
  * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c, events.c,
  * webhooks.c
  * (events and audit) one table family each;
+ * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, artifacts.c one table each;
+ * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c, snapshots.c one table each;
+ * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c one table each; github.c the GitHub
+ * integration's three tables;
+ * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c one table each;
+ * sso.c sso_identities and sso_links;
  * tenants.c users, api_keys and sessions. */
 #pragma once
 
@@ -127,6 +133,20 @@ int sq_idem_get(struct store *s, const char *org_id, const char *key, const char
                 struct idem_row *ret);
 int sq_idem_put(struct store *s, const struct idem_row *row, uint64_t not_before);
 
+int sq_gh_install_put(struct store *s, const struct gh_install_row *row);
+int sq_gh_install_get(struct store *s, const char *id, struct gh_install_row *ret);
+int sq_gh_install_delete(struct store *s, const char *id);
+int sq_gh_install_link(struct store *s, const char *id, const char *from_org, const char *to_org, uint64_t at);
+int sq_gh_install_list(struct store *s, const char *org_id, bool pending, struct store_rows *out);
+int sq_gh_settings_get(struct store *s, const char *org_id, char **ret_json, uint64_t *ret_updated_at);
+int sq_gh_settings_put(struct store *s, const char *org_id, const char *json, uint64_t updated_at);
+int sq_gh_event_insert(struct store *s, const struct gh_event_row *row, uint64_t keep);
+int sq_gh_event_update(struct store *s, const struct gh_event_row *row);
+int sq_gh_event_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
+                     uint64_t *ret_total);
+int sq_gh_event_stats(struct store *s, const char *org_id, uint64_t since, struct gh_event_stats *ret);
+int sq_gh_event_sandboxes(struct store *s, const char *org_id, const char *repo, uint64_t pr_number,
+                          struct store_rows *out);
 int sq_queue_insert(struct store *s, const struct queue_row *row);
 int sq_queue_get(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
 int sq_queue_update(struct store *s, const struct queue_row *row);
@@ -137,6 +157,15 @@ int sq_queue_position(struct store *s, const char *org_id, const char *id, uint6
 int sq_queue_stats(struct store *s, const char *org_id, uint64_t since, struct queue_stats *ret);
 int sq_queue_settle(struct store *s, bool at_start, uint32_t failed_status, const char *failed_body, uint64_t now,
                     uint64_t expire_before, uint64_t forget_before);
+/* egress.c */
+int sq_egress_policy_create(struct store *s, const struct egress_policy_row *row);
+int sq_egress_policy_update(struct store *s, const struct egress_policy_row *row);
+int sq_egress_policy_delete(struct store *s, const char *org_id, const char *id);
+int sq_egress_policy_list(struct store *s, const char *org_id, struct store_rows *out);
+int sq_egress_audit_insert(struct store *s, const struct egress_audit_row *row);
+int sq_egress_audit_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                         struct store_rows *out, uint64_t *ret_total);
+int sq_egress_audit_prune(struct store *s, uint64_t before);
 int sq_secret_create(struct store *s, const struct secret_row *row);
 int sq_secret_update(struct store *s, const struct secret_row *row);
 int sq_secret_delete(struct store *s, const char *org_id, const char *name);
@@ -148,6 +177,10 @@ int sq_checkpoint_delete(struct store *s, const char *org_id, const char *id);
 int sq_checkpoint_list(struct store *s, const char *org_id, const char *sandbox_id, uint64_t limit, uint64_t offset,
                        struct store_rows *out, uint64_t *ret_total);
 int sq_checkpoint_usage(struct store *s, const char *org_id, uint64_t *ret_count, uint64_t *ret_bytes);
+int sq_snapshot_profile_put(struct store *s, const struct snapshot_profile_row *row, struct snapshot_profile_row *ret);
+int sq_snapshot_profile_get(struct store *s, const char *key, struct snapshot_profile_row *ret);
+int sq_snapshot_profile_delete(struct store *s, const char *key);
+int sq_snapshot_profile_list(struct store *s, struct store_rows *out);
 
 int sq_event_append(struct store *s, const struct event_row *row, uint64_t keep, uint64_t not_before,
                     uint64_t *ret_id);
@@ -158,6 +191,25 @@ int sq_audit_list(struct store *s, const char *org_id, const struct audit_filter
                   struct store_rows *out, uint64_t *ret_total);
 int sq_audit_summary(struct store *s, const char *org_id, const char *sandbox_id, struct store_rows *out);
 
+int sq_artifact_put(struct store *s, const struct artifact_row *row);
+int sq_artifact_get(struct store *s, const char *org_id, const char *id, struct artifact_row *ret);
+int sq_artifact_delete(struct store *s, const char *org_id, const char *id);
+int sq_artifact_list(struct store *s, const struct artifact_filter *f, uint64_t limit, uint64_t offset,
+                     struct store_rows *out, uint64_t *ret_total);
+int sq_artifact_list_expired(struct store *s, uint64_t now, struct store_rows *out);
+int sq_artifact_bytes(struct store *s, const char *org_id, uint64_t *ret);
+
+int sq_sso_identity_get(struct store *s, const char *issuer, const char *subject, struct sso_identity_row *ret);
+int sq_sso_identity_create(struct store *s, const struct sso_identity_row *row);
+int sq_sso_user_create(struct store *s, const struct org_row *new_org, const struct user_row *user,
+                       const struct sso_identity_row *ident);
+int sq_sso_link_get(struct store *s, const char *org_id, struct sso_link_row *ret);
+int sq_sso_link_find(struct store *s, const char *value, bool by_domain, struct sso_link_row *ret);
+int sq_sso_link_put(struct store *s, const struct sso_link_row *row);
+int sq_sso_link_delete(struct store *s, const char *org_id);
+/* tenants.c: one org row, one user row (inside the caller's transaction). */
+int sq_org_insert(sqlite3 *db, const struct org_row *org);
+int sq_user_insert(sqlite3 *db, const struct user_row *user);
 int sq_webhook_create(struct store *s, const struct webhook_row *row);
 int sq_webhook_get(struct store *s, const char *org_id, const char *id, struct webhook_row *ret);
 int sq_webhook_update(struct store *s, const struct webhook_row *row);
@@ -183,6 +235,7 @@ int sq_sandbox_delete(struct store *s, const char *id);
 int sq_sandbox_list_expired(struct store *s, uint64_t now, struct store_rows *out);
 int sq_sandbox_count(struct store *s, uint64_t *ret);
 int sq_sandbox_ids_in_org(struct store *s, const char *org_id, struct store_rows *out);
+int sq_sandbox_ids_in_class(struct store *s, const char *org_id, const char *warm_class, struct store_rows *out);
 int sq_sandbox_list_org(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
                         uint64_t *ret_total);
 int sq_sandbox_disk_reserved(struct store *s, uint64_t default_bytes, uint64_t *ret);

@@ -7,24 +7,28 @@
 
 #include "store/sqlite/sqlite.h"
 
+int sq_org_insert(sqlite3 *db, const struct org_row *org)
+{
+        return sq_run(db, "INSERT INTO orgs(id, name, created_at, slug, plan) VALUES(?, ?, ?, NULLIF(?, ''), ?)",
+                      "ttutt", org->id, org->name, org->created_at, org->slug, org->plan[0] ? org->plan : "hobby");
+}
+
+int sq_user_insert(sqlite3 *db, const struct user_row *user)
+{
+        return sq_run(db,
+                      "INSERT INTO users(id, org_id, email, first_name, last_name, role, password_hash, created_at) "
+                      "VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
+                      "tttttttu", user->id, user->org_id, user->email, user->first_name, user->last_name,
+                      user->role, user->password_hash, user->created_at);
+}
+
 int sq_account_create(struct store *s, const struct org_row *org, const struct user_row *user)
 {
         sqlite3 *db = sq_db(s);
         _cleanup_tx_ sqlite3 *tx = NULL;
         int r;
 
-        if ((r = sq_tx_begin(db, &tx)) < 0)
-                return r;
-        r = sq_run(db, "INSERT INTO orgs(id, name, created_at, slug, plan) VALUES(?, ?, ?, NULLIF(?, ''), ?)", "ttutt",
-                   org->id, org->name, org->created_at, org->slug, org->plan[0] ? org->plan : "hobby");
-        if (r < 0)
-                return r;
-        r = sq_run(db,
-                   "INSERT INTO users(id, org_id, email, first_name, last_name, role, password_hash, created_at) "
-                   "VALUES(?, ?, ?, ?, ?, ?, ?, ?)",
-                   "tttttttu", user->id, user->org_id, user->email, user->first_name, user->last_name, user->role,
-                   user->password_hash, user->created_at);
-        if (r < 0)
+        if ((r = sq_tx_begin(db, &tx)) < 0 || (r = sq_org_insert(db, org)) < 0 || (r = sq_user_insert(db, user)) < 0)
                 return r;
         return sq_tx_commit(&tx);
 }

@@ -94,6 +94,42 @@ static UNUSED struct sandbox_mgr *mgr(uint64_t max_resident)
         return mgr_start(&opt, true);
 }
 
+/* The pool tests' ids: warm1, warm2, … in the order made. */
+static UNUSED int seq_id(char *out)
+{
+        static int n;
+        snprintf(out, STORE_ID_MAX, "warm%d", ++n);
+        return 0;
+}
+
+/* A manager's options with a warm pool of target (ids by seq_id when
+ * target > 0) and at most max_sandboxes tenants' sandboxes. */
+static UNUSED struct sandbox_options pool_opts(uint64_t target, uint64_t max_sandboxes)
+{
+        return (struct sandbox_options){
+                .idle_ttl_ms = 3600000, .max_contexts = 3, .max_resident_contexts = 8,
+                .max_sandboxes = max_sandboxes, .workspace_bytes = 16 * MiB, .workspace_inodes = 1024,
+                .file_bytes = 1 * MiB, .limits = LIM,
+                .pool = { .target = target, .refresh_ms = 100, .batch = 5, .new_id = target ? seq_id : NULL },
+        };
+}
+
+/* Whether sandbox id's workspace image exists (the pool tests). */
+static UNUSED bool image_exists(const char *id)
+{
+        char path[256];
+        snprintf(path, sizeof(path), "%s/sandboxes/%s/workspace.img", g.dir, id);
+        return access(path, F_OK) == 0;
+}
+
+static UNUSED struct sbx_pool_stats stats(void)
+{
+        struct sbx_pool_stats st;
+        struct err e = { 0 };
+        ASSERT_OK(sbx_pool_stats(g.mgr, &st, &e));
+        return st;
+}
+
 /* A cell's first result text, or "error:<name>" (static buffer). */
 static inline const char *cell_answer(const struct exec_outcome *o)
 {

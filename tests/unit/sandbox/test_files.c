@@ -156,6 +156,34 @@ TEST(typed_raw_bytes_roundtrip)
         ASSERT_STREQ(files_mime_type("/workspace/x", false), "text/plain");
 }
 
+/* files_put_fd: exactly len bytes of a host file, from its offset; a
+ * source that ends early writes nothing (the old file stays). */
+TEST(typed_put_from_fd)
+{
+        struct ws w;
+        ws_init(&w);
+        struct files_root root = root_of(&w);
+        struct err err = { 0 };
+        FILE *src = tmpfile();
+        ASSERT_TRUE(src != NULL);
+        ASSERT_EQ(fwrite("0123456789", 1, 10, src), 10);
+        fflush(src);
+        int fd = fileno(src);
+        ASSERT_EQ(lseek(fd, 2, SEEK_SET), 2);
+        ASSERT_OK(files_put_fd(&root, "in/part.bin", fd, 5, FILES_RECURSIVE, &err));
+        size_t len = 0;
+        char *got = slurp(host(&w, "in/part.bin"), &len);
+        ASSERT_EQ(len, 5);
+        ASSERT_TRUE(memcmp(got, "23456", 5) == 0);
+        ASSERT_EQ(lseek(fd, 8, SEEK_SET), 8);
+        ASSERT_TRUE(files_put_fd(&root, "in/part.bin", fd, 5, 0, &err) < 0);
+        ASSERT_EQ(err.reason, ERR_FILESYSTEM);
+        err_done(&err);
+        got = slurp(host(&w, "in/part.bin"), &len);
+        ASSERT_TRUE(len == 5 && memcmp(got, "23456", 5) == 0);
+        fclose(src);
+}
+
 TEST(typed_ops_and_list)
 {
         struct ws w;

@@ -9,30 +9,6 @@
 #include "sandbox_fixture.h"
 #include "sandbox/internal.h"
 
-static int seq_id(char *out)
-{
-        static int n;
-        snprintf(out, STORE_ID_MAX, "warm%d", ++n);
-        return 0;
-}
-
-static struct sandbox_options pool_opts(uint64_t target, uint64_t max_sandboxes)
-{
-        return (struct sandbox_options){
-                .idle_ttl_ms = 3600000, .max_contexts = 3, .max_resident_contexts = 8,
-                .max_sandboxes = max_sandboxes, .workspace_bytes = 16 * MiB, .workspace_inodes = 1024,
-                .file_bytes = 1 * MiB, .limits = LIM,
-                .pool = { .target = target, .refresh_ms = 100, .batch = 5, .new_id = target ? seq_id : NULL },
-        };
-}
-
-static bool image_exists(const char *id)
-{
-        char path[256];
-        snprintf(path, sizeof(path), "%s/sandboxes/%s/workspace.img", g.dir, id);
-        return access(path, F_OK) == 0;
-}
-
 static bool is_mountpoint(const char *id)
 {
         char path[256], parent[300];
@@ -40,14 +16,6 @@ static bool is_mountpoint(const char *id)
         snprintf(parent, sizeof(parent), "%s/..", path);
         struct stat a, b;
         return stat(path, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev;
-}
-
-static struct sbx_pool_stats stats(void)
-{
-        struct sbx_pool_stats st;
-        struct err e = { 0 };
-        ASSERT_OK(sbx_pool_stats(g.mgr, &st, &e));
-        return st;
 }
 
 static void wait_warm(uint64_t n)
