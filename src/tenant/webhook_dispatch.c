@@ -105,13 +105,13 @@ static void on_event(const struct event_row *row, void *userdata)
         sc->r = r;
 }
 
-/* Queues what the webhook wants of its org's events above its cursor;
- * then the cursor moves to upto (every id up to it is in the store). */
 struct scan_all {
         struct webhooks *w;
         uint64_t upto;
 };
 
+/* Queues what the webhook wants of its org's events above its cursor;
+ * then the cursor moves to upto (every id up to it is in the store). */
 static void scan_hook(const struct webhook_row *hook, void *userdata)
 {
         struct webhooks *w = ((struct scan_all *)userdata)->w;
@@ -162,6 +162,7 @@ struct flight {
         CURL *h;
         struct curl_slist *hdrs, *resolve;
         uint64_t t0;
+        char curl_error[CURL_ERROR_SIZE];   /* libcurl's own words, with the address */
 };
 
 static void flight_free(struct flight *f)
@@ -219,6 +220,7 @@ static int easy_setup(struct webhooks *w, struct flight *f, const char *pin)
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)w->o.timeout_ms);
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &f->a);
+        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, f->curl_error);
         return 0;
 }
 
@@ -261,7 +263,7 @@ static void flight_result(struct flight *f, CURLcode rc)
         if (curl_easy_getinfo(f->h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
                 a->retry_after_s = (uint64_t)ra;
         if (rc != CURLE_OK)
-                snprintf(a->error, sizeof(a->error), "%s", curl_easy_strerror(rc));
+                snprintf(a->error, sizeof(a->error), "%s", f->curl_error[0] ? f->curl_error : curl_easy_strerror(rc));
         else if (a->status < 200 || a->status > 299)
                 snprintf(a->error, sizeof(a->error), "HTTP %ld", a->status);
 }
@@ -280,7 +282,6 @@ static uint64_t backoff_ms(const struct webhook_options *o, uint32_t attempts)
                 rnd = 0;
         return d / 2 + (d / 2 ? rnd % (d / 2 + 1) : 0);
 }
-
 
 /* Appends this attempt to d's log (JSON text). */
 static void log_append(struct webhook_delivery_row *d, const struct attempt *a, uint64_t now)
