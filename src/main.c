@@ -303,6 +303,7 @@ static void drain_and_stop(struct app *app)
         engine_kill_all(app->engine);
         ctl_queue_stop(app);
         ctl_artifacts_stop(app);
+        ctl_webhooks_stop(app);
         http_server_stop(app->srv);
         app->srv = NULL;
         /* After the stop: no MCP call is running any more. */
@@ -372,6 +373,7 @@ static int start_server(struct app *app, sigset_t *sigs)
         if (r < 0) {
                 ctl_queue_stop(app);
                 ctl_artifacts_stop(app);
+                ctl_webhooks_stop(app);
                 http_server_stop(app->srv);
                 app->srv = NULL;
                 api_mcp_free(app);

@@ -10,6 +10,7 @@
 #include "http/server.h"
 
 struct ctl_templates;
+struct webhooks;
 
 struct app {
         const struct config *cfg;
@@ -21,6 +22,7 @@ struct app {
         struct http_server *srv;
         struct ctl_queue *ctl_queue;  /* the controller's budgets and queue mode (api/controller/queue.c) */
         struct ctl_templates *templates; /* the controller's sandbox templates (read-only) */
+        struct webhooks *webhooks;  /* the webhook dispatcher (tenant/webhooks.h) */
         struct api_mcp *mcp;        /* the /mcp facade's sessions (api/mcp/) */
         uint64_t started_ms;
 };

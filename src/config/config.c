@@ -153,6 +153,16 @@ static const struct cfg_opt opts[] = {
         STR("controller.oidc_client_secret", ctl_oidc_client_secret, "", "single sign-on: the client secret (token endpoint auth; HS256 ID tokens); env WORKOS_API_KEY"),
         STR("controller.oidc_redirect_uri", ctl_oidc_redirect_uri, "", "single sign-on: the callback URL registered at the provider (…/api/v1/auth/workos/callback); env WORKOS_REDIRECT_URI"),
         STR("controller.oidc_org_claim", ctl_oidc_org_claim, "org_id", "single sign-on: the ID token claim that names the user's organization at the provider (matched against /auth/workos/link)"),
+        /* Issue 15: webhooks, delivered by a dispatcher thread. */
+        BOOL("controller.webhooks_allow_private", ctl_webhooks_allow_private, 0, "webhook URLs may point at loopback, private and link-local addresses (refused by default: server-side request forgery)"),
+        U64("controller.webhooks_max_per_org", ctl_webhooks_max_per_org, 20, 1, 10000, "webhooks one org may have (400 beyond)"),
+        U64("controller.webhooks_max_attempts", ctl_webhooks_max_attempts, 8, 1, 100, "attempts of one webhook delivery before it is marked failed"),
+        U64("controller.webhooks_retry_base_ms", ctl_webhooks_retry_base_ms, 30000, 1, 86400000, "first retry of a failed webhook delivery after about this long, doubling each time (with jitter)"),
+        U64("controller.webhooks_retry_max_ms", ctl_webhooks_retry_max_ms, 3600000, 1, 86400000, "the longest wait between two attempts of a webhook delivery"),
+        U64("controller.webhooks_connect_timeout_ms", ctl_webhooks_connect_timeout_ms, 5000, 100, 60000, "a webhook delivery's TCP+TLS connect timeout"),
+        U64("controller.webhooks_timeout_ms", ctl_webhooks_timeout_ms, 10000, 100, 120000, "a webhook delivery's whole-request timeout"),
+        U64("controller.webhooks_disable_after_s", ctl_webhooks_disable_after_s, 3 * 86400, 0, 365 * 86400, "a webhook whose every delivery failed for this long is disabled (0: never)"),
+        U64("controller.webhooks_keep_deliveries", ctl_webhooks_keep_deliveries, 1000, 0, 1000000, "finished deliveries kept per webhook in its delivery log (0: all)"),
         /* Issue 17: the daemon's own MCP endpoint (/mcp) keeps one MCP
          * session per client; each holds little, but clients rarely end them. */
         U64("mcp.session_idle_s", mcp_session_idle_s, 3600, 1, 30 * 86400, "an MCP session of /mcp unused this long ends (its client re-initializes)"),

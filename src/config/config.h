@@ -98,6 +98,10 @@ struct config {
         char ctl_oidc_client_secret[512];
         char ctl_oidc_redirect_uri[1024];
         char ctl_oidc_org_claim[64];   /* the ID token claim naming the provider organization */
+        bool ctl_webhooks_allow_private;   /* webhook targets on loopback/private addresses (tests) */
+        uint64_t ctl_webhooks_max_per_org, ctl_webhooks_max_attempts, ctl_webhooks_retry_base_ms,
+                ctl_webhooks_retry_max_ms, ctl_webhooks_connect_timeout_ms, ctl_webhooks_timeout_ms,
+                ctl_webhooks_disable_after_s, ctl_webhooks_keep_deliveries;
         uint64_t mcp_session_idle_s;   /* /mcp sessions: idle expiry */
         uint64_t mcp_max_sessions;     /* /mcp sessions at once (LRU beyond) */
         /* Artifacts (issue 15). */

@@ -188,6 +188,26 @@ struct store_ops {
         int (*sso_link_put)(struct store *s, const struct sso_link_row *row);
         int (*sso_link_delete)(struct store *s, const char *org_id);
 
+        int (*webhook_create)(struct store *s, const struct webhook_row *row);
+        int (*webhook_get)(struct store *s, const char *org_id, const char *id, struct webhook_row *ret);
+        int (*webhook_update)(struct store *s, const struct webhook_row *row);
+        int (*webhook_set_active)(struct store *s, const char *org_id, const char *id, bool active);
+        int (*webhook_delete)(struct store *s, const char *org_id, const char *id);   /* cascades */
+        /* Pushes struct webhook_row items; org_id NULL: every org's. */
+        int (*webhook_list)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                            struct store_rows *out, uint64_t *ret_total);
+        int (*webhook_health)(struct store *s, const char *id, uint64_t failing_since, bool disable,
+                              const char *reason);
+        int (*webhook_enqueue)(struct store *s, const char *webhook_id, uint64_t cursor,
+                               const struct webhook_delivery_row *row, uint64_t keep);
+        int (*webhook_delivery_get)(struct store *s, const char *org_id, const char *webhook_id, const char *id,
+                                    struct webhook_delivery_row *ret);
+        int (*webhook_delivery_update)(struct store *s, const struct webhook_delivery_row *row);
+        /* Pushes struct webhook_delivery_row items, newest first. */
+        int (*webhook_delivery_list)(struct store *s, const char *org_id, const char *webhook_id, uint64_t limit,
+                                     uint64_t offset, struct store_rows *out, uint64_t *ret_total);
+        int (*webhook_delivery_heads)(struct store *s, struct store_rows *out);
+
         int (*sandbox_get)(struct store *s, const char *id, struct sandbox_row *ret);
         int (*sandbox_put)(struct store *s, const struct sandbox_row *row);
         int (*sandbox_touch)(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at);

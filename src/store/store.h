@@ -591,3 +591,80 @@ int store_gh_event_stats(struct store *s, const char *org_id, uint64_t since, st
 /* The sandboxes the org's deliveries for pull request repo#pr_number made. */
 int store_gh_event_sandboxes(struct store *s, const char *org_id, const char *repo, uint64_t pr_number,
                              void (*fn)(const struct gh_event_row *row, void *userdata), void *userdata);
+
+/* ---- webhooks (issue 15): an org's endpoints and their delivery queue ---- */
+
+struct webhook_row {
+        char id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        char *url;                     /* owned */
+        char *events_json;             /* owned: JSON array of names ("*": all), opaque here */
+        char *description;             /* owned; "" when none */
+        bool active;
+        char *sealed_secret;           /* owned: the signing secret, sealed by the tenant layer */
+        char key_id[32];               /* which key sealed it */
+        uint64_t cursor;               /* the last event id the dispatcher has looked at */
+        uint64_t failing_since;        /* epoch ms of the first failure in a row; 0: healthy */
+        char disabled_reason[128];     /* why the dispatcher turned it off; "" otherwise */
+        uint64_t created_at, updated_at;   /* epoch ms */
+};
+void webhook_row_done(struct webhook_row *r);
+/* -EEXIST when the id is taken. */
+int store_webhook_create(struct store *s, const struct webhook_row *row);
+/* Scoped by org: another org's webhook is -ENOENT, as a missing one. */
+int store_webhook_get(struct store *s, const char *org_id, const char *id, struct webhook_row *ret);
+/* Writes url, events_json, description, sealed_secret, key_id and
+ * updated_at: never what the dispatcher writes (cursor, health, active). */
+int store_webhook_update(struct store *s, const struct webhook_row *row);
+/* Switches it on or off; switched on from off, its failure streak and
+ * disabled_reason are cleared in the same statement. */
+int store_webhook_set_active(struct store *s, const char *org_id, const char *id, bool active);
+/* Deletes it and its deliveries. */
+int store_webhook_delete(struct store *s, const char *org_id, const char *id);
+/* The org's webhooks (org_id NULL: every org's) by created_at then id, one
+ * page; *ret_total: how many match. fn gets a borrowed row. */
+int store_webhook_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
+                       void (*fn)(const struct webhook_row *row, void *userdata), void *userdata,
+                       uint64_t *ret_total);
+/* The dispatcher's verdict on its health: failing_since, and when disable
+ * is true, active off with reason. */
+int store_webhook_health(struct store *s, const char *id, uint64_t failing_since, bool disable, const char *reason);
+
+/* One message to one webhook and the record of its attempts. */
+struct webhook_delivery_row {
+        char id[STORE_ID_MAX];
+        char webhook_id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        uint64_t seq;                  /* the store's: queue order, increasing */
+        char origin[16];               /* "event" (unique per webhook and event), "test", "redeliver" */
+        uint64_t event_id;             /* 0 for a test */
+        char event[64];                /* the event's name */
+        char *payload;                 /* owned: the body sent (JSON text) */
+        char status[16];               /* pending, succeeded, failed */
+        uint32_t attempts;
+        uint32_t last_status;          /* HTTP status of the last attempt; 0: none */
+        char *last_error;              /* owned; "" when none */
+        uint64_t last_duration_ms;
+        char *log_json;                /* owned: JSON array, one object per attempt, opaque here */
+        uint64_t next_attempt_at, created_at, delivered_at;   /* epoch ms; 0 = none */
+};
+void webhook_delivery_row_done(struct webhook_delivery_row *r);
+/* In one transaction: row (NULL: none) is queued unless an "event" row of
+ * that webhook and event exists (then nothing, 0), the webhook's cursor
+ * rises to cursor (never falls), and its finished deliveries beyond the
+ * newest keep are dropped (0: keep all). -ENOENT: no such webhook. */
+int store_webhook_enqueue(struct store *s, const char *webhook_id, uint64_t cursor,
+                          const struct webhook_delivery_row *row, uint64_t keep);
+int store_webhook_delivery_get(struct store *s, const char *org_id, const char *webhook_id, const char *id,
+                               struct webhook_delivery_row *ret);
+/* Writes status, attempts, last_status, last_error, last_duration_ms,
+ * log_json, next_attempt_at and delivered_at. */
+int store_webhook_delivery_update(struct store *s, const struct webhook_delivery_row *row);
+/* One page of a webhook's deliveries, newest first. */
+int store_webhook_delivery_each(struct store *s, const char *org_id, const char *webhook_id, uint64_t limit,
+                                uint64_t offset, void (*fn)(const struct webhook_delivery_row *row, void *userdata),
+                                void *userdata, uint64_t *ret_total);
+/* The oldest pending delivery of every active webhook (what may be sent
+ * next: a webhook's deliveries go out in queue order). */
+int store_webhook_delivery_heads(struct store *s, void (*fn)(const struct webhook_delivery_row *row, void *userdata),
+                                 void *userdata);

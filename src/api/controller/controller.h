@@ -224,6 +224,11 @@ const struct route *ctl_template_routes(size_t *ret_n);
 const struct route *ctl_checkpoint_routes(size_t *ret_n);
 const struct route *ctl_event_routes(size_t *ret_n);
 const struct route *ctl_audit_routes(size_t *ret_n);
+const struct route *ctl_webhook_routes(size_t *ret_n);
+/* The webhook dispatcher (webhooks.c): started at registration, stopped
+ * after the drain, before the store closes. */
+int ctl_webhooks_start(struct app *app);
+void ctl_webhooks_stop(struct app *app);
 
 /* ---- audit (audit.c) ---- */
 /* From the group's finish hook: one audit row for an authenticated write

@@ -127,6 +127,7 @@ int api_controller_register(struct http_server *srv, struct app *app)
                 ctl_github_routes,
                 ctl_egress_routes,
                 ctl_sso_routes,
+                ctl_webhook_routes,
         };
         /* REPL_ENABLED=false, GITHUB_INTEGRATION_ENABLED=false,
          * EGRESS_POLICIES_ENABLED=false: those routes are not registered
@@ -143,6 +144,11 @@ int api_controller_register(struct http_server *srv, struct app *app)
         if (r == 0 && (r = ctl_artifacts_start(app)) < 0)
                 ctl_queue_stop(app);
         if (r == 0 && (r = ctl_egress_start(app)) < 0) {
+                ctl_artifacts_stop(app);
+                ctl_queue_stop(app);
+        }
+        if (r == 0 && (r = ctl_webhooks_start(app)) < 0) {
+                ctl_egress_stop();
                 ctl_artifacts_stop(app);
                 ctl_queue_stop(app);
         }

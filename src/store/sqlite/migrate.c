@@ -315,6 +315,48 @@ static const char *const migrations[] = {
         "  domain TEXT UNIQUE,"
         "  created_at INTEGER NOT NULL DEFAULT 0,"
         "  updated_at INTEGER NOT NULL DEFAULT 0);",
+
+        /* 17 (issue 15): webhooks. The
+         * cursor is the last event the dispatcher looked at; a delivery
+         * row is queued in the same transaction that moves it, and the
+         * unique index refuses a second row for one event, so a restart
+         * neither loses nor repeats a delivery. */
+        "CREATE TABLE webhooks("
+        "  id TEXT PRIMARY KEY,"
+        "  org_id TEXT NOT NULL,"
+        "  url TEXT NOT NULL,"
+        "  events_json TEXT NOT NULL DEFAULT '[\"*\"]',"
+        "  description TEXT NOT NULL DEFAULT '',"
+        "  active INTEGER NOT NULL DEFAULT 1,"
+        "  sealed_secret TEXT NOT NULL,"
+        "  key_id TEXT NOT NULL DEFAULT '',"
+        "  cursor INTEGER NOT NULL DEFAULT 0,"
+        "  failing_since INTEGER NOT NULL DEFAULT 0,"
+        "  disabled_reason TEXT NOT NULL DEFAULT '',"
+        "  created_at INTEGER NOT NULL DEFAULT 0,"
+        "  updated_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX webhooks_org ON webhooks(org_id, created_at, id);"
+        "CREATE TABLE webhook_deliveries("
+        "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+        "  id TEXT NOT NULL UNIQUE,"
+        "  webhook_id TEXT NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,"
+        "  org_id TEXT NOT NULL,"
+        "  origin TEXT NOT NULL DEFAULT 'event',"
+        "  event_id INTEGER NOT NULL DEFAULT 0,"
+        "  event TEXT NOT NULL DEFAULT '',"
+        "  payload TEXT NOT NULL,"
+        "  status TEXT NOT NULL DEFAULT 'pending',"
+        "  attempts INTEGER NOT NULL DEFAULT 0,"
+        "  last_status INTEGER NOT NULL DEFAULT 0,"
+        "  last_error TEXT NOT NULL DEFAULT '',"
+        "  last_duration_ms INTEGER NOT NULL DEFAULT 0,"
+        "  log_json TEXT NOT NULL DEFAULT '[]',"
+        "  next_attempt_at INTEGER NOT NULL DEFAULT 0,"
+        "  created_at INTEGER NOT NULL DEFAULT 0,"
+        "  delivered_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE UNIQUE INDEX webhook_deliveries_event ON webhook_deliveries(webhook_id, event_id) "
+        "  WHERE origin = 'event';"
+        "CREATE INDEX webhook_deliveries_queue ON webhook_deliveries(webhook_id, status, seq);",
 };
 
 int sq_schema_latest(void)

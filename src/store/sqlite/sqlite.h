@@ -8,7 +8,8 @@
  *
  * Files: db.c connection, pragmas, open/close, the ops table; stmt.c
  * statement, transaction and error helpers; migrate.c schema migrations;
- * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c, events.c
+ * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c, events.c,
+ * webhooks.c
  * (events and audit) one table family each;
  * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, artifacts.c one table each;
  * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c, snapshots.c one table each;
@@ -209,6 +210,22 @@ int sq_sso_link_delete(struct store *s, const char *org_id);
 /* tenants.c: one org row, one user row (inside the caller's transaction). */
 int sq_org_insert(sqlite3 *db, const struct org_row *org);
 int sq_user_insert(sqlite3 *db, const struct user_row *user);
+int sq_webhook_create(struct store *s, const struct webhook_row *row);
+int sq_webhook_get(struct store *s, const char *org_id, const char *id, struct webhook_row *ret);
+int sq_webhook_update(struct store *s, const struct webhook_row *row);
+int sq_webhook_set_active(struct store *s, const char *org_id, const char *id, bool active);
+int sq_webhook_delete(struct store *s, const char *org_id, const char *id);
+int sq_webhook_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
+                    uint64_t *ret_total);
+int sq_webhook_health(struct store *s, const char *id, uint64_t failing_since, bool disable, const char *reason);
+int sq_webhook_enqueue(struct store *s, const char *webhook_id, uint64_t cursor, const struct webhook_delivery_row *row,
+                       uint64_t keep);
+int sq_webhook_delivery_get(struct store *s, const char *org_id, const char *webhook_id, const char *id,
+                            struct webhook_delivery_row *ret);
+int sq_webhook_delivery_update(struct store *s, const struct webhook_delivery_row *row);
+int sq_webhook_delivery_list(struct store *s, const char *org_id, const char *webhook_id, uint64_t limit,
+                             uint64_t offset, struct store_rows *out, uint64_t *ret_total);
+int sq_webhook_delivery_heads(struct store *s, struct store_rows *out);
 
 int sq_sandbox_get(struct store *s, const char *id, struct sandbox_row *ret);
 int sq_sandbox_put(struct store *s, const struct sandbox_row *row);
