@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "base/cleanup.h"
 #include "client/client.h"
 
@@ -22,16 +23,6 @@ static void config_file_path(char *out, size_t len)
                 out[0] = '\0';
 }
 
-static char *trim(char *s)
-{
-        while (isspace((unsigned char)*s))
-                s++;
-        size_t n = strlen(s);
-        while (n > 0 && isspace((unsigned char)s[n - 1]))
-                s[--n] = '\0';
-        return s;
-}
-
 /* `key = value` lines; url and key are taken only when not set already. */
 static int read_config_file(const char *path, struct client_config *cfg, bool want_url, bool want_key,
                             struct err *err)
@@ -43,14 +34,14 @@ static int read_config_file(const char *path, struct client_config *cfg, bool wa
         unsigned lineno = 0;
         while (fgets(line, sizeof(line), f)) {
                 lineno++;
-                char *s = trim(line);
+                char *s = text_trim(line);
                 if (!*s || *s == '#')
                         continue;
                 char *eq = strchr(s, '=');
                 if (!eq)
                         return err_set(err, ERR_INVALID, EINVAL, "%s:%u: expected key = value", path, lineno);
                 *eq = '\0';
-                const char *k = trim(s), *v = trim(eq + 1);
+                const char *k = text_trim(s), *v = text_trim(eq + 1);
                 if (!strcmp(k, "url") && want_url) {
                         snprintf(cfg->url, sizeof(cfg->url), "%s", v);
                         snprintf(cfg->source, sizeof(cfg->source), "%.63s", path);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/text.h"
 #include "base/util.h"
 
 enum cfg_type { CFG_U64, CFG_STR, CFG_BOOL };
@@ -335,16 +336,6 @@ uint64_t config_pool_size(const struct config *c, const char *lang)
         return c->pool_size;
 }
 
-static char *trim(char *s)
-{
-        while (isspace((unsigned char)*s))
-                s++;
-        size_t n = strlen(s);
-        while (n > 0 && isspace((unsigned char)s[n - 1]))
-                s[--n] = '\0';
-        return s;
-}
-
 int config_load_file(struct config *c, const char *path, int *ret_line)
 {
         FILE *f = fopen(path, "re");
@@ -357,7 +348,7 @@ int config_load_file(struct config *c, const char *path, int *ret_line)
                 char *hash = strchr(line, '#');
                 if (hash)
                         *hash = '\0';
-                char *s = trim(line);
+                char *s = text_trim(line);
                 if (*s == '\0')
                         continue;
                 char *eq = strchr(s, '=');
@@ -366,7 +357,7 @@ int config_load_file(struct config *c, const char *path, int *ret_line)
                         break;
                 }
                 *eq = '\0';
-                if ((r = config_set(c, trim(s), trim(eq + 1))) < 0)
+                if ((r = config_set(c, text_trim(s), text_trim(eq + 1))) < 0)
                         break;
         }
         fclose(f);

@@ -1,29 +1,7 @@
-"""Fixtures of the web tests: the black-box Daemon of tests/api/conftest.py
-(loaded by path, see tests/api_loader.py), one per test module."""
+"""Fixtures of the web tests: tests/module_daemon.py (a daemon per test
+module, and the black-box names of tests/api/conftest.py)."""
 import os
 import sys
 
-import pytest
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from api_loader import load_api  # noqa: E402
-
-api = load_api()
-Daemon = api.Daemon
-ROOT = api.ROOT
-SANDBOXD_BIN = os.environ.get("SANDBOXD_BIN", os.path.join(ROOT, "build", "sandboxd"))
-NODE_DIR = os.path.join(ROOT, "tests", "node")
-
-# Several test directories have a module called "conftest"; re-export the
-# loaded names (not fixtures) so "from conftest import …" keeps working.
-for _name, _value in vars(api).items():
-    if not _name.startswith("_") and _name not in ("daemon", "pytest"):
-        globals().setdefault(_name, _value)
-
-
-@pytest.fixture(scope="module")
-def server():
-    """A daemon of this module's own (temp data dir, free loopback port)."""
-    d = Daemon()
-    yield d
-    d.cleanup()
+from module_daemon import *  # noqa: E402,F401,F403

@@ -548,24 +548,13 @@ void ctl_queue_stop(struct app *app)
 
 /* ---- routes ---- */
 
-static void put_time(json_t *j, const char *name, uint64_t ms)
-{
-        char at[32];
-        if (!ms) {
-                json_object_set_new(j, name, json_null());
-                return;
-        }
-        iso8601_ms(ms, at);
-        json_object_set_new(j, name, json_string(at));
-}
-
 static json_t *request_json(struct ctl_queue *q, const struct queue_row *row)
 {
         json_t *j = json_pack("{s:s, s:s, s:s, s:s}", "requestId", row->id, "status", row->status, "kind", row->kind,
                               "route", row->route);
-        put_time(j, "created_at", row->created_at);
-        put_time(j, "started_at", row->started_at);
-        put_time(j, "finished_at", row->finished_at);
+        ctl_put_time(j, "created_at", row->created_at);
+        ctl_put_time(j, "started_at", row->started_at);
+        ctl_put_time(j, "finished_at", row->finished_at);
         if (!strcmp(row->status, "queued")) {
                 uint64_t ahead = 0, depth = 0;
                 struct budget b;
