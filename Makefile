@@ -118,7 +118,7 @@ unit-pg: $(PG_UNIT)
 # open the SQLite file itself to look at what is stored.
 PG_SMOKE := tests/pg tests/api/test_sandboxes.py $(addprefix tests/controller/test_controller_,sandboxes.py keys.py \
 	secrets.py events.py queue.py checkpoints.py audit.py idempotency.py identity.py artifacts.py github.py \
-	egress.py snapshots.py sso.py)
+	egress.py snapshots.py sso.py webhooks.py)
 PG_SMOKE_SKIP := not encrypted_at_rest and not key_from_the_environment and not tampered_ciphertext \
 	and not no_secret_is_ever_recorded and not providers_and_health_routes and not no_secret_is_stored_in_the_clear
 api-pg: $(BUILD)/sandboxd $(SHIM) $(INIT)

@@ -288,6 +288,48 @@ static const char *const migrations[] = {
         "  domain " T " UNIQUE,"
         "  created_at BIGINT NOT NULL DEFAULT 0,"
         "  updated_at BIGINT NOT NULL DEFAULT 0);",
+
+        /* 17 (issue 15): webhooks. The cursor is the last event the
+         * dispatcher looked at; a delivery row is queued in the same
+         * transaction that moves it, and the unique index refuses a second
+         * row for one event, so a restart neither loses nor repeats a
+         * delivery. */
+        "CREATE TABLE webhooks("
+        "  id " T " PRIMARY KEY,"
+        "  org_id " T " NOT NULL,"
+        "  url " T " NOT NULL,"
+        "  events_json " T " NOT NULL DEFAULT '[\"*\"]',"
+        "  description " T " NOT NULL DEFAULT '',"
+        "  active BOOLEAN NOT NULL DEFAULT TRUE,"
+        "  sealed_secret " T " NOT NULL,"
+        "  key_id " T " NOT NULL DEFAULT '',"
+        "  cursor BIGINT NOT NULL DEFAULT 0,"
+        "  failing_since BIGINT NOT NULL DEFAULT 0,"
+        "  disabled_reason " T " NOT NULL DEFAULT '',"
+        "  created_at BIGINT NOT NULL DEFAULT 0,"
+        "  updated_at BIGINT NOT NULL DEFAULT 0);"
+        "CREATE INDEX webhooks_org ON webhooks(org_id, created_at, id);"
+        "CREATE TABLE webhook_deliveries("
+        "  seq BIGSERIAL PRIMARY KEY,"
+        "  id " T " NOT NULL UNIQUE,"
+        "  webhook_id " T " NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,"
+        "  org_id " T " NOT NULL,"
+        "  origin " T " NOT NULL DEFAULT 'event',"
+        "  event_id BIGINT NOT NULL DEFAULT 0,"
+        "  event " T " NOT NULL DEFAULT '',"
+        "  payload " T " NOT NULL,"
+        "  status " T " NOT NULL DEFAULT 'pending',"
+        "  attempts BIGINT NOT NULL DEFAULT 0,"
+        "  last_status BIGINT NOT NULL DEFAULT 0,"
+        "  last_error " T " NOT NULL DEFAULT '',"
+        "  last_duration_ms BIGINT NOT NULL DEFAULT 0,"
+        "  log_json " T " NOT NULL DEFAULT '[]',"
+        "  next_attempt_at BIGINT NOT NULL DEFAULT 0,"
+        "  created_at BIGINT NOT NULL DEFAULT 0,"
+        "  delivered_at BIGINT NOT NULL DEFAULT 0);"
+        "CREATE UNIQUE INDEX webhook_deliveries_event ON webhook_deliveries(webhook_id, event_id) "
+        "  WHERE origin = 'event';"
+        "CREATE INDEX webhook_deliveries_queue ON webhook_deliveries(webhook_id, status, seq);",
 };
 
 int pgs_schema_latest(void)

@@ -24,8 +24,8 @@
  * Files: db.c pool, open/close, the ops table; stmt.c statement,
  * transaction and error helpers; migrate.c schema migrations; orgs.c,
  * tenants.c, secrets.c, checkpoints.c, queue.c, events.c, sandboxes.c,
- * contexts.c, cells.c, artifacts.c, snapshots.c, github.c, egress.c, sso.c one
- * table family each, as in src/store/sqlite/. */
+ * contexts.c, cells.c, artifacts.c, snapshots.c, github.c, egress.c, sso.c,
+ * webhooks.c one table family each, as in src/store/sqlite/. */
 #pragma once
 
 #include <libpq-fe.h>
@@ -257,3 +257,20 @@ int pgs_cell_append(struct store *s, const char *context_id, const struct cell_r
 int pgs_cell_list(struct store *s, const char *context_id, struct store_rows *out);
 int pgs_cells_delete(struct store *s, const char *context_id);
 int pgs_cell_stats(struct store *s, const char *context_id, uint64_t *ret_count, uint64_t *ret_bytes);
+
+int pgs_webhook_create(struct store *s, const struct webhook_row *row);
+int pgs_webhook_get(struct store *s, const char *org_id, const char *id, struct webhook_row *ret);
+int pgs_webhook_update(struct store *s, const struct webhook_row *row);
+int pgs_webhook_set_active(struct store *s, const char *org_id, const char *id, bool active);
+int pgs_webhook_delete(struct store *s, const char *org_id, const char *id);
+int pgs_webhook_list(struct store *s, const char *org_id, uint64_t limit, uint64_t offset, struct store_rows *out,
+                     uint64_t *ret_total);
+int pgs_webhook_health(struct store *s, const char *id, uint64_t failing_since, bool disable, const char *reason);
+int pgs_webhook_enqueue(struct store *s, const char *webhook_id, uint64_t cursor,
+                        const struct webhook_delivery_row *row, uint64_t keep);
+int pgs_webhook_delivery_get(struct store *s, const char *org_id, const char *webhook_id, const char *id,
+                             struct webhook_delivery_row *ret);
+int pgs_webhook_delivery_update(struct store *s, const struct webhook_delivery_row *row);
+int pgs_webhook_delivery_list(struct store *s, const char *org_id, const char *webhook_id, uint64_t limit,
+                              uint64_t offset, struct store_rows *out, uint64_t *ret_total);
+int pgs_webhook_delivery_heads(struct store *s, struct store_rows *out);

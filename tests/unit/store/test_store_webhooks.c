@@ -28,13 +28,18 @@ static int offer(struct store *s, const char *hook, const char *org, const char 
         return store_webhook_enqueue(s, id(hook), event_id, &d, 0);
 }
 
-static void on_row(const struct webhook_delivery_row *r, void *userdata)
+/* Appends this test's name of the id full to buf (char[256]). */
+static void append_name(char *buf, const char *full)
 {
-        char *buf = userdata;
-        const char *name = unid(r->id);
+        const char *name = unid(full);
         size_t n = strlen(buf);
         if (name)
                 snprintf(buf + n, 256 - n, "%s%s", n ? "," : "", name);
+}
+
+static void on_row(const struct webhook_delivery_row *r, void *userdata)
+{
+        append_name(userdata, r->id);
 }
 
 static const char *heads(struct store *s)
@@ -131,5 +136,50 @@ TEST(heads_go_in_order_and_skip_disabled_webhooks)
         ASSERT_OK(store_webhook_delete(s, id("wo5"), id("wa")));
         ASSERT_STREQ(heads(s), "");
         ASSERT_STREQ(log_of(s, "wo5", "wa", &total), "");
+        store_close(s);
+}
+
+static void on_hook(const struct webhook_row *r, void *userdata)
+{
+        append_name(userdata, r->id);
+}
+
+static void finish(struct store *s, const char *org, const char *hook, const char *did)
+{
+        struct webhook_delivery_row d;
+        ASSERT_OK(store_webhook_delivery_get(s, id(org), id(hook), id(did), &d));
+        snprintf(d.status, sizeof(d.status), "failed");
+        ASSERT_OK(store_webhook_delivery_update(s, &d));
+        webhook_delivery_row_done(&d);
+}
+
+/* keep bounds the finished deliveries only (a pending one is never lost),
+ * and webhooks list by created_at, then id compared bytewise ("Z" < "a"). */
+TEST(keep_trims_finished_deliveries_and_lists_order_bytewise)
+{
+        struct store *s = open_store();
+        char buf[256] = "";
+        uint64_t total = 0;
+        hook_put(s, "wo7", "wa");
+        hook_put(s, "wo7", "wZ");
+        ASSERT_OK(store_webhook_each(s, id("wo7"), 10, 0, on_hook, buf, &total));
+        ASSERT_STREQ(buf, "wZ,wa");
+        ASSERT_U64_EQ(total, 2);
+        buf[0] = '\0';
+        ASSERT_OK(store_webhook_each(s, id("wo7"), 1, 1, on_hook, buf, &total));
+        ASSERT_STREQ(buf, "wa");
+        for (uint64_t e = 1; e <= 4; e++) {
+                char did[8];
+                snprintf(did, sizeof(did), "k%" PRIu64, e);
+                ASSERT_OK(offer(s, "wa", "wo7", did, e, "event"));
+        }
+        finish(s, "wo7", "wa", "k1");
+        finish(s, "wo7", "wa", "k2");
+        finish(s, "wo7", "wa", "k3");
+        ASSERT_OK(store_webhook_enqueue(s, id("wa"), 4, NULL, 2));
+        ASSERT_STREQ(log_of(s, "wo7", "wa", &total), "k4,k3,k2");
+        ASSERT_OK(store_webhook_enqueue(s, id("wa"), 4, NULL, 1));
+        ASSERT_STREQ(log_of(s, "wo7", "wa", &total), "k4,k3");
+        ASSERT_U64_EQ(total, 2);
         store_close(s);
 }
