@@ -300,13 +300,15 @@ static void drain_and_stop(struct app *app)
                 usleep(20000);
         if (http_server_busy(app->srv) > 0)
                 log_warn("msg=\"drain timeout; killing remaining executions\" busy=%zu", http_server_busy(app->srv));
+        ctl_queue_halt(app);
         engine_kill_all(app->engine);
+        http_server_stop(app->srv);
+        app->srv = NULL;
+        /* After the stop: no handler (budgeted request, artifact upload,
+         * webhook change, MCP call) is running any more. */
         ctl_queue_stop(app);
         ctl_artifacts_stop(app);
         ctl_webhooks_stop(app);
-        http_server_stop(app->srv);
-        app->srv = NULL;
-        /* After the stop: no MCP call is running any more. */
         api_mcp_free(app);
 }
 
@@ -371,11 +373,11 @@ static int start_server(struct app *app, sigset_t *sigs)
         if (r >= 0)
                 r = http_server_start(app->srv);
         if (r < 0) {
+                http_server_stop(app->srv);
+                app->srv = NULL;
                 ctl_queue_stop(app);
                 ctl_artifacts_stop(app);
                 ctl_webhooks_stop(app);
-                http_server_stop(app->srv);
-                app->srv = NULL;
                 api_mcp_free(app);
                 return log_error_errno(r, "msg=\"cannot listen\" listen=\"%s\"", app->cfg->listen);
         }

@@ -179,8 +179,11 @@ void ctl_budget_handler(enum ctl_slot kind, const char *pattern, http_handler fn
         {                                                                             \
                 ctl_budgeted(req, res, kind, fn);                                     \
         }
-/* Starts (at registration) and stops (after the drain) the queue runner. */
+/* Starts (at registration) the queue runner; halts it (no queued request
+ * starts any more: before the engine kills what runs); stops and frees it
+ * (after the HTTP server stopped: no handler may give a slot back later). */
 int ctl_queue_start(struct app *app);
+void ctl_queue_halt(struct app *app);
 void ctl_queue_stop(struct app *app);
 /* ---- making sandboxes (sandboxes.c; templates and checkpoints too) ---- */
 /* A fresh sandbox id: a random (version 4) UUID, as the seed's (and

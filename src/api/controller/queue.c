@@ -521,10 +521,9 @@ int ctl_queue_start(struct app *app)
         return 0;
 }
 
-/* After the drain: no queued request starts any more, and the ones running
- * end (the engine killed their processes) before the app goes away. A
- * request still queued stays queued for the next start. */
-void ctl_queue_stop(struct app *app)
+/* Before the engine kills what runs: no queued request starts any more
+ * (one still queued stays queued for the next start). */
+void ctl_queue_halt(struct app *app)
 {
         struct ctl_queue *q = app->ctl_queue;
         if (!q)
@@ -535,6 +534,18 @@ void ctl_queue_stop(struct app *app)
         pthread_mutex_unlock(&q->lock);
         if (q->runner_started)
                 pthread_join(q->runner, NULL);
+        q->runner_started = false;
+}
+
+/* After the HTTP server stopped (no budgeted handler runs any more, so
+ * none can give a slot back): the queued requests still running end (the
+ * engine killed their processes), then the queue goes. */
+void ctl_queue_stop(struct app *app)
+{
+        struct ctl_queue *q = app->ctl_queue;
+        if (!q)
+                return;
+        ctl_queue_halt(app);
         pthread_mutex_lock(&q->lock);
         while (q->inflight > 0)
                 pthread_cond_wait(&q->wake, &q->lock);
