@@ -216,7 +216,8 @@ static bool parse_parts(struct app *app, json_t *body, struct art_part **ret, si
                 }
                 v[i].number = (unsigned)k;
         }
-        qsort(v, n, sizeof(*v), by_number);
+        if (n > 0)
+                qsort(v, n, sizeof(*v), by_number);
         for (i = 1; i < n; i++)
                 if (v[i].number == v[i - 1].number) {
                         ctl_errorf(res, 400, "VALIDATION_ERROR", "part %u is listed twice", v[i].number);

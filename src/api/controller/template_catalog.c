@@ -219,7 +219,8 @@ static int load_one(struct loading *l, int dirfd, const char *name)
         _cleanup_close_ int ffd = openat(tfd, "files", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (ffd >= 0 && (r = walk_files(l, ffd, "", 0)) < 0)
                 return r;
-        qsort(l->t->files, l->t->nfiles, sizeof(*l->t->files), by_path);
+        if (l->t->nfiles > 0)
+                qsort(l->t->files, l->t->nfiles, sizeof(*l->t->files), by_path);
         return 1;
 }
 
@@ -262,7 +263,8 @@ int ctl_templates_load(const char *dir, struct ctl_templates **ret, struct err *
                 ctl_templates_free(cat);
                 return r;
         }
-        qsort(cat->v, cat->n, sizeof(*cat->v), by_id);
+        if (cat->n > 0)
+                qsort(cat->v, cat->n, sizeof(*cat->v), by_id);
         *ret = cat;
         return 0;
 }

@@ -223,7 +223,8 @@ static int read_names(struct restore *rs, const void *data, size_t len, struct e
         }
         if (r != ARCHIVE_EOF)
                 return read_fail(a, err, FILES_OP_RESTORE);
-        qsort(rs->names, rs->nnames, sizeof(*rs->names), by_rel);
+        if (rs->nnames > 0) /* qsort(NULL, 0, …) is undefined */
+                qsort(rs->names, rs->nnames, sizeof(*rs->names), by_rel);
         return 0;
 }
 
@@ -247,7 +248,7 @@ static int restore_visit(void *userdata, const char *rel, const struct stat *st)
         if (!files_filter_match(rs->filter, rel))
                 return 0; /* outside the scope; an included entry may lie below */
         struct name key = { .rel = (char *)rel };
-        const struct name *n = bsearch(&key, rs->names, rs->nnames, sizeof(key), by_rel);
+        const struct name *n = rs->nnames ? bsearch(&key, rs->names, rs->nnames, sizeof(key), by_rel) : NULL;
         if (n && n->dir == S_ISDIR(st->st_mode))
                 return 0;
         int r = doom(rs, rel);
