@@ -267,11 +267,3 @@ extern const struct store_ops store_pg_ops;   /* store/pg/db.c */
 /* snprintf into an optional message buffer (NULL or 0 length: no-op). */
 void store_set_msg(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* The core's helpers for its files beyond store.c (logs.c): store_rows
- * release and indexing, the argument checks, the serialising lock. */
-void store_core_rows_done(struct store_rows *l);
-void *store_core_row(const struct store_rows *l, size_t i);
-int store_core_check_id(const char *id);
-int store_core_check_str(const char *v, size_t size);
-pthread_mutex_t *store_core_lock(struct store *s);   /* NULL when the backend needs none */
-void store_core_unlockp(pthread_mutex_t **m);

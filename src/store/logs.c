@@ -9,12 +9,8 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "store/backend.h"
+#include "store/core.h"
 
-#define LOGS_GUARD(s) _cleanup_(store_core_unlockp) UNUSED pthread_mutex_t *logs_guard_ = store_core_lock(s)
-
-/* Rows a backend handed over, released whatever happens. */
-#define _cleanup_rows_ _cleanup_(store_core_rows_done)
 
 /* ---- events ---- */
 
@@ -42,7 +38,7 @@ int store_event_append(struct store *s, const struct event_row *row, uint64_t ke
         if ((r = store_core_check_id(row->org_id)) < 0 || (r = store_core_check_str(row->name, sizeof(row->name))) < 0 ||
             (r = store_core_check_str(row->sandbox_id, sizeof(row->sandbox_id))) < 0)
                 return r;
-        LOGS_GUARD(s);
+        STORE_GUARD(s);
         return s->ops->event_append(s, row, keep, not_before, ret_id);
 }
 
@@ -50,7 +46,7 @@ int store_event_last(struct store *s, uint64_t *ret)
 {
         if (!s || !ret)
                 return -EINVAL;
-        LOGS_GUARD(s);
+        STORE_GUARD(s);
         return s->ops->event_last(s, ret);
 }
 
@@ -65,7 +61,7 @@ int store_event_each(struct store *s, const char *org_id, uint64_t after, uint64
         if ((r = store_core_check_id(org_id)) < 0)
                 return r;
         {
-                LOGS_GUARD(s);
+                STORE_GUARD(s);
                 r = s->ops->event_list(s, org_id, after, limit, &l);
         }
         for (size_t i = 0; r == 0 && i < l.n; i++)
@@ -102,7 +98,7 @@ int store_audit_append(struct store *s, const struct audit_row *row, uint64_t no
                 return -EINVAL;
         if ((r = check_audit(row)) < 0)
                 return r;
-        LOGS_GUARD(s);
+        STORE_GUARD(s);
         return s->ops->audit_append(s, row, not_before);
 }
 
@@ -127,7 +123,7 @@ int store_audit_each(struct store *s, const char *org_id, const struct audit_fil
                 .key_id = or_any(f->key_id), .from = f->from, .to = f->to && f->to < INT64_MAX ? f->to : INT64_MAX,
         };
         {
-                LOGS_GUARD(s);
+                STORE_GUARD(s);
                 r = s->ops->audit_list(s, org_id, &any, limit, offset, &l, ret_total);
         }
         for (size_t i = 0; r == 0 && i < l.n; i++)
@@ -146,7 +142,7 @@ int store_audit_summary(struct store *s, const char *org_id, const char *sandbox
         if ((r = store_core_check_id(org_id)) < 0 || (r = store_core_check_id(sandbox_id)) < 0)
                 return r;
         {
-                LOGS_GUARD(s);
+                STORE_GUARD(s);
                 r = s->ops->audit_summary(s, org_id, sandbox_id, &l);
         }
         for (size_t i = 0; r == 0 && i < l.n; i++)

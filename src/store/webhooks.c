@@ -8,11 +8,8 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "store/backend.h"
+#include "store/core.h"
 
-#define HOOKS_GUARD(s) _cleanup_(store_core_unlockp) UNUSED pthread_mutex_t *hooks_guard_ = store_core_lock(s)
-#define _cleanup_rows_ _cleanup_(store_core_rows_done)
-#define CHECK_STR(row, f) store_core_check_str((row)->f, sizeof((row)->f))
 
 void webhook_row_done(struct webhook_row *r)
 {
@@ -39,7 +36,7 @@ static int check_webhook(const struct webhook_row *row)
             row->updated_at > INT64_MAX)
                 return -EINVAL;
         if ((r = store_core_check_id(row->id)) < 0 || (r = store_core_check_id(row->org_id)) < 0 ||
-            (r = CHECK_STR(row, key_id)) < 0 || (r = CHECK_STR(row, disabled_reason)) < 0)
+            (r = CHECK_FIELD(row, key_id)) < 0 || (r = CHECK_FIELD(row, disabled_reason)) < 0)
                 return r;
         return 0;
 }
@@ -49,7 +46,7 @@ int store_webhook_create(struct store *s, const struct webhook_row *row)
         int r = s ? check_webhook(row) : -EINVAL;
         if (r < 0)
                 return r;
-        HOOKS_GUARD(s);
+        STORE_GUARD(s);
         return s->ops->webhook_create(s, row);
 }
 
@@ -58,7 +55,7 @@ int store_webhook_update(struct store *s, const struct webhook_row *row)
         int r = s ? check_webhook(row) : -EINVAL;
         if (r < 0)
                 return r;
-        HOOKS_GUARD(s);
+        STORE_GUARD(s);
         return s->ops->webhook_update(s, row);
 }
 
@@ -74,7 +71,7 @@ int store_webhook_get(struct store *s, const char *org_id, const char *id, struc
         int r = !s || !ret ? -EINVAL : check_ids(org_id, id);
         if (r < 0)
                 return r;
-        HOOKS_GUARD(s);
+        STORE_GUARD(s);
         return s->ops->webhook_get(s, org_id, id, ret);
 }
 
@@ -83,7 +80,7 @@ int store_webhook_set_active(struct store *s, const char *org_id, const char *id
         int r = !s ? -EINVAL : check_ids(org_id, id);
         if (r < 0)
                 return r;
-        HOOKS_GUARD(s);
+        STORE_GUARD(s);
         return s->ops->webhook_set_active(s, org_id, id, active);
 }
 
@@ -92,7 +89,7 @@ int store_webhook_delete(struct store *s, const char *org_id, const char *id)
         int r = !s ? -EINVAL : check_ids(org_id, id);
         if (r < 0)
                 return r;
-        HOOKS_GUARD(s);
+        STORE_GUARD(s);
         return s->ops->webhook_delete(s, org_id, id);
 }
 
@@ -107,7 +104,7 @@ int store_webhook_each(struct store *s, const char *org_id, uint64_t limit, uint
         if (r < 0)
                 return r;
         {
-                HOOKS_GUARD(s);
+                STORE_GUARD(s);
                 r = s->ops->webhook_list(s, org_id, limit, offset, &l, ret_total);
         }
         for (size_t i = 0; r == 0 && i < l.n; i++)
@@ -120,7 +117,7 @@ int store_webhook_health(struct store *s, const char *id, uint64_t failing_since
         int r = !s || failing_since > INT64_MAX || (disable && !reason) ? -EINVAL : store_core_check_id(id);
         if (r < 0)
                 return r;
-        HOOKS_GUARD(s);
+        STORE_GUARD(s);
         return s->ops->webhook_health(s, id, failing_since, disable, reason ? reason : "");
 }
 
@@ -149,7 +146,7 @@ static int check_delivery(const struct webhook_delivery_row *row)
             row->created_at > INT64_MAX || row->delivered_at > INT64_MAX || row->last_duration_ms > INT64_MAX)
                 return -EINVAL;
         if ((r = check_ids(row->id, row->webhook_id)) < 0 || (r = store_core_check_id(row->org_id)) < 0 ||
-            (r = CHECK_STR(row, origin)) < 0 || (r = CHECK_STR(row, event)) < 0 || (r = CHECK_STR(row, status)) < 0)
+            (r = CHECK_FIELD(row, origin)) < 0 || (r = CHECK_FIELD(row, event)) < 0 || (r = CHECK_FIELD(row, status)) < 0)
                 return r;
         return 0;
 }
@@ -162,7 +159,7 @@ int store_webhook_enqueue(struct store *s, const char *webhook_id, uint64_t curs
                 r = check_delivery(row);
         if (r < 0)
                 return r;
-        HOOKS_GUARD(s);
+        STORE_GUARD(s);
         return s->ops->webhook_enqueue(s, webhook_id, cursor, row, keep);
 }
 
@@ -174,7 +171,7 @@ int store_webhook_delivery_get(struct store *s, const char *org_id, const char *
                 r = store_core_check_id(id);
         if (r < 0)
                 return r;
-        HOOKS_GUARD(s);
+        STORE_GUARD(s);
         return s->ops->webhook_delivery_get(s, org_id, webhook_id, id, ret);
 }
 
@@ -183,7 +180,7 @@ int store_webhook_delivery_update(struct store *s, const struct webhook_delivery
         int r = !s || !row || !row->last_error || !row->log_json ? -EINVAL : check_delivery(row);
         if (r < 0)
                 return r;
-        HOOKS_GUARD(s);
+        STORE_GUARD(s);
         return s->ops->webhook_delivery_update(s, row);
 }
 
@@ -197,7 +194,7 @@ int store_webhook_delivery_each(struct store *s, const char *org_id, const char 
         if (r < 0)
                 return r;
         {
-                HOOKS_GUARD(s);
+                STORE_GUARD(s);
                 r = s->ops->webhook_delivery_list(s, org_id, webhook_id, limit, offset, &l, ret_total);
         }
         for (size_t i = 0; r == 0 && i < l.n; i++)
@@ -213,7 +210,7 @@ int store_webhook_delivery_heads(struct store *s, void (*fn)(const struct webhoo
                 return -EINVAL;
         int r;
         {
-                HOOKS_GUARD(s);
+                STORE_GUARD(s);
                 r = s->ops->webhook_delivery_heads(s, &l);
         }
         for (size_t i = 0; r == 0 && i < l.n; i++)
