@@ -154,12 +154,16 @@ test: layers unit unit-pg api $(if $(SANITIZER),,api-pg fuzz-smoke)
 
 check: test
 
-$(BUILD)/bench/jail_true: bench/jail_true.c $(BUILD)/libsandboxd.a
+# bench/jail_true.c (the jail alone), bench/store_ops.c (the store alone).
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libsandboxd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandboxd.a $(PKG_LIBS) $(LDLIBS)
 
-bench: $(BUILD)/sandboxd $(SHIM) $(INIT) $(BUILD)/bench/jail_true
+# The store's operations per second, SQLite vs a throwaway PostgreSQL
+# (skipped with a message where Debian's server is not installed).
+bench: $(BUILD)/sandboxd $(SHIM) $(INIT) $(BUILD)/bench/jail_true $(BUILD)/bench/store_ops
 	/usr/bin/python3 bench/run.py --bin $(abspath $(BUILD)/sandboxd)
+	/usr/bin/python3 bench/store.py --bin $(abspath $(BUILD)/bench/store_ops)
 
 # `sandboxd` on PATH for the CLI and MCP clients: a symlink, so the binary
 # still finds its kernels and helpers beside the tree (/proc/self/exe is the
