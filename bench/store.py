@@ -9,9 +9,13 @@ and prints a markdown
 table with the ratio. Without Debian's server binaries the PostgreSQL column
 is skipped with a message (exit status 0); any failed operation is exit 1.
 
-    /usr/bin/python3 bench/store.py --bin build/bench/store_ops [-n 2000] [--threads 4]
+    /usr/bin/python3 bench/store.py --bin build/bench/store_ops [-n 2000] [--threads 4] [--repeat 3]
+
+With --repeat R each backend runs R times (SQLite and PostgreSQL
+alternating, a fresh database each time) and each figure is the median.
 """
 import argparse
+import statistics
 import os
 import shutil
 import subprocess
@@ -42,6 +46,15 @@ def run_ops(binary, url, n, threads):
     return out
 
 
+def median_of(runs):
+    """{op: median ops/s} over runs; None where an op was skipped."""
+    out = {}
+    for op in runs[0]:
+        vals = [r[op] for r in runs if r.get(op) is not None]
+        out[op] = statistics.median(vals) if vals else None
+    return out
+
+
 def pg_dir():
     """A directory pg_cluster.sh creates and hands to the postgres account:
     beside, not inside, our private (0700) temp dir, which that account
@@ -69,7 +82,7 @@ def fmt(v):
     return "–" if v is None else f"{v:,.0f}"
 
 
-def table(sq, pg, n, threads, pg_why):
+def table(sq, pg, n, threads, pg_why, repeat):
     rows = ROWS + [(f"sandbox.get_x{threads}", f"`store_sandbox_get`, {threads} threads at once (total)")]
     lines = ["| operation | SQLite ops/s | PostgreSQL ops/s | PostgreSQL ÷ SQLite |",
              "| --- | ---: | ---: | ---: |"]
@@ -80,7 +93,8 @@ def table(sq, pg, n, threads, pg_why):
             label += " — not in this build (cluster store not merged)"
         lines.append(f"| {label} | {fmt(a)} | {fmt(b)} | {ratio} |")
     lines.append("")
-    lines.append(f"N = {n} per operation ({n} × {threads} for the parallel row), one process, sequential calls; "
+    lines.append(f"N = {n} per operation ({n} × {threads} for the parallel row), one process, sequential calls, "
+                 f"median of {repeat} run(s) per backend; "
                  "both durable (SQLite WAL + synchronous=FULL, PostgreSQL fsync=on, synchronous_commit=on), "
                  "PostgreSQL over a unix socket on the same machine.")
     if pg_why:
@@ -93,24 +107,28 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bench", "store_ops"))
     ap.add_argument("-n", type=int, default=2000)
     ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
     if not os.access(a.bin, os.X_OK):
         sys.exit(f"store.py: {a.bin} is not built (make build/bench/store_ops)")
-    tmp = tempfile.mkdtemp(prefix="sbx-store-bench-")
-    try:
-        sq = run_ops(a.bin, "sqlite:" + os.path.join(tmp, "bench.db"), a.n, a.threads)
+    sq_runs, pg_runs, why = [], [], None
+    for i in range(a.repeat):
+        tmp = tempfile.mkdtemp(prefix="sbx-store-bench-")
+        try:
+            sq_runs.append(run_ops(a.bin, "sqlite:" + os.path.join(tmp, "bench.db"), a.n, a.threads))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if why:
+            continue
         url, why = pg_start()
-        pg = None
-        if url:
-            try:
-                pg = run_ops(a.bin, url, a.n, a.threads)
-            finally:
-                subprocess.run([PG_CLUSTER, "stop", pg_dir()], capture_output=True, timeout=120)
-        else:
+        if not url:
             print(f"store.py: PostgreSQL not measured: {why}", file=sys.stderr)
-        print(table(sq, pg, a.n, a.threads, why))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+            continue
+        try:
+            pg_runs.append(run_ops(a.bin, url, a.n, a.threads))
+        finally:
+            subprocess.run([PG_CLUSTER, "stop", pg_dir()], capture_output=True, timeout=120)
+    print(table(median_of(sq_runs), median_of(pg_runs) if pg_runs else None, a.n, a.threads, why, a.repeat))
 
 
 if __name__ == "__main__":
