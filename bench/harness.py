@@ -366,8 +366,9 @@ class Daemon:
         self.client = None
         self.notes = []
 
-    def start(self, timeout=30):
-        self.port = free_port()
+    def start(self, timeout=30, port=None):
+        """port: a fixed one (a cluster node's advertise URL names it); else a free one."""
+        self.port = port or free_port()
         args = [self.binary, "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data_dir,
                 "--log-level", LOG_LEVEL]
         for kv in self.sets:
