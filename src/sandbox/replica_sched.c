@@ -139,10 +139,13 @@ static void persist_logged(struct sandbox_mgr *m, struct replica *r, const char 
 {
         struct err err = { 0 };
         struct replica_manifest mf = { 0 };
-        uint64_t t0 = now_ns();
+        uint64_t t0 = now_ns(), wall0 = wall_ms();
         int k = persist(m, r, id, &mf, &err);
         if (k == -ENOENT)
                 log_debug("msg=\"replica: sandbox gone\" sandbox=%s", id);
+        else if (k == 0 && mf.persisted_at < wall0)
+                log_debug("msg=\"replica unchanged\" sandbox=%s generation=%llu", id,
+                          (unsigned long long)mf.generation);
         else if (k < 0)
                 log_warn("msg=\"replica persist failed\" sandbox=%s error=\"%s\"", id, err.msg);
         else
