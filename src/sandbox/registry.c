@@ -531,7 +531,8 @@ int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
         mounts_drop_all(s);
         int r = store_sandbox_delete(m->store, s->row.id);
         int k = workspace_destroy(&s->ws);
-        replica_forget(m, s->row.id);
+        if (tenant_gone) /* a warm one never had a replica */
+                replica_forget(m, s->row.id);
         pthread_mutex_unlock(&s->lock);
         return r < 0 ? r : k;
 }
