@@ -26,7 +26,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from api_loader import load_api  # noqa: E402
-from s3rver_common import KEY, S3, S3RVER  # noqa: E402
+from s3rver_common import KEY, S3, s3fs_missing  # noqa: E402
 
 api = load_api()
 Daemon = api.Daemon
@@ -178,19 +178,7 @@ def test_bad_target_refuses_to_start(tmp_path):
         Daemon(sets=api.FAST_LIMITS + ["cluster.replica=ftp://nowhere"])
 
 
-def s3_missing():
-    if not os.path.exists("/dev/fuse"):
-        return "no /dev/fuse on this host"
-    if not shutil.which("s3fs"):
-        return "s3fs is not installed (scripts/install-deps.sh installs it)"
-    if not os.path.exists(S3RVER):
-        return "s3rver is missing: run `make node-deps`"
-    if os.geteuid() != 0:
-        return "bucket mounts need root"
-    return None
-
-
-@pytest.mark.skipif(s3_missing() is not None, reason=str(s3_missing()))
+@pytest.mark.skipif(s3fs_missing() is not None, reason=str(s3fs_missing()))
 def test_s3_target():
     s3 = S3()
     d = None
