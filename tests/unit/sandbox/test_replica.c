@@ -288,6 +288,32 @@ TEST(replica_persist_restore_round_trip)
         done();
 }
 
+/* The adoption path: node A persists and goes away; node B (its own data
+ * dir, so no workspace image of the sandbox; the same store and replica)
+ * fills a fresh workspace from the replica. */
+TEST(replica_restore_on_another_node)
+{
+        with_replica(3600000);
+        put("adopt", "keep/me.txt", "survives");
+        struct err e = { 0 };
+        ASSERT_OK(sbx_replica_persist_now(g.mgr, "adopt", &e));
+        sbx_mgr_free(g.mgr);
+        g.mgr = NULL;
+
+        struct sandbox_options opt = {
+                .max_contexts = 3, .max_resident_contexts = 4, .workspace_bytes = 16 * MiB,
+                .workspace_inodes = 1024, .file_bytes = 1 * MiB, .limits = LIM,
+        };
+        snprintf(opt.data_dir, sizeof(opt.data_dir), "%s/node-b", g.dir);
+        ASSERT_OK(mkdir_p(opt.data_dir, 0700));
+        ASSERT_OK(sbx_mgr_new(&opt, g.engine, g.store, &g.mgr));
+        sbx_mgr_set_replica(g.mgr, rep, 3600000);
+        ASSERT_STREQ(get("adopt", "keep/me.txt"), ""); /* a fresh, empty workspace */
+        ASSERT_OK(sbx_replica_restore(g.mgr, "adopt", &e));
+        ASSERT_STREQ(get("adopt", "keep/me.txt"), "survives");
+        done();
+}
+
 TEST(replica_thread_coalesces_a_burst)
 {
         with_replica(300);
