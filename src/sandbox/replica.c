@@ -164,53 +164,89 @@ static int manifest_write(const struct replica *r, const char *id, const struct 
         return k;
 }
 
-int replica_write(const struct replica *r, const char *id, replica_writer_fn *fn, void *userdata,
-                  struct replica_manifest *ret, struct err *err)
+int replica_stage_open(const struct replica *r, const char *id, replica_writer_fn *fn, void *userdata,
+                       struct replica_stage *ret, struct err *err)
 {
-        char tmp[PATH_MAX], path[PATH_MAX];
-        int k = path_of(r, id, ".tar", path, sizeof(path));
-        if (k == 0)
-                k = temp_of(r, id, ".tar", tmp, sizeof(tmp));
+        *ret = (struct replica_stage){ .fd = -1 };
+        int k = temp_of(r, id, ".tar", ret->tmp, sizeof(ret->tmp));
         if (k < 0)
                 return err_set(err, ERR_INVALID, -k, "Replica path too long");
-        _cleanup_close_ int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0)
+        ret->fd = open(ret->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (ret->fd < 0)
                 return err_set(err, ERR_FILESYSTEM, errno, "Cannot make the replica of '%s': %s", id,
                                strerror(errno));
+        if ((k = fn(userdata, ret->fd, err)) < 0)
+                replica_stage_drop(ret);
+        return k;
+}
+
+void replica_stage_drop(struct replica_stage *st)
+{
+        if (st->fd < 0)
+                return;
+        close(st->fd);
+        st->fd = -1;
+        unlink(st->tmp);
+}
+
+/* Durable, hashed and measured; 0 or -errno with err filled. */
+static int stage_seal(struct replica_stage *st, const char *id, struct replica_manifest *mf, struct err *err)
+{
+        struct stat sb;
+        if (fsync(st->fd) < 0 || fstat(st->fd, &sb) < 0)
+                return err_set(err, ERR_FILESYSTEM, errno, "Cannot write the replica of '%s': %s", id,
+                               strerror(errno));
+        int k = files_sha256_fd(st->fd, mf->sha256);
+        if (k < 0)
+                return err_set(err, ERR_FILESYSTEM, -k, "Cannot hash the replica of '%s'", id);
+        mf->bytes = (uint64_t)sb.st_size;
+        return 0;
+}
+
+int replica_stage_commit(const struct replica *r, const char *id, struct replica_stage *st,
+                         struct replica_manifest *ret, struct err *err)
+{
+        char path[PATH_MAX];
         struct replica_manifest old = { 0 }, mf = { 0 };
-        struct stat st;
-        k = fn(userdata, fd, err);
-        if (k == 0 && (fsync(fd) < 0 || fstat(fd, &st) < 0))
-                k = err_set(err, ERR_FILESYSTEM, errno, "Cannot write the replica of '%s': %s", id, strerror(errno));
-        if (k == 0 && (k = files_sha256_fd(fd, mf.sha256)) < 0)
-                err_set(err, ERR_FILESYSTEM, -k, "Cannot hash the replica of '%s'", id);
-        if (k < 0) {
-                unlink(tmp);
+        int k = path_of(r, id, ".tar", path, sizeof(path));
+        if (k < 0)
+                err_set(err, ERR_INVALID, -k, "Replica path too long");
+        else
+                k = stage_seal(st, id, &mf, err);
+        bool have_old = k == 0 && replica_manifest_read(r, id, &old) == 0;
+        if (k < 0 || (have_old && strcmp(old.sha256, mf.sha256) == 0 && access(path, F_OK) == 0)) {
+                /* A failure, or nothing changed (a read, a write undone): no
+                 * new generation. */
+                replica_stage_drop(st);
+                if (k == 0)
+                        *ret = old;
                 return k;
         }
-        bool have_old = replica_manifest_read(r, id, &old) == 0;
-        if (have_old && strcmp(old.sha256, mf.sha256) == 0 && access(path, F_OK) == 0) {
-                /* Nothing changed (a read, or a write undone): no new generation. */
-                unlink(tmp);
-                *ret = old;
-                return 0;
-        }
-        mf.bytes = (uint64_t)st.st_size;
         mf.generation = (have_old ? old.generation : 0) + 1;
         mf.persisted_at = wall_ms();
         /* Tar first, manifest second: a crash between leaves a whole tar
          * newer than its manifest, which a restore still takes (see
          * replica_read), never a manifest naming a missing tar. */
-        if (rename(tmp, path) < 0) {
+        if (rename(st->tmp, path) < 0) {
                 k = -errno;
-                unlink(tmp);
+                replica_stage_drop(st);
                 return err_set(err, ERR_FILESYSTEM, -k, "Cannot keep the replica of '%s': %s", id, strerror(-k));
         }
+        close(st->fd);
+        st->fd = -1;
         if ((k = manifest_write(r, id, &mf)) < 0 || (k = fsync_dir(r->dir)) < 0)
                 return err_set(err, ERR_FILESYSTEM, -k, "Cannot keep the replica manifest of '%s': %s", id,
                                strerror(-k));
         *ret = mf;
         return 0;
+}
+
+int replica_write(const struct replica *r, const char *id, replica_writer_fn *fn, void *userdata,
+                  struct replica_manifest *ret, struct err *err)
+{
+        struct replica_stage st;
+        int k = replica_stage_open(r, id, fn, userdata, &st, err);
+        return k < 0 ? k : replica_stage_commit(r, id, &st, ret, err);
 }
 
 int replica_read(const struct replica *r, const char *id, int *ret_fd, struct err *err)

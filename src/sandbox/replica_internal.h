@@ -15,6 +15,21 @@ struct replica_manifest {
 
 /* Writes the tar into fd (a fresh temp file); 0 or -errno with err filled. */
 typedef int replica_writer_fn(void *userdata, int fd, struct err *err);
+/* A tar being written: a hidden temp file beside its final name. */
+struct replica_stage {
+        char tmp[4096];
+        int fd;                      /* -1 once committed or dropped */
+};
+/* The two halves of replica_write, so the caller can hold its lock while
+ * fn reads the workspace (open) and not while the bytes travel to a
+ * bucket (commit: fsync, hash, rename, manifest). Both drop the stage on
+ * failure; commit always consumes it. */
+int replica_stage_open(const struct replica *r, const char *id, replica_writer_fn *fn, void *userdata,
+                       struct replica_stage *ret, struct err *err);
+int replica_stage_commit(const struct replica *r, const char *id, struct replica_stage *st,
+                         struct replica_manifest *ret, struct err *err);
+/* Removes an uncommitted stage. Idempotent. */
+void replica_stage_drop(struct replica_stage *st);
 /* Writes id's tar with fn through a temp file, fsync and rename, then its
  * manifest the same way (generation + 1); content with the sha256 the
  * manifest already names is dropped (nothing written, *ret the old

@@ -115,8 +115,12 @@ static int write_tar(void *userdata, int fd, struct err *err)
         return files_persist(&root, NULL, 0, fd, err);
 }
 
-/* Under s->lock for the whole write, so sandbox_wipe (which deletes the
- * replica under it) never races a rename that would bring it back. */
+/* The tar is taken under s->lock (a files operation never runs half-way
+ * through it, and the workspace stays mounted); its bytes travel to the
+ * replica (fsync: an upload for a bucket) and are renamed into place
+ * without it. A sandbox deleted meanwhile loses the replica this may just
+ * have renamed in: sandbox_wipe marks it deleted before it deletes the
+ * replica, so one of the two deletions comes last. */
 static int persist(struct sandbox_mgr *m, struct replica *r, const char *id, struct replica_manifest *ret,
                    struct err *err)
 {
@@ -125,12 +129,20 @@ static int persist(struct sandbox_mgr *m, struct replica *r, const char *id, str
                 return err_ret(err);
         pthread_mutex_lock(&s->lock);
         struct sbx_workspace ws = { .root_fd = -1 };
+        struct replica_stage st = { .fd = -1 };
         int k = s->deleted ? (sandbox_not_found(id, err), -ENOENT) : sandbox_workspace_locked(m, s, &ws, err);
         if (k == 0)
-                k = replica_write(r, id, write_tar, &ws, ret, err);
+                k = replica_stage_open(r, id, write_tar, &ws, &st, err);
         if (ws.root_fd >= 0)
                 close(ws.root_fd);
         pthread_mutex_unlock(&s->lock);
+        if (k == 0)
+                k = replica_stage_commit(r, id, &st, ret, err);
+        pthread_mutex_lock(&m->lock);
+        bool deleted = s->deleted;
+        pthread_mutex_unlock(&m->lock);
+        if (k == 0 && deleted)
+                replica_delete(r, id);
         sandbox_put(m, s);
         return k;
 }
