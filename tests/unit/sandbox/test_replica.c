@@ -261,6 +261,17 @@ static bool wait_for(const char *id, const char *rel, uint64_t timeout_ms)
         return false;
 }
 
+/* A manager whose thread never fires on its own, and sandbox id with
+ * path = text persisted now. */
+static void persisted(const char *id, const char *path, const char *text)
+{
+        with_replica(3600000);
+        put(id, path, text);
+        struct err e = { 0 };
+        ASSERT_OK(sbx_replica_persist_now(g.mgr, id, &e));
+        ASSERT_TRUE(replica_has(id, path));
+}
+
 TEST(replica_persist_restore_round_trip)
 {
         with_replica(3600000); /* the thread never fires on its own here */
@@ -293,10 +304,8 @@ TEST(replica_persist_restore_round_trip)
  * fills a fresh workspace from the replica. */
 TEST(replica_restore_on_another_node)
 {
-        with_replica(3600000);
-        put("adopt", "keep/me.txt", "survives");
+        persisted("adopt", "keep/me.txt", "survives");
         struct err e = { 0 };
-        ASSERT_OK(sbx_replica_persist_now(g.mgr, "adopt", &e));
         sbx_mgr_free(g.mgr);
         g.mgr = NULL;
 
@@ -348,11 +357,8 @@ TEST(replica_running_command_stays_dirty)
 
 TEST(replica_deleted_with_its_sandbox)
 {
-        with_replica(3600000);
-        put("gone", "a.txt", "alpha");
+        persisted("gone", "a.txt", "alpha");
         struct err e = { 0 };
-        ASSERT_OK(sbx_replica_persist_now(g.mgr, "gone", &e));
-        ASSERT_TRUE(replica_has("gone", "a.txt"));
         ASSERT_OK(sbx_destroy(g.mgr, "gone", &e));
         char path[512];
         snprintf(path, sizeof(path), "%s/gone.tar", rdir);
