@@ -179,6 +179,9 @@ static const struct cfg_opt opts[] = {
         STR("controller.artifact_s3_bucket", ctl_artifact_s3_bucket, "", "keep artifacts in this S3-compatible bucket (mounted with s3fs; root and FUSE) instead of <data_dir>/artifacts; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, else R2_ACCESS_KEY_ID/R2_SECRET_ACCESS_KEY"),
         STR("controller.artifact_s3_endpoint", ctl_artifact_s3_endpoint, "", "the bucket's endpoint URL (http:// or https://)"),
         STR("controller.artifact_s3_prefix", ctl_artifact_s3_prefix, "", "a key prefix in the bucket (\"/…\"); empty: the bucket's root"),
+        /* Issue 16: the workspace replica. */
+        STR("cluster.replica", cluster_replica, "", "keep a copy of every sandbox's workspace outside this node: \"\" (none), dir:/path (a directory every node sees) or s3://bucket/prefix (mounted with s3fs; endpoint controller.artifact_s3_endpoint, credentials as for artifacts)"),
+        U64("cluster.replica_delay_ms", cluster_replica_delay_ms, 2000, 0, 3600000, "a written workspace is copied to the replica at most this long after its first write (a burst of writes makes one copy)"),
         /* Issue 15: egress policies. */
         BOOL("controller.egress_enabled", ctl_egress_enabled, 0, "egress policies: the /egress routes, and network through the filtering proxy when egress_mode is not off; env EGRESS_POLICIES_ENABLED"),
         STR("controller.egress_mode", ctl_egress_mode, "off", "off (sandboxes have no network at all), monitor (allowed, violations logged) or enforce (violations blocked: EGRESS_DENIED); env EGRESS_PROXY_MODE"),

@@ -133,6 +133,9 @@ void sbx_mgr_free(struct sandbox_mgr *m)
         if (!m)
                 return;
         bg_thread_done(&m->reaper);
+        /* Before anything is unmounted or killed: the last writes are
+         * persisted while the workspaces are still there. */
+        replica_sched_stop(m);
         pool_stop(m);
         terminals_free(m->terminals);
         for (size_t i = 0; i < SBX_HASH_BUCKETS; i++) {
