@@ -160,6 +160,7 @@ $(BUILD)/bench/jail_true: bench/jail_true.c $(BUILD)/libsandboxd.a
 
 bench: $(BUILD)/sandboxd $(SHIM) $(INIT) $(BUILD)/bench/jail_true
 	/usr/bin/python3 bench/run.py --bin $(abspath $(BUILD)/sandboxd)
+	/usr/bin/python3 bench/fast_paths.py --bin $(abspath $(BUILD)/sandboxd)
 
 # `sandboxd` on PATH for the CLI and MCP clients: a symlink, so the binary
 # still finds its kernels and helpers beside the tree (/proc/self/exe is the
