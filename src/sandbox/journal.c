@@ -144,34 +144,41 @@ static void flusher_loop(void *arg)
         bg_thread_unlock(&m->flusher);
 }
 
-int journal_flusher_start(struct sandbox_mgr *m)
+/* A lazy journal write (a cell, a context row; store_set_journal_lazy)
+ * happened: the flusher makes it durable soon. */
+static void journal_written(void *userdata)
 {
-        store_set_journal_lazy(m->store, m->opt.journal_sync != SBX_JOURNAL_ALWAYS);
-        int r = bg_thread_init(&m->flusher, NULL);
-        if (r < 0 || m->opt.journal_sync != SBX_JOURNAL_GROUP)
-                return r;
-        return bg_thread_start(&m->flusher, "sbx-journal", 1, flusher_loop, m);
-}
-
-void journal_flusher_stop(struct sandbox_mgr *m)
-{
-        bg_thread_done(&m->flusher);
-        /* A clean stop leaves nothing unflushed, whatever the mode. */
-        if (m->store)
-                store_sync(m->store);
-}
-
-/* A lazy commit happened: the flusher (group) makes it durable soon. */
-static void journal_written(struct sandbox_mgr *m)
-{
-        if (m->opt.journal_sync != SBX_JOURNAL_GROUP)
-                return;
+        struct sandbox_mgr *m = userdata;
         bg_thread_lock(&m->flusher);
         if (!m->journal_dirty) {
                 m->journal_dirty = true;
                 bg_thread_wake(&m->flusher);
         }
         bg_thread_unlock(&m->flusher);
+}
+
+int journal_flusher_start(struct sandbox_mgr *m)
+{
+        int r = bg_thread_init(&m->flusher, NULL);
+        if (r < 0)
+                return r;
+        bool group = m->opt.journal_sync == SBX_JOURNAL_GROUP;
+        store_set_journal_lazy(m->store, m->opt.journal_sync != SBX_JOURNAL_ALWAYS, group ? journal_written : NULL, m);
+        if (!group)
+                return 0;
+        return bg_thread_start(&m->flusher, "sbx-journal", 1, flusher_loop, m);
+}
+
+void journal_flusher_stop(struct sandbox_mgr *m)
+{
+        /* Writes from here on (sandboxes freed below) wait for the disk
+         * and call nothing of the flusher's. */
+        if (m->store)
+                store_set_journal_lazy(m->store, false, NULL, NULL);
+        bg_thread_done(&m->flusher);
+        /* A clean stop leaves nothing unflushed, whatever the mode. */
+        if (m->store)
+                store_sync(m->store);
 }
 
 void journal_append(struct sandbox_mgr *m, struct context *c, const char *code, json_t *env,
@@ -196,7 +203,6 @@ void journal_append(struct sandbox_mgr *m, struct context *c, const char *code, 
                 r = store_cell_append(m->store, c->row.id, &cell);
         }
         if (r == 0) {
-                journal_written(m);
                 c->row.snap_cells++;
                 c->row.snap_bytes += strlen(code);
                 c->row.snap_taken_at = wall_ms();

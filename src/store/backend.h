@@ -255,6 +255,8 @@ struct store {
         const struct store_ops *ops;
         pthread_mutex_t lock;   /* used when ops->serialize */
         bool journal_lazy;      /* store_set_journal_lazy */
+        void (*lazy_written)(void *userdata);
+        void *lazy_userdata;
 };
 
 /* Backends, listed by scheme in store.c. */

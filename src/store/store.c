@@ -637,11 +637,15 @@ int store_context_insert(struct store *s, const struct context_row *row)
 }
 
 /* Turns lazy commits on for the scope of one journal write: under the
- * guard, and off again before the guard is released. */
+ * guard, and off again (the owner told) before the guard is released. */
 static void lazy_off(struct store **sp)
 {
-        if (*sp)
-                (*sp)->ops->lazy_commit(*sp, false);
+        struct store *s = *sp;
+        if (!s)
+                return;
+        s->ops->lazy_commit(s, false);
+        if (s->lazy_written)
+                s->lazy_written(s->lazy_userdata);
 }
 #define JOURNAL_WRITE(s) \
         _cleanup_(lazy_off) struct store *lazy_ = (s)->journal_lazy && (s)->ops->lazy_commit(s, true) == 0 ? (s) : NULL
@@ -710,10 +714,13 @@ int store_cell_append(struct store *s, const char *context_id, const struct cell
         return s->ops->cell_append(s, context_id, cell);
 }
 
-void store_set_journal_lazy(struct store *s, bool lazy)
+void store_set_journal_lazy(struct store *s, bool lazy, void (*written)(void *userdata), void *userdata)
 {
-        if (s)
-                s->journal_lazy = lazy;
+        if (!s)
+                return;
+        s->journal_lazy = lazy;
+        s->lazy_written = written;
+        s->lazy_userdata = userdata;
 }
 
 int store_sync(struct store *s)

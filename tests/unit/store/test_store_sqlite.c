@@ -339,7 +339,7 @@ static void write_then_kill9(bool lazy)
         ASSERT_TRUE(pid >= 0);
         if (pid == 0) {
                 s = open_sqlite();
-                store_set_journal_lazy(s, lazy);
+                store_set_journal_lazy(s, lazy, NULL, NULL);
                 put_sandbox(s, "acked", 1, 0);
                 put_context(s, "c1", "acked", 1);
                 ASSERT_OK(append_cell(s, "c1", 1, "print(1)"));
@@ -376,18 +376,35 @@ TEST(sqlite_lazy_journal_survives_kill9)
 
 /* A lazy journal write switches the connection to NORMAL only for itself:
  * every other write still waits for the disk. store_sync flushes. */
+static void count_write(void *userdata)
+{
+        (*(int *)userdata)++;
+}
+
 TEST(sqlite_lazy_journal_is_scoped)
 {
         struct store *s = open_sqlite();
-        store_set_journal_lazy(s, true);
+        int written = 0;
+        store_set_journal_lazy(s, true, count_write, &written);
         put_sandbox(s, "sb", 1, 0);
         put_context(s, "c1", "sb", 1);
+        ASSERT_EQ(written, 0);   /* not journal writes */
         ASSERT_OK(append_cell(s, "c1", 1, "x = 1"));
+        ASSERT_EQ(written, 1);
         ASSERT_EQ(raw_int(sq_db(s), "PRAGMA synchronous"), 2);   /* FULL again */
         ASSERT_OK(store_sync(s));
         ASSERT_EQ(cell_count(s, "c1"), 1);
         /* A refused append (wrong seq) switches back too. */
         ASSERT_ERR(append_cell(s, "c1", 5, "y = 1"), EINVAL);
+        ASSERT_EQ(raw_int(sq_db(s), "PRAGMA synchronous"), 2);
+        /* The context row is journal state too. */
+        struct context_row row;
+        ASSERT_OK(store_context_get(s, id("c1"), &row));
+        row.executions = 3;
+        written = 0;
+        ASSERT_OK(store_context_update(s, &row));
+        context_row_done(&row);
+        ASSERT_EQ(written, 1);
         ASSERT_EQ(raw_int(sq_db(s), "PRAGMA synchronous"), 2);
         store_close(s);
 }
