@@ -158,7 +158,11 @@ $(BUILD)/bench/jail_true: bench/jail_true.c $(BUILD)/libsandboxd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandboxd.a $(PKG_LIBS) $(LDLIBS)
 
-bench: $(BUILD)/sandboxd $(SHIM) $(INIT) $(BUILD)/bench/jail_true
+$(BUILD)/bench/ws_open: bench/ws_open.c $(BUILD)/libsandboxd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandboxd.a $(PKG_LIBS) $(LDLIBS)
+
+bench: $(BUILD)/sandboxd $(SHIM) $(INIT) $(BUILD)/bench/jail_true $(BUILD)/bench/ws_open
 	/usr/bin/python3 bench/run.py --bin $(abspath $(BUILD)/sandboxd)
 	/usr/bin/python3 bench/fast_paths.py --bin $(abspath $(BUILD)/sandboxd)
 

@@ -8,6 +8,8 @@ machine is shared):
      the bridge's `POST /v1/sandbox` + `POST /v1/sandbox/:id/exec` of
      `echo 1`; a third daemon runs as before this change (no image pool,
      sandbox.journal_sync=always);
+  a'. the workspace part alone (build/bench/ws_open: workspace_open with a
+     ready image vs with mkfs, interleaved, no daemon);
   b. the warm context round trip (`x + 1` in a live context, HTTP p50) with
      sandbox.journal_sync=group (default), none and always (an fsync per
      cell before the reply: the old behaviour).
@@ -20,7 +22,9 @@ bench/run.py)."""
 import argparse
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 import uuid
 
@@ -29,8 +33,8 @@ from harness import (DOC, V, BenchError, Workdir, check_exec, exec_timer, fmt_ms
                      interleaved, ratio, summary)
 
 BEGIN, END = "<!-- fast:begin -->", "<!-- fast:end -->"
-PROFILES = {"full": dict(new_n=30, new_rounds=5, new_budget_s=150, ctx_n=300, ctx_rounds=6, ctx_budget_s=60),
-            "quick": dict(new_n=3, new_rounds=1, new_budget_s=20, ctx_n=20, ctx_rounds=2, ctx_budget_s=10)}
+PROFILES = {"full": dict(ws_n=30, new_n=30, new_rounds=5, new_budget_s=150, ctx_n=300, ctx_rounds=6, ctx_budget_s=60),
+            "quick": dict(ws_n=3, new_n=3, new_rounds=1, new_budget_s=20, ctx_n=20, ctx_rounds=2, ctx_budget_s=10)}
 DAEMONS = {"pool": [],
            "nopool": ["pool.workspace_images=0"],
            "before": ["pool.workspace_images=0", "sandbox.journal_sync=always"],
@@ -41,6 +45,8 @@ NEW_ROWS = [("api-pool", "runtime API, ready images (default)"),
             ("bridge-pool", "bridge, ready images (default)"),
             ("bridge-nopool", "bridge, pool.workspace_images=0"),
             ("bridge-before", "bridge, as before (no images, journal_sync=always)")]
+WS_ROWS = [("ws-api-pool", "ws-api-mkfs", "runtime API quota (`limits.workspace_*`, 16 MiB)"),
+           ("ws-bridge-pool", "ws-bridge-mkfs", "bridge quota (`bridge.workspace_*`, 256 MiB)")]
 CTX_ROWS = [("group", "sandbox.journal_sync=group (default)"),
             ("none", "sandbox.journal_sync=none"),
             ("always", "sandbox.journal_sync=always (fsync per cell, as before)")]
@@ -86,6 +92,19 @@ def warm_ctx(daemon):
     return exec_timer(daemon.client, path, "x + 1", "2")
 
 
+def measure_ws(p, binary, out):
+    tool = os.path.join(os.path.dirname(binary), "bench", "ws_open")
+    if not os.access(tool, os.X_OK):
+        print(f"fast_paths: {tool} missing (make build/bench/ws_open): no workspace rows", file=sys.stderr)
+        return
+    d = tempfile.mkdtemp(prefix="sandboxd-wsopen-")
+    res = subprocess.run([tool, d, str(p["ws_n"])], capture_output=True, text=True, timeout=600)
+    if res.returncode != 0:
+        raise BenchError(f"ws_open: {res.stderr.strip()[:300]}")
+    out["ws"] = {ln.split()[0]: {"p50": float(ln.split()[1]), "p99": float(ln.split()[2]), "n": p["ws_n"]}
+                 for ln in res.stdout.splitlines() if len(ln.split()) == 3}
+
+
 def measure(p, work, binary, out):
     ds = {k: work.daemon(binary, sets=v).start() for k, v in DAEMONS.items()}
     try:
@@ -128,6 +147,18 @@ def report(out):
             r = fmt_x(ratio(n[k]["p50"], before["p50"])) if before else "–"
             L.append(f"| {what} | {n[k]['n']} | {fmt_ms(n[k]['p50'])} | {fmt_ms(n[k]['p99'])} | {r} |")
     L.append("")
+    w = out.get("ws", {})
+    if w:
+        L.append("**The workspace part alone** (`bench/ws_open.c`: `workspace_open` of a new sandbox, "
+                 "mount included, with a ready image vs formatting one; interleaved, no daemon):")
+        L.append("")
+        L.append("| quota | n | ready image p50 ms | mkfs p50 ms | ready ÷ mkfs (p50) |")
+        L.append("| --- | ---: | ---: | ---: | ---: |")
+        for a, b, what in WS_ROWS:
+            if a in w and b in w:
+                L.append(f"| {what} | {w[a]['n']} | {fmt_ms(w[a]['p50'])} | {fmt_ms(w[b]['p50'])} | "
+                         f"{fmt_x(ratio(w[a]['p50'], w[b]['p50']))} |")
+        L.append("")
     L.append("**Warm context round trip** (`x + 1` in a live python context, one keep-alive client):")
     L.append("")
     L.append("| row | n | p50 ms | p99 ms | × always (p50) |")
@@ -166,6 +197,7 @@ def main():
            "load": " ".join(f"{x:.2f}" for x in os.getloadavg())}
     work = Workdir()
     try:
+        measure_ws(PROFILES[profile], binary, out)
         measure(PROFILES[profile], work, binary, out)
     finally:
         work.cleanup()
