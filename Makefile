@@ -154,11 +154,11 @@ test: layers unit unit-pg api $(if $(SANITIZER),,api-pg fuzz-smoke)
 
 check: test
 
-$(BUILD)/bench/jail_true: bench/jail_true.c $(BUILD)/libsandboxd.a
+$(BUILD)/bench/jail_true: bench/jail_true.c bench/stats.h $(BUILD)/libsandboxd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandboxd.a $(PKG_LIBS) $(LDLIBS)
 
-$(BUILD)/bench/ws_open: bench/ws_open.c $(BUILD)/libsandboxd.a
+$(BUILD)/bench/ws_open: bench/ws_open.c bench/stats.h $(BUILD)/libsandboxd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandboxd.a $(PKG_LIBS) $(LDLIBS)
 

@@ -129,24 +129,26 @@ def measure(p, work, binary, out):
             d.stop()
 
 
+def table(L, title, ref_name, figures, rows, ref_of):
+    """A p50/p99 table of figures[k] for (k, label) in rows, each × its ref_of(k) row."""
+    L += [title, "", f"| row | n | p50 ms | p99 ms | × {ref_name} (p50) |", "| --- | ---: | ---: | ---: | ---: |"]
+    for k, what in rows:
+        if k in figures:
+            ref = figures.get(ref_of(k))
+            r = fmt_x(ratio(figures[k]["p50"], ref["p50"])) if ref else "–"
+            L.append(f"| {what} | {figures[k]['n']} | {fmt_ms(figures[k]['p50'])} | {fmt_ms(figures[k]['p99'])} | {r} |")
+    L.append("")
+
+
 def report(out):
     L = [BEGIN, "", f"### Issue 13 fast paths ({out['date']}, `bench/fast_paths.py`, {out['profile']} profile)", ""]
     L.append("Rows of one table were interleaved in the same run, so their **ratios** hold even on a loaded "
              "machine; the absolute milliseconds do not (load average at the start: "
              f"{out['load']}).")
     L.append("")
-    L.append("**New sandbox + first execution** (runtime API: `print(1)` in a new sandbox id; bridge: "
-             "`POST /v1/sandbox` + first `/exec` of `echo 1`; each sample from an idle daemon):")
-    L.append("")
-    L.append("| row | n | p50 ms | p99 ms | × as before (p50) |")
-    L.append("| --- | ---: | ---: | ---: | ---: |")
-    n = out.get("new", {})
-    for k, what in NEW_ROWS:
-        if k in n:
-            before = n.get(k.split("-")[0] + "-before")
-            r = fmt_x(ratio(n[k]["p50"], before["p50"])) if before else "–"
-            L.append(f"| {what} | {n[k]['n']} | {fmt_ms(n[k]['p50'])} | {fmt_ms(n[k]['p99'])} | {r} |")
-    L.append("")
+    table(L, "**New sandbox + first execution** (runtime API: `print(1)` in a new sandbox id; bridge: "
+          "`POST /v1/sandbox` + first `/exec` of `echo 1`; each sample from an idle daemon):",
+          "as before", out.get("new", {}), NEW_ROWS, lambda k: k.split("-")[0] + "-before")
     w = out.get("ws", {})
     if w:
         L.append("**The workspace part alone** (`bench/ws_open.c`: `workspace_open` of a new sandbox, "
@@ -159,16 +161,9 @@ def report(out):
                 L.append(f"| {what} | {w[a]['n']} | {fmt_ms(w[a]['p50'])} | {fmt_ms(w[b]['p50'])} | "
                          f"{fmt_x(ratio(w[a]['p50'], w[b]['p50']))} |")
         L.append("")
-    L.append("**Warm context round trip** (`x + 1` in a live python context, one keep-alive client):")
-    L.append("")
-    L.append("| row | n | p50 ms | p99 ms | × always (p50) |")
-    L.append("| --- | ---: | ---: | ---: | ---: |")
-    c = out.get("ctx", {})
-    for k, what in CTX_ROWS:
-        if k in c:
-            r = fmt_x(ratio(c[k]["p50"], c["always"]["p50"])) if "always" in c else "–"
-            L.append(f"| {what} | {c[k]['n']} | {fmt_ms(c[k]['p50'])} | {fmt_ms(c[k]['p99'])} | {r} |")
-    L += ["", END]
+    table(L, "**Warm context round trip** (`x + 1` in a live python context, one keep-alive client):",
+          "always", out.get("ctx", {}), CTX_ROWS, lambda k: "always")
+    L.append(END)
     return "\n".join(L)
 
 

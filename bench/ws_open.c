@@ -14,19 +14,7 @@
 #include "base/util.h"
 #include "sandbox/workspace.h"
 #include "sandbox/ws_pool.h"
-
-static int cmp_u64(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-        return x < y ? -1 : x > y;
-}
-
-static void report(const char *name, uint64_t *ns, int n)
-{
-        qsort(ns, (size_t)n, sizeof(*ns), cmp_u64);
-        printf("%s %.3f %.3f\n", name, (double)ns[n / 2] / 1e6, (double)ns[(n * 99) / 100] / 1e6);
-        fflush(stdout);
-}
+#include "stats.h"
 
 static uint64_t open_once(const char *dir, struct ws_pool *pool, const struct ws_shape *q, int i)
 {

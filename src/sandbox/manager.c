@@ -112,7 +112,12 @@ static int ws_pool_start(struct sandbox_mgr *m)
         if (b->workspace_bytes && (b->workspace_bytes != m->opt.workspace_bytes ||
                                    b->workspace_inodes != m->opt.workspace_inodes))
                 o.shapes[o.nshapes++] = (struct ws_shape){ b->workspace_bytes, b->workspace_inodes };
-        return ws_pool_new(&o, &m->ws_pool);
+        /* Without it every create formats its own image, as before: slower,
+         * never wrong, so not a reason to refuse to start. */
+        int r = ws_pool_new(&o, &m->ws_pool);
+        if (r < 0)
+                log_warn("msg=\"no ready workspace images\" dir=\"%s\" error=\"%s\"", o.dir, strerror(-r));
+        return 0;
 }
 
 /* ---- the manager ---- */
