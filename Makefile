@@ -154,12 +154,17 @@ test: layers unit unit-pg api $(if $(SANITIZER),,api-pg fuzz-smoke)
 
 check: test
 
-$(BUILD)/bench/jail_true: bench/jail_true.c $(BUILD)/libsandboxd.a
+$(BUILD)/bench/jail_true: bench/jail_true.c bench/stats.h $(BUILD)/libsandboxd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandboxd.a $(PKG_LIBS) $(LDLIBS)
 
-bench: $(BUILD)/sandboxd $(SHIM) $(INIT) $(BUILD)/bench/jail_true
+$(BUILD)/bench/ws_open: bench/ws_open.c bench/stats.h $(BUILD)/libsandboxd.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandboxd.a $(PKG_LIBS) $(LDLIBS)
+
+bench: $(BUILD)/sandboxd $(SHIM) $(INIT) $(BUILD)/bench/jail_true $(BUILD)/bench/ws_open
 	/usr/bin/python3 bench/run.py --bin $(abspath $(BUILD)/sandboxd)
+	/usr/bin/python3 bench/fast_paths.py --bin $(abspath $(BUILD)/sandboxd)
 
 # `sandboxd` on PATH for the CLI and MCP clients: a symlink, so the binary
 # still finds its kernels and helpers beside the tree (/proc/self/exe is the

@@ -326,10 +326,12 @@ static void sandbox_options_from_config(const struct config *cfg, struct sandbox
                 .resident_grace_ms = cfg->resident_grace_ms,
                 .replay_ms = cfg->replay_ms,
                 .journal_bytes = cfg->journal_bytes,
+                .journal_sync_ms = cfg->journal_sync_ms,
                 .max_sandboxes = cfg->max_sandboxes,
                 .max_disk_bytes = cfg->max_disk_bytes,
                 .workspace_bytes = cfg->workspace_bytes,
                 .workspace_inodes = cfg->workspace_inodes,
+                .workspace_images = cfg->workspace_images,
                 .file_bytes = cfg->file_bytes,
                 .files_max_depth = cfg->files_max_depth,
                 /* Warm sandboxes are the bridge's: its ids. */
@@ -340,6 +342,8 @@ static void sandbox_options_from_config(const struct config *cfg, struct sandbox
                                       .file_bytes = cfg->bridge_file_bytes },
                           .new_id = bridge_id_new },
         };
+        /* config_set only takes a known word. */
+        sbx_journal_sync_parse(cfg->journal_sync, &ret->journal_sync);
         snprintf(ret->data_dir, sizeof(ret->data_dir), "%s", cfg->data_dir);
         exec_limits_from_config(cfg, &ret->limits);
 }

@@ -131,6 +131,9 @@ struct config {
         uint64_t resident_grace_ms;
         uint64_t replay_ms;
         uint64_t journal_bytes;
+        char journal_sync[16];          /* group | none | always */
+        uint64_t journal_sync_ms;
+        uint64_t workspace_images;      /* pool.workspace_images */
         uint64_t max_sandboxes;
         uint64_t max_disk_bytes;
 

@@ -126,6 +126,9 @@ struct sandbox_mgr {
         void *checkpoint_event_userdata;
         struct events *events;       /* lifecycle.c; NULL: no event log */
         struct replica_sched *replica; /* replica_sched.c; NULL: no workspace replica */
+        struct bg_thread flusher;    /* journal.c: sandbox.journal_sync=group */
+        bool journal_dirty;          /* flusher's lock: a lazy commit not flushed yet */
+        struct ws_pool *ws_pool;     /* ready workspace images; NULL: none */
 };
 
 /* replica_sched.c (sandbox/replica.h) */
@@ -331,6 +334,11 @@ void journal_append(struct sandbox_mgr *m, struct context *c, const char *code, 
                     const char *cwd_before, bool ts, double *ret_ms);
 /* Resynchronises c's counters with the journal rows (the truth). */
 void journal_sync(struct sandbox_mgr *m, struct context *c);
+/* sandbox.journal_sync: makes the store's journal writes lazy (none,
+ * group) and, for group, starts the thread that flushes them. */
+int journal_flusher_start(struct sandbox_mgr *m);
+/* Stops the flusher after a last flush. Safe when never started. */
+void journal_flusher_stop(struct sandbox_mgr *m);
 
 /* s3fs.c: one bucket served by s3fs (FUSE) on the host. */
 struct s3fs_request {

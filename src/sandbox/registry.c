@@ -215,6 +215,7 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, bool create, cons
         pthread_mutex_init(&s->mount_lock, NULL);
         s->netns_fd = -1;
         workspace_init(&s->ws, m->opt.data_dir, id);
+        s->ws.pool = m->ws_pool;
         int r = store_sandbox_get(m->store, id, &s->row);
         if (r == -ENOENT && !create)
                 sandbox_not_found(id, err);
