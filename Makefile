@@ -154,18 +154,21 @@ test: layers unit unit-pg api $(if $(SANITIZER),,api-pg fuzz-smoke)
 
 check: test
 
-# bench/jail_true.c (the jail alone), bench/store_ops.c (the store alone).
-$(BUILD)/bench/%: bench/%.c $(BUILD)/libsandboxd.a
+# The C microbenchmarks: bench/jail_true.c (the jail alone), bench/ws_open.c
+# (a workspace from a ready image vs mkfs), bench/store_ops.c (the store
+# alone, SQLite vs PostgreSQL).
+$(BUILD)/bench/%: bench/%.c bench/stats.h $(BUILD)/libsandboxd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandboxd.a $(PKG_LIBS) $(LDLIBS)
 
-# Then the scale-out figures (docs/benchmarks.md, "Scale-out"): the store's
-# operations per second, SQLite vs a throwaway PostgreSQL (skipped with a
-# message where Debian's server is not installed), and two cluster nodes
-# (exit 2, tolerated, with a message: no cluster mode in this build, or no
-# PostgreSQL).
-bench: $(BUILD)/sandboxd $(SHIM) $(INIT) $(BUILD)/bench/jail_true $(BUILD)/bench/store_ops
+# After the main run and the fast paths, the scale-out figures
+# (docs/benchmarks.md, "Scale-out"): the store's operations per second,
+# SQLite vs a throwaway PostgreSQL (skipped with a message where Debian's
+# server is not installed), and two cluster nodes (exit 2, tolerated, with a
+# message: no cluster mode in this build, or no PostgreSQL).
+bench: $(BUILD)/sandboxd $(SHIM) $(INIT) $(BUILD)/bench/jail_true $(BUILD)/bench/ws_open $(BUILD)/bench/store_ops
 	/usr/bin/python3 bench/run.py --bin $(abspath $(BUILD)/sandboxd)
+	/usr/bin/python3 bench/fast_paths.py --bin $(abspath $(BUILD)/sandboxd)
 	/usr/bin/python3 bench/store.py --bin $(abspath $(BUILD)/bench/store_ops)
 	/usr/bin/python3 bench/cluster.py --bin $(abspath $(BUILD)/sandboxd) || [ $$? -eq 2 ]
 

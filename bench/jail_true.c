@@ -11,19 +11,7 @@
 #include "base/util.h"
 #include "jail/ids.h"
 #include "jail/jail.h"
-
-static int cmp_u64(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-        return x < y ? -1 : x > y;
-}
-
-static void report(const char *name, uint64_t *ns, int n)
-{
-        qsort(ns, (size_t)n, sizeof(*ns), cmp_u64);
-        printf("%s %.3f %.3f\n", name, (double)ns[n / 2] / 1e6, (double)ns[(n * 99) / 100] / 1e6);
-        fflush(stdout);
-}
+#include "stats.h"
 
 static uint64_t run_argv(char *const argv[])
 {

@@ -24,6 +24,7 @@
 #include "runtimes/runtime.h"
 #include "sandbox/checkpoint.h"
 #include "sandbox/datadir.h"
+#include "sandbox/replica.h"
 
 
 static void usage(FILE *f)
@@ -325,10 +326,12 @@ static void sandbox_options_from_config(const struct config *cfg, struct sandbox
                 .resident_grace_ms = cfg->resident_grace_ms,
                 .replay_ms = cfg->replay_ms,
                 .journal_bytes = cfg->journal_bytes,
+                .journal_sync_ms = cfg->journal_sync_ms,
                 .max_sandboxes = cfg->max_sandboxes,
                 .max_disk_bytes = cfg->max_disk_bytes,
                 .workspace_bytes = cfg->workspace_bytes,
                 .workspace_inodes = cfg->workspace_inodes,
+                .workspace_images = cfg->workspace_images,
                 .file_bytes = cfg->file_bytes,
                 .files_max_depth = cfg->files_max_depth,
                 /* Warm sandboxes are the bridge's: its ids. */
@@ -339,6 +342,8 @@ static void sandbox_options_from_config(const struct config *cfg, struct sandbox
                                       .file_bytes = cfg->bridge_file_bytes },
                           .new_id = bridge_id_new },
         };
+        /* config_set only takes a known word. */
+        sbx_journal_sync_parse(cfg->journal_sync, &ret->journal_sync);
         snprintf(ret->data_dir, sizeof(ret->data_dir), "%s", cfg->data_dir);
         exec_limits_from_config(cfg, &ret->limits);
 }
@@ -445,6 +450,28 @@ static void checkpoint_event(void *userdata, const char *event, const struct che
 }
 
 /* One log line for a start-up step that failed with err (then done). */
+/* The workspace replica (cluster.replica), when one is configured: NULL
+ * and nothing running otherwise. -errno when it cannot be opened. */
+static int start_replica(const struct config *cfg, struct sandbox_mgr *m, struct replica **ret)
+{
+        *ret = NULL;
+        if (!cfg->cluster_replica[0])
+                return 0;
+        const struct replica_options o = { .data_dir = cfg->data_dir, .s3_endpoint = cfg->ctl_artifact_s3_endpoint };
+        struct err err = { 0 };
+        int r = replica_open(cfg->cluster_replica, &o, ret, &err);
+        if (r < 0) {
+                log_error("msg=\"cannot open the workspace replica\" target=\"%s\" error=\"%s\"", cfg->cluster_replica,
+                          err.msg);
+                err_done(&err);
+                return r;
+        }
+        sbx_mgr_set_replica(m, *ret, cfg->cluster_replica_delay_ms);
+        log_info("msg=\"workspace replica\" target=\"%s\" dir=\"%s\" delay_ms=%llu", cfg->cluster_replica,
+                 replica_dir(*ret), (unsigned long long)cfg->cluster_replica_delay_ms);
+        return 0;
+}
+
 static void log_start_failure(const char *what, const char *path, struct err *err)
 {
         log_error("msg=\"%s\"%s%s%s reason=%s err=\"%s\"", what, path ? " path=\"" : "", path ? path : "",
@@ -542,7 +569,10 @@ int main(int argc, char **argv)
         }
         sbx_mgr_set_events(app.sandboxes, app.events);
         sbx_mgr_set_checkpoint_events(app.sandboxes, checkpoint_event, app.events);
-        r = tenant_start(&cfg, cli.rotate_session_key, app.store, &app.tenant);
+        struct replica *replica = NULL;
+        r = start_replica(&cfg, app.sandboxes, &replica);
+        if (r >= 0)
+                r = tenant_start(&cfg, cli.rotate_session_key, app.store, &app.tenant);
         if (r >= 0 && (r = ctl_templates_load(cfg.ctl_templates_dir, &app.templates, &err)) < 0)
                 log_start_failure("cannot load the sandbox templates", cfg.ctl_templates_dir, &err);
         if (r >= 0)
@@ -551,7 +581,8 @@ int main(int argc, char **argv)
                 r = start_server(&app, &sigs);
         ctl_templates_free(app.templates);
         tenant_free(app.tenant);
-        sbx_mgr_free(app.sandboxes);
+        sbx_mgr_free(app.sandboxes); /* persists what is dirty, before the replica goes */
+        replica_free(replica);
         events_free(app.events);
         ctl_egress_stop();
         store_close(app.store);

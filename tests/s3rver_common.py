@@ -13,6 +13,19 @@ S3RVER = os.path.join(NODE_DIR, "node_modules", "s3rver", "bin", "s3rver.js")
 KEY = "S3RVER"  # s3rver's built-in account (it checks the key id, not SigV4 signatures)
 
 
+def s3fs_missing(what="a bucket mount"):
+    """Why a host s3fs mount against s3rver cannot run here, or None."""
+    if not os.path.exists("/dev/fuse"):
+        return f"no /dev/fuse on this host: {what} is mounted with s3fs (FUSE)"
+    if not shutil.which("s3fs"):
+        return "s3fs is not installed (scripts/install-deps.sh installs it)"
+    if not os.path.exists(S3RVER):
+        return "s3rver is missing: run `make node-deps`"
+    if os.geteuid() != 0:
+        return f"{what} needs the daemon to run as root"
+    return None
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -60,6 +60,7 @@ static const struct cfg_opt opts[] = {
         BOOL("pool.zygote", zygote, 1, "fork executions from a warm, jailed template (python, perl)"),
         U64("pool.size", pool_size, POOL_DEFAULT, 0, POOL_MAX, "warm jailed interpreters per language (0 disables); sets every pool.<lang>"),
         U64("pool.refill_per_s", pool_refill_per_s, 50, 0, 100000, "pool members started per second at most (0: no cap)"),
+        U64("pool.workspace_images", workspace_images, 4, 0, 64, "ready workspace images formatted ahead (sparse) per default quota (limits.workspace_* and bridge.workspace_*): a new sandbox mounts one instead of running mkfs (0 disables)"),
         U64("pool.memory_budget", pool_memory_budget, 1 * GiB, 0, UINT64_MAX / 2, "memory all warm pool members may hold (0: no cap)"),
         U64("exec.workers", exec_workers, 8, 1, 1024, "executions running at once"),
         U64("exec.queue", exec_queue, 64, 0, 100000, "executions waiting before 503 + Retry-After"),
@@ -97,6 +98,10 @@ static const struct cfg_opt opts[] = {
         U64("sandbox.resident_grace_ms", resident_grace_ms, 600000, 0, UINT64_MAX / 2, "an interpreter idle longer may be evicted for any sandbox (0: only for smaller ones)"),
         U64("sandbox.replay_ms", replay_ms, 10000, 100, 3600000, "total time a context restore may replay its journal before it starts fresh (stale)"),
         U64("sandbox.journal_bytes", journal_bytes, 4 * MiB, 1 * KiB, 1 * GiB, "journal size past which a context restores fresh (stale) and stops journaling"),
+        /* Issue 13: every mode survives a kill -9 of the daemon; they
+         * differ on a power loss (docs/contexts.md). */
+        STR("sandbox.journal_sync", journal_sync, "group", "when a journaled context cell reaches the disk: group (flushed off the reply path within journal_sync_ms), none (when the kernel writes back) or always (fsync before the reply); all three survive kill -9 of the daemon (docs/contexts.md)"),
+        U64("sandbox.journal_sync_ms", journal_sync_ms, 100, 0, 60000, "journal_sync=group: the longest a cell waits for its flush (one fdatasync per period at most)"),
         U64("sandbox.max_sandboxes", max_sandboxes, 1000, 1, 1000000, "sandboxes at once (429 SANDBOX_LIMIT_EXCEEDED beyond)"),
         U64("sandbox.max_disk_bytes", max_disk_bytes, 64 * GiB, 64 * KiB, UINT64_MAX / 2, "workspace quotas of all sandboxes together, reserved in full when each is created (507 INSUFFICIENT_STORAGE beyond)"),
         /* Issue 11: a bridge sandbox stands in for a container, whose
@@ -179,6 +184,9 @@ static const struct cfg_opt opts[] = {
         STR("controller.artifact_s3_bucket", ctl_artifact_s3_bucket, "", "keep artifacts in this S3-compatible bucket (mounted with s3fs; root and FUSE) instead of <data_dir>/artifacts; credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, else R2_ACCESS_KEY_ID/R2_SECRET_ACCESS_KEY"),
         STR("controller.artifact_s3_endpoint", ctl_artifact_s3_endpoint, "", "the bucket's endpoint URL (http:// or https://)"),
         STR("controller.artifact_s3_prefix", ctl_artifact_s3_prefix, "", "a key prefix in the bucket (\"/…\"); empty: the bucket's root"),
+        /* Issue 16: the workspace replica. */
+        STR("cluster.replica", cluster_replica, "", "keep a copy of every sandbox's workspace outside this node: \"\" (none), dir:/path (a directory every node sees) or s3://bucket/prefix (mounted with s3fs; endpoint controller.artifact_s3_endpoint, credentials as for artifacts)"),
+        U64("cluster.replica_delay_ms", cluster_replica_delay_ms, 2000, 0, 3600000, "a written workspace is copied to the replica at most this long after its first write (a burst of writes makes one copy)"),
         /* Issue 15: egress policies. */
         BOOL("controller.egress_enabled", ctl_egress_enabled, 0, "egress policies: the /egress routes, and network through the filtering proxy when egress_mode is not off; env EGRESS_POLICIES_ENABLED"),
         STR("controller.egress_mode", ctl_egress_mode, "off", "off (sandboxes have no network at all), monitor (allowed, violations logged) or enforce (violations blocked: EGRESS_DENIED); env EGRESS_PROXY_MODE"),
@@ -298,10 +306,32 @@ static int set_pool(struct config *c, const char *lang, const char *value)
         return 0;
 }
 
+/* String options that take one word of a few: refused at start, not
+ * misread later. */
+static const struct {
+        const char *key, *words;   /* "a|b|c" */
+} choices[] = {
+        { "controller.egress_mode", "off|monitor|enforce" },
+        { "sandbox.journal_sync", "group|none|always" },
+};
+
+static bool is_choice(const char *key, const char *value)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(choices); i++) {
+                if (strcmp(choices[i].key, key) != 0)
+                        continue;
+                size_t n = strlen(value);
+                for (const char *w = choices[i].words; n && *w; w += strcspn(w, "|"), w += *w == '|')
+                        if (strncmp(w, value, n) == 0 && (w[n] == '|' || w[n] == '\0'))
+                                return true;
+                return false;
+        }
+        return true;
+}
+
 static int set_option(struct config *c, const struct cfg_opt *o, const char *value)
 {
-        if (o->type == CFG_STR && strcmp(o->key, "controller.egress_mode") == 0 && strcmp(value, "off") != 0 &&
-            strcmp(value, "monitor") != 0 && strcmp(value, "enforce") != 0)
+        if (o->type == CFG_STR && !is_choice(o->key, value))
                 return -EINVAL;
         if (o->type == CFG_STR)
                 return set_string(field(c, o), o->size, value);

@@ -109,6 +109,9 @@ struct config {
         uint64_t ctl_artifact_max_parts, ctl_artifact_org_quota_bytes, ctl_artifact_upload_ttl_s;
         uint64_t ctl_artifact_max_ttl_s;
         char ctl_artifact_s3_endpoint[2048], ctl_artifact_s3_bucket[64], ctl_artifact_s3_prefix[1024];
+        /* Scale-out (issue 16): the workspace replica (sandbox/replica.h). */
+        char cluster_replica[2048];    /* "" | dir:/path | s3://bucket/prefix */
+        uint64_t cluster_replica_delay_ms;
         /* Egress policies (issue 15): tenants' sandboxes reach the network
          * only through the daemon's filtering proxy. */
         bool ctl_egress_enabled;       /* seed: EGRESS_POLICIES_ENABLED */
@@ -128,6 +131,9 @@ struct config {
         uint64_t resident_grace_ms;
         uint64_t replay_ms;
         uint64_t journal_bytes;
+        char journal_sync[16];          /* group | none | always */
+        uint64_t journal_sync_ms;
+        uint64_t workspace_images;      /* pool.workspace_images */
         uint64_t max_sandboxes;
         uint64_t max_disk_bytes;
 

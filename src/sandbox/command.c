@@ -14,6 +14,7 @@
 #include "engine/proc.h"
 #include "jail/jail.h"
 #include "sandbox/internal.h"
+#include "sandbox/replica.h"
 
 /* "K=V" strings of the command's environment, owned by the struct. */
 struct command_env {
@@ -146,6 +147,7 @@ static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct s
                 struct proc_fds fds;
                 proc_fds(*ret, &fds);
                 sandbox_jail_started(s, fds.exit_fd);
+                replica_dirty_command(m, s->row.id, fds.exit_fd); /* dirty until it ends */
         }
         if (r < 0) {
                 err_set(err, why.reason == ERR_INVALID ? ERR_INVALID : ERR_UNAVAILABLE, -r, "Cannot start the command (%s)",

@@ -2,6 +2,7 @@
  * context (make the interpreter resident, restoring it from its journal if
  * needed; run the cell; journal it). */
 #include "sandbox/internal.h"
+#include "sandbox/replica.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -474,6 +475,7 @@ static int run_cell(struct sandbox_mgr *m, struct context *c, const struct sbx_c
                 r = skipped_outcome(c, &ret->outcome);
         json_decref(req);
         ret->interrupted = cell_end(m, c);
+        sbx_replica_dirty(m, c->sbx->row.id); /* a cell may write files, even one that failed */
         if (r < 0) {
                 context_drop_interpreter(m, c);
                 err_set(err, ERR_UNAVAILABLE, -r, "Engine execution failed: %s", strerror(-r));

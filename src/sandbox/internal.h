@@ -125,7 +125,23 @@ struct sandbox_mgr {
         sbx_checkpoint_event_fn checkpoint_event; /* checkpoint.c; NULL: none */
         void *checkpoint_event_userdata;
         struct events *events;       /* lifecycle.c; NULL: no event log */
+        struct replica_sched *replica; /* replica_sched.c; NULL: no workspace replica */
+        struct bg_thread flusher;    /* journal.c: sandbox.journal_sync=group */
+        bool journal_dirty;          /* flusher's lock: a lazy commit not flushed yet */
+        struct ws_pool *ws_pool;     /* ready workspace images; NULL: none */
 };
+
+/* replica_sched.c (sandbox/replica.h) */
+struct replica_sched;
+/* A command of id started: id is dirty now, and stays dirty (persisted
+ * every delay) until exit_fd (borrowed, duplicated here; readable once the
+ * process has exited) says it ended, so its last writes are persisted at
+ * most one delay after it ends. No-op without a replica. */
+void replica_dirty_command(struct sandbox_mgr *m, const char *id, int exit_fd);
+/* id was deleted: its replica files go, its pending persist is dropped. */
+void replica_forget(struct sandbox_mgr *m, const char *id);
+/* Daemon shutdown: stops the thread, persists every dirty sandbox. */
+void replica_sched_stop(struct sandbox_mgr *m);
 
 /* lifecycle.c: events about s (org and sandbox id from its row); data is
  * taken (NULL: {}). Best effort: a failed append is not the caller's. */
@@ -187,6 +203,10 @@ void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s);
 int sandbox_cgroup(struct sandbox_mgr *m, struct sandbox *s);
 /* Mounts the workspace if needed (caller holds s->lock). */
 int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err *err);
+/* Mounts the workspace if needed and fills ret as sbx_workspace_acquire
+ * does (ret->sbx = s; caller holds s->lock and keeps it until it closes
+ * ret->root_fd). 0 or -errno with err filled. */
+int sandbox_workspace_locked(struct sandbox_mgr *m, struct sandbox *s, struct sbx_workspace *ret, struct err *err);
 /* Tenants' sandboxes and the disk their quotas reserve (warm ones left
  * out); caller holds m->lock. 0 or -errno. */
 int sandbox_tenant_usage(struct sandbox_mgr *m, uint64_t *ret_n, uint64_t *ret_reserved);
@@ -314,6 +334,11 @@ void journal_append(struct sandbox_mgr *m, struct context *c, const char *code, 
                     const char *cwd_before, bool ts, double *ret_ms);
 /* Resynchronises c's counters with the journal rows (the truth). */
 void journal_sync(struct sandbox_mgr *m, struct context *c);
+/* sandbox.journal_sync: makes the store's journal writes lazy (none,
+ * group) and, for group, starts the thread that flushes them. */
+int journal_flusher_start(struct sandbox_mgr *m);
+/* Stops the flusher after a last flush. Safe when never started. */
+void journal_flusher_stop(struct sandbox_mgr *m);
 
 /* s3fs.c: one bucket served by s3fs (FUSE) on the host. */
 struct s3fs_request {

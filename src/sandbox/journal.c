@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/thread.h"
 #include "base/util.h"
 #include "base/version.h"
 
@@ -103,6 +104,81 @@ void journal_sync(struct sandbox_mgr *m, struct context *c)
                 c->row.snap_cells = cells;
                 c->row.snap_bytes = bytes;
         }
+}
+
+/* ---- sandbox.journal_sync ---- */
+
+int sbx_journal_sync_parse(const char *name, enum sbx_journal_sync *ret)
+{
+        static const char *const names[] = { [SBX_JOURNAL_GROUP] = "group", [SBX_JOURNAL_NONE] = "none",
+                                             [SBX_JOURNAL_ALWAYS] = "always" };
+        for (size_t i = 0; name && i < ARRAY_SIZE(names); i++)
+                if (strcmp(name, names[i]) == 0) {
+                        *ret = (enum sbx_journal_sync)i;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+/* One fdatasync covers every cell committed before it: cells that come
+ * while it runs, or within journal_sync_ms after it, share the next one. */
+static void flusher_loop(void *arg)
+{
+        struct sandbox_mgr *m = arg;
+        bg_thread_lock(&m->flusher);
+        while (bg_thread_running(&m->flusher)) {
+                if (!m->journal_dirty) {
+                        bg_thread_wait(&m->flusher, 0);
+                        continue;
+                }
+                m->journal_dirty = false;
+                bg_thread_unlock(&m->flusher);
+                int r = store_sync(m->store);
+                if (r < 0)
+                        log_warn("msg=\"journal flush failed\" error=\"%s\"", strerror(-r));
+                bg_thread_lock(&m->flusher);
+                uint64_t until = now_ns() + m->opt.journal_sync_ms * 1000000ULL;
+                while (bg_thread_wait(&m->flusher, until) && now_ns() < until)
+                        ;
+        }
+        bg_thread_unlock(&m->flusher);
+}
+
+/* A lazy journal write (a cell, a context row; store_set_journal_lazy)
+ * happened: the flusher makes it durable soon. */
+static void journal_written(void *userdata)
+{
+        struct sandbox_mgr *m = userdata;
+        bg_thread_lock(&m->flusher);
+        if (!m->journal_dirty) {
+                m->journal_dirty = true;
+                bg_thread_wake(&m->flusher);
+        }
+        bg_thread_unlock(&m->flusher);
+}
+
+int journal_flusher_start(struct sandbox_mgr *m)
+{
+        int r = bg_thread_init(&m->flusher, NULL);
+        if (r < 0)
+                return r;
+        bool group = m->opt.journal_sync == SBX_JOURNAL_GROUP;
+        store_set_journal_lazy(m->store, m->opt.journal_sync != SBX_JOURNAL_ALWAYS, group ? journal_written : NULL, m);
+        if (!group)
+                return 0;
+        return bg_thread_start(&m->flusher, "sbx-journal", 1, flusher_loop, m);
+}
+
+void journal_flusher_stop(struct sandbox_mgr *m)
+{
+        /* Writes from here on (sandboxes freed below) wait for the disk
+         * and call nothing of the flusher's. */
+        if (m->store)
+                store_set_journal_lazy(m->store, false, NULL, NULL);
+        bg_thread_done(&m->flusher);
+        /* A clean stop leaves nothing unflushed, whatever the mode. */
+        if (m->store)
+                store_sync(m->store);
 }
 
 void journal_append(struct sandbox_mgr *m, struct context *c, const char *code, json_t *env,

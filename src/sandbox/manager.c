@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "base/thread.h"
 #include "base/util.h"
+#include "sandbox/ws_pool.h"
 
 /* ---- idle expiry ---- */
 
@@ -81,6 +83,43 @@ static void reaper_loop(void *arg)
         bg_thread_unlock(&m->reaper);
 }
 
+/* ---- ready workspace images ---- */
+
+/* What the disk cap leaves once every sandbox's quota is reserved: ready
+ * images hold their quota too, and give it back (deleted) when a new
+ * sandbox needs it rather than refuse that sandbox. */
+static uint64_t ws_pool_room(void *userdata)
+{
+        struct sandbox_mgr *m = userdata;
+        uint64_t reserved = 0;
+        if (store_sandbox_disk_reserved(m->store, m->opt.workspace_bytes, &reserved) < 0)
+                return 0;
+        return reserved < m->opt.max_disk_bytes ? m->opt.max_disk_bytes - reserved : 0;
+}
+
+/* Images for the two quotas a new sandbox gets unless it asks for its
+ * own: the runtime API's default and the bridge's. Root only: rootless
+ * workspaces are plain directories. */
+static int ws_pool_start(struct sandbox_mgr *m)
+{
+        if (m->opt.workspace_images == 0 || geteuid() != 0)
+                return 0;
+        struct ws_pool_options o = { .depth = (unsigned)m->opt.workspace_images, .room = ws_pool_room,
+                                     .userdata = m };
+        snprintf(o.dir, sizeof(o.dir), "%s/wspool", m->opt.data_dir);
+        o.shapes[o.nshapes++] = (struct ws_shape){ m->opt.workspace_bytes, m->opt.workspace_inodes };
+        const struct sbx_create_options *b = &m->opt.pool.create;
+        if (b->workspace_bytes && (b->workspace_bytes != m->opt.workspace_bytes ||
+                                   b->workspace_inodes != m->opt.workspace_inodes))
+                o.shapes[o.nshapes++] = (struct ws_shape){ b->workspace_bytes, b->workspace_inodes };
+        /* Without it every create formats its own image, as before: slower,
+         * never wrong, so not a reason to refuse to start. */
+        int r = ws_pool_new(&o, &m->ws_pool);
+        if (r < 0)
+                log_warn("msg=\"no ready workspace images\" dir=\"%s\" error=\"%s\"", o.dir, strerror(-r));
+        return 0;
+}
+
 /* ---- the manager ---- */
 
 /* A cap left at 0 by a caller that predates it means "none" (the
@@ -119,6 +158,10 @@ int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct
         if (r == 0)
                 r = bg_thread_start(&m->reaper, "sbx-reaper", 1, reaper_loop, m);
         if (r == 0)
+                r = journal_flusher_start(m);
+        if (r == 0)
+                r = ws_pool_start(m);
+        if (r == 0)
                 r = pool_start(m);
         if (r < 0) {
                 sbx_mgr_free(m);
@@ -133,7 +176,11 @@ void sbx_mgr_free(struct sandbox_mgr *m)
         if (!m)
                 return;
         bg_thread_done(&m->reaper);
+        /* Before anything is unmounted or killed: the last writes are
+         * persisted while the workspaces are still there. */
+        replica_sched_stop(m);
         pool_stop(m);
+        journal_flusher_stop(m);
         terminals_free(m->terminals);
         for (size_t i = 0; i < SBX_HASH_BUCKETS; i++) {
                 while (m->buckets[i]) {
@@ -142,6 +189,7 @@ void sbx_mgr_free(struct sandbox_mgr *m)
                         sandbox_free(m, s);
                 }
         }
+        ws_pool_free(m->ws_pool); /* after the sandboxes that point at it */
         workspace_unmount_all(m->opt.data_dir);
         tunnels_drop(m, NULL);
         pthread_mutex_destroy(&m->tunnel_lock);

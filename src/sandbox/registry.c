@@ -3,6 +3,7 @@
  * operations. */
 #include "sandbox/egress/egress.h"
 #include "sandbox/internal.h"
+#include "sandbox/replica.h"
 
 #include <ctype.h>
 #include <fcntl.h>
@@ -214,6 +215,7 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, bool create, cons
         pthread_mutex_init(&s->mount_lock, NULL);
         s->netns_fd = -1;
         workspace_init(&s->ws, m->opt.data_dir, id);
+        s->ws.pool = m->ws_pool;
         int r = store_sandbox_get(m->store, id, &s->row);
         if (r == -ENOENT && !create)
                 sandbox_not_found(id, err);
@@ -530,6 +532,8 @@ int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
         mounts_drop_all(s);
         int r = store_sandbox_delete(m->store, s->row.id);
         int k = workspace_destroy(&s->ws);
+        if (tenant_gone) /* a warm one never had a replica */
+                replica_forget(m, s->row.id);
         pthread_mutex_unlock(&s->lock);
         return r < 0 ? r : k;
 }
@@ -701,22 +705,12 @@ int sbx_workspace_acquire(struct sandbox_mgr *m, const char *id, struct sbx_work
         return sbx_workspace_acquire_org(m, NULL, id, ret, err);
 }
 
-int sbx_workspace_acquire_org(struct sandbox_mgr *m, const char *org_id, const char *id, struct sbx_workspace *ret,
-                              struct err *err)
+int sandbox_workspace_locked(struct sandbox_mgr *m, struct sandbox *s, struct sbx_workspace *ret, struct err *err)
 {
-        memset(ret, 0, sizeof(*ret));
-        ret->root_fd = -1;
-        struct sandbox *s = sandbox_enter_org(m, org_id, id, err);
-        if (!s)
-                return err_ret(err);
         int r = sandbox_open_workspace(m, s, err);
         int fd = r == 0 ? open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
-        if (fd < 0) {
-                if (r == 0)
-                        r = err_set(err, ERR_INTERNAL, errno, "Cannot open the workspace: %s", strerror(errno));
-                sandbox_leave(m, s);
-                return r;
-        }
+        if (fd < 0)
+                return r < 0 ? r : err_set(err, ERR_INTERNAL, errno, "Cannot open the workspace: %s", strerror(errno));
         *ret = (struct sbx_workspace){
                 .root_fd = fd,
                 .limits = { sandbox_file_bytes(m, s), sandbox_workspace_bytes(m, s), sandbox_workspace_inodes(m, s),
@@ -729,6 +723,20 @@ int sbx_workspace_acquire_org(struct sandbox_mgr *m, const char *org_id, const c
         return 0;
 }
 
+int sbx_workspace_acquire_org(struct sandbox_mgr *m, const char *org_id, const char *id, struct sbx_workspace *ret,
+                              struct err *err)
+{
+        memset(ret, 0, sizeof(*ret));
+        ret->root_fd = -1;
+        struct sandbox *s = sandbox_enter_org(m, org_id, id, err);
+        if (!s)
+                return err_ret(err);
+        int r = sandbox_workspace_locked(m, s, ret, err);
+        if (r < 0)
+                sandbox_leave(m, s);
+        return r;
+}
+
 void sbx_workspace_release(struct sandbox_mgr *m, struct sbx_workspace *ws)
 {
         struct sandbox *s = ws->sbx;
@@ -738,6 +746,9 @@ void sbx_workspace_release(struct sandbox_mgr *m, struct sbx_workspace *ws)
                 close(ws->root_fd);
         ws->root_fd = -1;
         ws->sbx = NULL;
+        /* Every files operation (write, delete, mkdir, rename, an archive
+         * extracted, a checkpoint restored) ends here. */
+        sbx_replica_dirty(m, s->row.id);
         sandbox_leave(m, s);
 }
 

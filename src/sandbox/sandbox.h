@@ -59,6 +59,18 @@ struct sbx_pool_options {
         int (*new_id)(char *out);
 };
 
+/* sandbox.journal_sync: when a context's journaled cell reaches the disk.
+ * Every mode writes the cell to the store before the reply, so each one
+ * survives a kill -9 of the daemon (the page cache outlives the process);
+ * they differ on a power loss or kernel crash (docs/contexts.md). */
+enum sbx_journal_sync {
+        SBX_JOURNAL_GROUP,   /* flushed off the reply path, one fdatasync per journal_sync_ms at most */
+        SBX_JOURNAL_NONE,    /* when the kernel writes back (or a later durable commit) */
+        SBX_JOURNAL_ALWAYS,  /* fsynced before the reply */
+};
+/* "group" | "none" | "always" → 0, else -EINVAL. */
+int sbx_journal_sync_parse(const char *name, enum sbx_journal_sync *ret);
+
 /* What the manager needs from the configuration (main.c fills it). */
 struct sandbox_options {
         char data_dir[4096];
@@ -71,9 +83,12 @@ struct sandbox_options {
         uint64_t resident_grace_ms;      /* idle longer: evictable by any sandbox (0: never) */
         uint64_t replay_ms;              /* total replay time of one restore */
         uint64_t journal_bytes;          /* a journal past this restores fresh */
+        enum sbx_journal_sync journal_sync;
+        uint64_t journal_sync_ms;        /* group: the longest a cell waits for its flush */
         uint64_t max_sandboxes;          /* sandboxes at once */
         uint64_t max_disk_bytes;         /* workspace images in total */
         uint64_t workspace_bytes, workspace_inodes;
+        uint64_t workspace_images;       /* ready images kept per quota in use (ws_pool.h); 0: none */
         uint64_t file_bytes;             /* one file, files API */
         uint64_t files_max_depth;        /* levels a recursive delete enters */
         struct exec_limits limits;       /* one execution in a context */

@@ -14,6 +14,7 @@
 #include "base/util.h"
 #include "jail/jail.h"
 #include "sandbox/files.h"
+#include "sandbox/ws_pool.h"
 
 /* ext4 metadata (journal, inode tables, bitmaps) takes part of a small
  * image. First guess: the quota plus the 1 MiB journal, 256-byte inodes
@@ -116,14 +117,20 @@ static int mkfs_fitting(const char *tmp, uint64_t quota, uint64_t inodes)
         return -ERANGE;
 }
 
-static int create_image(const char *image, uint64_t quota, uint64_t inodes)
+static int image_dir(const char *image)
 {
-        char dir[4096], tmp[4200];
+        char dir[4096];
         snprintf(dir, sizeof(dir), "%s", image);
         char *slash = strrchr(dir, '/');
         if (slash)
                 *slash = '\0';
-        int r = mkdir_p(dir, 0700);
+        return mkdir_p(dir, 0700);
+}
+
+int workspace_image_create(const char *image, uint64_t quota, uint64_t inodes)
+{
+        char tmp[4200];
+        int r = image_dir(image);
         if (r < 0)
                 return r;
         /* Build under a temporary name and rename: a crash mid-mkfs never
@@ -169,6 +176,18 @@ static int loop_attach(const char *image, char *dev, size_t devlen)
         return -EBUSY;
 }
 
+/* A ready image of the pool when it has one of this quota (a rename),
+ * else one formatted here. */
+static int image_get(struct workspace *ws, uint64_t quota, uint64_t inodes)
+{
+        int r = image_dir(ws->image);
+        if (r < 0)
+                return r;
+        if (ws_pool_take(ws->pool, quota, inodes, ws->image) == 0)
+                return 0;
+        return workspace_image_create(ws->image, quota, inodes);
+}
+
 static bool is_mountpoint(const char *path)
 {
         struct stat a, b;
@@ -192,7 +211,7 @@ int workspace_open(struct workspace *ws, uint64_t quota_bytes, uint64_t quota_in
                 ws->mounted = true;
                 return 0;
         }
-        if (access(ws->image, F_OK) < 0 && (r = create_image(ws->image, quota_bytes, quota_inodes)) < 0)
+        if (access(ws->image, F_OK) < 0 && (r = image_get(ws, quota_bytes, quota_inodes)) < 0)
                 return r;
         char dev[64];
         int lfd = loop_attach(ws->image, dev, sizeof(dev));

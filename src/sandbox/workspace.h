@@ -15,12 +15,17 @@ struct workspace {
         char mount[4096];   /* <data>/mnt/<id>: what jails and the files API use */
         bool mounted;
         bool plain;         /* rootless fallback: mount is a plain directory */
+        struct ws_pool *pool; /* ready images (ws_pool.h); NULL: format on open */
 };
 
 /* Fills paths for sandbox id under data_dir. Nothing is created. */
 void workspace_init(struct workspace *ws, const char *data_dir, const char *id);
 /* Creates the image if missing and mounts it (idempotent). */
 int workspace_open(struct workspace *ws, uint64_t quota_bytes, uint64_t quota_inodes);
+/* Formats a new image at path (under a temporary name, then renamed):
+ * the usable space at most quota bytes, inodes entries, owned by the jail
+ * user. 0 or -errno. */
+int workspace_image_create(const char *image, uint64_t quota, uint64_t inodes);
 /* Bytes a fresh ext4 image (open fd) leaves for data, from its superblock;
  * UINT64_MAX when it cannot be read. */
 uint64_t workspace_image_free_bytes(int fd);

@@ -71,6 +71,13 @@ struct store_ops {
         void (*close)(struct store *s);   /* frees the backend's handle */
         int (*integrity_check)(struct store *s, char *msg, size_t len);
         int (*schema_version)(struct store *s);
+        /* Called under the core's guard around a journal write (cell append,
+         * context update) when the store's journal is lazy: on, the commit
+         * reaches the OS but does not wait for the disk; off, as before. */
+        int (*lazy_commit)(struct store *s, bool on);
+        /* Makes every commit so far durable. Called WITHOUT the guard (a
+         * background flusher must not stall the writers). */
+        int (*sync)(struct store *s);
 
         int (*org_ensure)(struct store *s, const char *id, const char *name);
         int (*org_get)(struct store *s, const char *id, struct org_row *ret);
@@ -247,6 +254,9 @@ struct store_ops {
 struct store {
         const struct store_ops *ops;
         pthread_mutex_t lock;   /* used when ops->serialize */
+        bool journal_lazy;      /* store_set_journal_lazy */
+        void (*lazy_written)(void *userdata);
+        void *lazy_userdata;
 };
 
 /* Backends, listed by scheme in store.c. */

@@ -636,6 +636,20 @@ int store_context_insert(struct store *s, const struct context_row *row)
         return s->ops->context_insert(s, row);
 }
 
+/* Turns lazy commits on for the scope of one journal write: under the
+ * guard, and off again (the owner told) before the guard is released. */
+static void lazy_off(struct store **sp)
+{
+        struct store *s = *sp;
+        if (!s)
+                return;
+        s->ops->lazy_commit(s, false);
+        if (s->lazy_written)
+                s->lazy_written(s->lazy_userdata);
+}
+#define JOURNAL_WRITE(s) \
+        _cleanup_(lazy_off) struct store *lazy_ = (s)->journal_lazy && (s)->ops->lazy_commit(s, true) == 0 ? (s) : NULL
+
 int store_context_update(struct store *s, const struct context_row *row)
 {
         int r;
@@ -645,6 +659,7 @@ int store_context_update(struct store *s, const struct context_row *row)
         if ((r = check_context_state(row)) < 0)
                 return r;
         STORE_GUARD(s);
+        JOURNAL_WRITE(s);
         return s->ops->context_update(s, row);
 }
 
@@ -695,7 +710,22 @@ int store_cell_append(struct store *s, const char *context_id, const struct cell
         if ((r = check_id(context_id)) < 0)
                 return r;
         STORE_GUARD(s);
+        JOURNAL_WRITE(s);
         return s->ops->cell_append(s, context_id, cell);
+}
+
+void store_set_journal_lazy(struct store *s, bool lazy, void (*written)(void *userdata), void *userdata)
+{
+        if (!s)
+                return;
+        s->journal_lazy = lazy;
+        s->lazy_written = written;
+        s->lazy_userdata = userdata;
+}
+
+int store_sync(struct store *s)
+{
+        return s ? s->ops->sync(s) : -EINVAL;
 }
 
 /* Replaying a journal runs user code for a long time: it must not hold

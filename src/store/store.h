@@ -465,6 +465,17 @@ int store_cells_delete(struct store *s, const char *context_id);
  * rows, not the context row's snap_* copy, are the source of truth (a crash
  * can fall between appending a cell and updating the context row). */
 int store_cell_stats(struct store *s, const char *context_id, uint64_t *ret_count, uint64_t *ret_bytes);
+/* Lazy journal (sandbox.journal_sync none | group): a cell append and a
+ * context update then return once the commit is in the OS (it survives a
+ * kill -9 of the daemon: the page cache outlives the process) without
+ * waiting for the disk; every other write still waits. Set it before the
+ * first request. written (may be NULL) is called after each such write,
+ * under the store's lock (it must not call the store): the caller's cue to
+ * store_sync soon. */
+void store_set_journal_lazy(struct store *s, bool lazy, void (*written)(void *userdata), void *userdata);
+/* Makes every commit so far durable (SQLite: fdatasync of the WAL). Takes
+ * no store lock, so a background flusher never stalls the writers. */
+int store_sync(struct store *s);
 
 /* ---- events (issue 15): an org's durable event log ---- */
 

@@ -9,7 +9,6 @@ import base64
 import hashlib
 import http.client
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -20,7 +19,7 @@ import pytest
 from controller_common import CTL_SETS, V1, Daemon, account, api, apikey, execute, get_bytes, raw
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from s3rver_common import KEY, S3, S3RVER, free_port  # noqa: E402
+from s3rver_common import KEY, S3, free_port, s3fs_missing  # noqa: E402
 
 PART_MIN = 64 * 1024
 PART_MAX = 256 * 1024
@@ -498,15 +497,7 @@ def test_artifacts_and_uploads_survive_a_restart(tmp_path):
 # ---- artifacts in an S3-compatible bucket (s3rver on loopback) ----
 
 def s3_missing():
-    if not os.path.exists("/dev/fuse"):
-        return "no /dev/fuse on this host: the artifacts bucket is mounted with s3fs (FUSE)"
-    if not shutil.which("s3fs"):
-        return "s3fs is not installed (scripts/install-deps.sh installs it)"
-    if not os.path.exists(S3RVER):
-        return "s3rver is missing: run `make node-deps`"
-    if os.geteuid() != 0:
-        return "a bucket mount needs the daemon to run as root"
-    return None
+    return s3fs_missing("the artifacts bucket")
 
 
 @pytest.fixture(scope="module")

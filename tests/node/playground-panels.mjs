@@ -78,6 +78,7 @@ try {
     const after = await page.locator(tid("sandbox-item")).evaluateAll((els) => els.map((e) => e.dataset.sandboxId));
     report.created = after.filter((id) => !before.includes(id));
     const made = report.created[0];
+    await page.waitForSelector(`${tid("sandbox-item")}[data-sandbox-id="${made}"][aria-current="true"]`, { timeout: T }).catch(() => {});
     report.createdChosen = await item(made).getAttribute("aria-current");
     report.createStatus = await page.locator(tid("sandboxes-status")).innerText();
   });
@@ -96,6 +97,8 @@ try {
   await step("select", async () => {
     await item(cfg.sandbox).locator(tid("sandbox-select")).click();
     await page.waitForSelector(`${tid("files-panel")}[data-sandbox-id="${cfg.sandbox}"]`, { state: "attached", timeout: T });
+    // The list marks the choice when it re-renders (a fetch after "sandbox"): wait for it, then read it.
+    await page.waitForSelector(`${tid("sandbox-item")}[data-sandbox-id="${cfg.sandbox}"][aria-current="true"]`, { timeout: T }).catch(() => {});
     report.chosen = await item(cfg.sandbox).getAttribute("aria-current");
   });
 

@@ -150,6 +150,22 @@ static int pgs_open(const char *url, const char *rest, struct store **ret, struc
 
 /* PostgreSQL checks its own pages; what can be wrong from here is a
  * server that refuses writes (a standby) or a schema we do not know. */
+/* A PostgreSQL commit's durability is the server's (its
+ * synchronous_commit): the daemon's setting does not change it, and a
+ * killed daemon never loses a commit the server acknowledged. */
+static int pgs_lazy_commit(struct store *s, bool on)
+{
+        (void)s;
+        (void)on;
+        return 0;
+}
+
+static int pgs_sync(struct store *s)
+{
+        (void)s;
+        return 0;
+}
+
 static int pgs_integrity_check(struct store *s, char *msg, size_t len)
 {
         _cleanup_res_ PGresult *res = NULL;
@@ -180,6 +196,8 @@ const struct store_ops store_pg_ops = {
         .open = pgs_open,
         .close = pgs_close,
         .integrity_check = pgs_integrity_check,
+        .lazy_commit = pgs_lazy_commit,
+        .sync = pgs_sync,
         .schema_version = pgs_schema_version,
         .org_ensure = pgs_org_ensure,
         .org_get = pgs_org_get,

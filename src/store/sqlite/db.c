@@ -79,6 +79,20 @@ static int precreate(const char *path)
         return 0;
 }
 
+/* The WAL is "<database file>-wal" (SQLite's own naming, also for a
+ * database opened through a symlink: it uses the name it was given). */
+static int wal_path(struct sq_store *q)
+{
+        const char *main = sqlite3_db_filename(q->db, "main");
+        if (!main || !main[0])
+                return 0;
+        if (asprintf(&q->wal, "%s-wal", main) < 0) {
+                q->wal = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 static void sq_close(struct store *s)
 {
         struct sq_store *q = (struct sq_store *)s;
@@ -86,6 +100,7 @@ static void sq_close(struct store *s)
         /* Statements are per call, so none are outstanding here and the
          * plain close cannot fail with SQLITE_BUSY. */
         sqlite3_close(q->db);
+        free(q->wal);
         free(q);
 }
 
@@ -135,8 +150,36 @@ static int sq_open(const char *url, const char *rest, struct store **ret, struct
         r = sq_migrate(q->db, err);
         if (r < 0)
                 return r;
+        r = wal_path(q);
+        if (r < 0)
+                return err_set(err, ERR_INTERNAL, -r, "out of memory");
         *ret = &TAKE_PTR(q)->base;
         return 0;
+}
+
+/* synchronous=NORMAL in WAL mode: a commit is written to the WAL (the OS
+ * has it: a killed daemon loses nothing) but not fsynced; a power loss may
+ * drop it. Per connection, so it is switched back after the write. */
+static int sq_lazy_commit(struct store *s, bool on)
+{
+        int rc = sqlite3_exec(sq_db(s), on ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL", NULL, NULL,
+                              NULL);
+        return rc == SQLITE_OK ? 0 : sq_errno(rc);
+}
+
+/* fdatasync through a descriptor of our own flushes the pages every
+ * descriptor wrote: the commits the connection made lazily. Frames SQLite
+ * already checkpointed into the database file were synced by that
+ * checkpoint (NORMAL syncs the WAL before and the file after one). */
+static int sq_sync(struct store *s)
+{
+        struct sq_store *q = (struct sq_store *)s;
+        if (!q->wal)
+                return 0;
+        _cleanup_close_ int fd = open(q->wal, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        return fdatasync(fd) < 0 ? -errno : 0;
 }
 
 static int sq_integrity_check(struct store *s, char *msg, size_t len)
@@ -168,6 +211,8 @@ const struct store_ops store_sqlite_ops = {
         .open = sq_open,
         .close = sq_close,
         .integrity_check = sq_integrity_check,
+        .lazy_commit = sq_lazy_commit,
+        .sync = sq_sync,
         .schema_version = sq_schema_version,
         .org_ensure = sq_org_ensure,
         .org_get = sq_org_get,

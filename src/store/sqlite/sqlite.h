@@ -32,6 +32,7 @@
 struct sq_store {
         struct store base;   /* first: the core's part */
         sqlite3 *db;
+        char *wal;           /* "<file>-wal" (store_sync), NULL in memory */
 };
 
 static inline sqlite3 *sq_db(struct store *s)

@@ -423,3 +423,27 @@ TEST(config_load_file_missing)
         ASSERT_EQ(config_load_file(&c, "/nonexistent/sandboxd.conf", &line), -ENOENT);
         ASSERT_EQ(line, -7);
 }
+
+/* Issue 13: the enumerated strings refuse any other word, prefixes and
+ * the empty string included, and keep the last good value. */
+TEST(config_set_choices)
+{
+        struct config c;
+        config_defaults(&c);
+        ASSERT_STREQ(c.journal_sync, "group");
+        ASSERT_EQ(c.journal_sync_ms, 100);
+        ASSERT_EQ(c.workspace_images, 4);
+        ASSERT_OK(config_set(&c, "sandbox.journal_sync", "always"));
+        ASSERT_STREQ(c.journal_sync, "always");
+        ASSERT_OK(config_set(&c, "sandbox.journal_sync", "none"));
+        ASSERT_STREQ(c.journal_sync, "none");
+        const char *bad[] = { "", "grou", "groups", "ALWAYS", "none|group", "|", "off" };
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+                ASSERT_ERR(config_set(&c, "sandbox.journal_sync", bad[i]), EINVAL);
+        ASSERT_STREQ(c.journal_sync, "none");
+        ASSERT_OK(config_set(&c, "controller.egress_mode", "enforce"));
+        ASSERT_ERR(config_set(&c, "controller.egress_mode", "enforc"), EINVAL);
+        ASSERT_OK(config_set(&c, "pool.workspace_images", "0"));
+        ASSERT_EQ(c.workspace_images, 0);
+        ASSERT_ERR(config_set(&c, "pool.workspace_images", "65"), ERANGE);
+}

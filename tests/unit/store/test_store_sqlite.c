@@ -320,7 +320,10 @@ TEST(sqlite_too_long_stored_value_not_truncated)
         store_close(s);
 }
 
-TEST(sqlite_write_survives_kill9)
+/* Writes, acknowledges, is killed (no close, no checkpoint); what was
+ * acknowledged must be there. lazy: the journal writes of
+ * sandbox.journal_sync=none|group, which do not wait for the disk. */
+static void write_then_kill9(bool lazy)
 {
         struct store *s;
         struct sandbox_row got = {};
@@ -336,9 +339,11 @@ TEST(sqlite_write_survives_kill9)
         ASSERT_TRUE(pid >= 0);
         if (pid == 0) {
                 s = open_sqlite();
+                store_set_journal_lazy(s, lazy, NULL, NULL);
                 put_sandbox(s, "acked", 1, 0);
                 put_context(s, "c1", "acked", 1);
                 ASSERT_OK(append_cell(s, "c1", 1, "print(1)"));
+                ASSERT_OK(append_cell(s, "c1", 2, "print(2)"));
                 /* Acknowledge, then wait to be killed: no close, no checkpoint. */
                 ASSERT_EQ(write(acked[1], "k", 1), 1);
                 for (;;)
@@ -354,7 +359,52 @@ TEST(sqlite_write_survives_kill9)
         s = open_sqlite();
         ASSERT_OK(store_sandbox_get(s, id("acked"), &got));
         sandbox_row_done(&got);
-        ASSERT_EQ(cell_count(s, "c1"), 1);
+        ASSERT_EQ(cell_count(s, "c1"), 2);
         ASSERT_EQ(store_integrity_check(s, msg, sizeof(msg)), 0);
+        store_close(s);
+}
+
+TEST(sqlite_write_survives_kill9)
+{
+        write_then_kill9(false);
+}
+
+TEST(sqlite_lazy_journal_survives_kill9)
+{
+        write_then_kill9(true);
+}
+
+/* A lazy journal write switches the connection to NORMAL only for itself:
+ * every other write still waits for the disk. store_sync flushes. */
+static void count_write(void *userdata)
+{
+        (*(int *)userdata)++;
+}
+
+TEST(sqlite_lazy_journal_is_scoped)
+{
+        struct store *s = open_sqlite();
+        int written = 0;
+        store_set_journal_lazy(s, true, count_write, &written);
+        put_sandbox(s, "sb", 1, 0);
+        put_context(s, "c1", "sb", 1);
+        ASSERT_EQ(written, 0);   /* not journal writes */
+        ASSERT_OK(append_cell(s, "c1", 1, "x = 1"));
+        ASSERT_EQ(written, 1);
+        ASSERT_EQ(raw_int(sq_db(s), "PRAGMA synchronous"), 2);   /* FULL again */
+        ASSERT_OK(store_sync(s));
+        ASSERT_EQ(cell_count(s, "c1"), 1);
+        /* A refused append (wrong seq) switches back too. */
+        ASSERT_ERR(append_cell(s, "c1", 5, "y = 1"), EINVAL);
+        ASSERT_EQ(raw_int(sq_db(s), "PRAGMA synchronous"), 2);
+        /* The context row is journal state too. */
+        struct context_row row;
+        ASSERT_OK(store_context_get(s, id("c1"), &row));
+        row.executions = 3;
+        written = 0;
+        ASSERT_OK(store_context_update(s, &row));
+        context_row_done(&row);
+        ASSERT_EQ(written, 1);
+        ASSERT_EQ(raw_int(sq_db(s), "PRAGMA synchronous"), 2);
         store_close(s);
 }
