@@ -33,7 +33,7 @@ declare -A allowed=(
   [client]="base"
   [mcp]="base client"
   [cli]="base client mcp"
-  [api]="base config jail runtimes shim engine store tenant sandbox http client mcp"
+  [api]="base config jail runtimes shim engine store tenant sandbox cluster http client mcp"
 )
 
 bad=0

@@ -9,6 +9,7 @@
 #include "tenant/tenant.h"
 #include "http/server.h"
 
+struct cluster;
 struct ctl_templates;
 struct webhooks;
 
@@ -24,6 +25,7 @@ struct app {
         struct ctl_templates *templates; /* the controller's sandbox templates (read-only) */
         struct webhooks *webhooks;  /* the webhook dispatcher (tenant/webhooks.h) */
         struct api_mcp *mcp;        /* the /mcp facade's sessions (api/mcp/) */
+        struct cluster *cluster;    /* cluster mode (cluster/cluster.h); NULL: off */
         uint64_t started_ms;
 };
 

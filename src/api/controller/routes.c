@@ -8,6 +8,7 @@
 #include <sys/random.h>
 
 #include "api/app.h"
+#include "api/common/cluster_route.h"
 #include "api/common/group.h"
 #include "api/controller/controller.h"
 #include "base/util.h"
@@ -97,12 +98,24 @@ const struct route *ctl_health_routes(size_t *ret_n)
         return health_routes;
 }
 
+/* Cluster mode: a sandbox another node owns is served there (as the
+ * caller the auth hook found); a create goes where placement says. */
+static bool ctl_intercept(void *cls, struct http_request *req, struct http_response *res)
+{
+        static const char *const families[] = { CTL_PREFIX "/sandbox/:id", NULL };
+        static const char *const creates[] = { CTL_PREFIX "/sandbox/create", NULL };
+        static const struct api_cluster_facade f = { "controller", families, creates, ctl_envelope };
+        const struct ctl_caller *c = ctl_caller(req);
+        return api_cluster_intercept(&f, cls, req, res, c ? &c->who : NULL);
+}
+
 int api_controller_register(struct http_server *srv, struct app *app)
 {
         static const struct http_group_ops ops = {
                 .auth = ctl_auth_hook,
                 .envelope = ctl_envelope,
                 .finish = ctl_finish,
+                .intercept = ctl_intercept,
         };
         static const api_route_table tables[] = {
                 ctl_health_routes,
