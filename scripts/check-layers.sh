@@ -8,6 +8,7 @@
 #   base, store ← tenant
 #   base, jail, runtimes, shim(wire format only) ← engine
 #   base, jail, runtimes, engine, store, tenant ← sandbox
+#   base, jail, runtimes, engine, store, tenant, sandbox ← cluster
 #   base ← http
 #   base ← client ← mcp ;  base, client, mcp ← cli   (the HTTP client side)
 #   everything but main and cli ← api ;  everything ← main.c
@@ -29,6 +30,7 @@ declare -A allowed=(
   [tenant]="base store"
   [engine]="base jail runtimes shim"
   [sandbox]="base jail runtimes engine store tenant"
+  [cluster]="base jail runtimes engine store tenant sandbox"
   [http]="base"
   [client]="base"
   [mcp]="base client"

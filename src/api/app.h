@@ -12,6 +12,7 @@
 struct cluster;
 struct ctl_templates;
 struct webhooks;
+struct cluster;
 
 struct app {
         const struct config *cfg;
