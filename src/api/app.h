@@ -9,7 +9,6 @@
 #include "tenant/tenant.h"
 #include "http/server.h"
 
-struct cluster;
 struct ctl_templates;
 struct webhooks;
 struct cluster;

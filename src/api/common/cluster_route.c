@@ -9,27 +9,7 @@
 #include "base/log.h"
 #include "base/time.h"
 #include "base/util.h"
-#if __has_include("cluster/cluster.h")
 #include "cluster/cluster.h"
-#else
-/* Until the cluster module (cl-core's src/cluster/) is merged: its
- * interface as docs fix it, and cluster mode never on (app->cluster is
- * never set). Remove with the merge. */
-#define CLUSTER_URL_MAX 256
-enum { CLUSTER_LOCAL = 0, CLUSTER_REMOTE = 1 };
-static inline const char *cluster_node_id(const struct cluster *c) { (void)c; return ""; }
-static inline const char *cluster_secret(const struct cluster *c) { (void)c; return ""; }
-static inline int cluster_route(struct cluster *c, const char *id, bool may_create, char url[static CLUSTER_URL_MAX])
-{
-        (void)c, (void)id, (void)may_create, (void)url;
-        return CLUSTER_LOCAL;
-}
-static inline int cluster_place(struct cluster *c, char url[static CLUSTER_URL_MAX])
-{
-        (void)c, (void)url;
-        return CLUSTER_LOCAL;
-}
-#endif
 
 #define H_NODE "X-Sandboxd-Node"
 #define H_IDENTITY "X-Sandboxd-Identity"
