@@ -143,12 +143,14 @@ def test_controller_routes_are_forwarded_as_the_caller(cl):
     status, sb, _ = a.request("POST", V1 + "/sandbox/create", {}, headers=creds)
     assert status == 201, sb
     sid = sb["sandbox_id"]
-    owner, others = cl.others(sid)
-    for d in others:
-        status, res, _ = d.request("POST", V1 + f"/sandbox/{sid}/execute", {"command": "echo ctl-$((6*7))"},
-                                   headers=creds)
-        assert status == 200, res
-        assert "ctl-42" in json.dumps(res)
+    owner, (x, y) = cl.others(sid)
+    # Written through one non-owner, read through the other: one workspace.
+    status, res, _ = x.request("POST", V1 + f"/sandbox/{sid}/execute", {"command": "echo ctl-$((6*7)) > ctl.txt"},
+                               headers=creds)
+    assert status == 200, res
+    status, res, _ = y.request("POST", V1 + f"/sandbox/{sid}/execute", {"command": "cat ctl.txt"}, headers=creds)
+    assert status == 200 and "ctl-42" in json.dumps(res), res
+    for d in (x, y):
         status, res, _ = d.request("GET", V1 + f"/sandbox/{sid}", headers=creds)
         assert status == 200 and res["sandbox_id"] == sid, res
     # Another org's key gets the same 404 through every node.
@@ -216,4 +218,20 @@ def test_the_callers_key_never_reaches_the_owner(cl, pg):
     finally:
         stop.set()
         beat.join()
+        # Gone for good: no later placement may pick it.
+        pg.sql("UPDATE cluster_nodes SET state = 'down', heartbeat_at = 0 WHERE id = 'fake'")
         fake.stop()
+
+
+def test_runtime_sandbox_routes_are_forwarded(cl):
+    sid = f"fwd-{time.time_ns() % 10**9}"
+    base = f"/languages/python/sandboxes/{sid}"
+    a = cl.nodes["a"]
+    status, res, _ = a.request("POST", base + "/execute", {"code": "open('/workspace/rt.txt', 'w').write('rt-42')"},
+                               headers=auth())
+    assert status == 200, res
+    owner, others = cl.others(sid)
+    for d in others:
+        status, res, _ = d.request("POST", base + "/execute", {"code": "open('/workspace/rt.txt').read()"},
+                                   headers=auth())
+        assert status == 200 and "rt-42" in json.dumps(res), res
