@@ -269,21 +269,6 @@ static int build_head(struct http_request *req, const char *host, unsigned port,
         return r < 0 ? r : 0;
 }
 
-static int send_all(int fd, const void *data, size_t len)
-{
-        const char *p = data;
-        while (len) {
-                ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return n < 0 ? -errno : -EPIPE;
-                p += n;
-                len -= (size_t)n;
-        }
-        return 0;
-}
-
 /* ---- the reply's head ---- */
 
 struct reply_head {

@@ -8,25 +8,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/io.h"
 #include "http/forward.h"
 #include "http/internal.h"
 
 #define RELAY_CHUNK (16 * 1024)
-
-static int send_all(int fd, const void *data, size_t len)
-{
-        const char *p = data;
-        while (len) {
-                ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return n < 0 ? -errno : -EPIPE;
-                p += n;
-                len -= (size_t)n;
-        }
-        return 0;
-}
 
 /* Copies n bytes (or, with n UINT64_MAX, everything up to EOF) from c to
  * write(cls, …). 0, -EPROTO when the body ends early, or the write's error. */
@@ -183,14 +169,9 @@ static bool pump(int from, int to)
         return n > 0 && send_all(to, buf, (size_t)n) == 0;
 }
 
-static void splice_run(int fd, const void *extra, size_t extra_len, void *ctx)
+void http_splice(int a, int b)
 {
-        struct fwd_conn *c = ctx;
-        const char *early = c->pending ? c->pending + c->pending_off : NULL;
-        if ((extra_len && send_all(c->fd, extra, extra_len) < 0) ||
-            (early && c->pending_len > c->pending_off && send_all(fd, early, c->pending_len - c->pending_off) < 0))
-                return;
-        struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = c->fd, .events = POLLIN } };
+        struct pollfd p[2] = { { .fd = a, .events = POLLIN }, { .fd = b, .events = POLLIN } };
         for (;;) {
                 if (poll(p, 2, -1) < 0) {
                         if (errno == EINTR)
@@ -198,11 +179,21 @@ static void splice_run(int fd, const void *extra, size_t extra_len, void *ctx)
                         return;
                 }
                 /* Either side closing ends both: a WebSocket has no half-close. */
-                if (p[0].revents && !pump(fd, c->fd))
+                if (p[0].revents && !pump(a, b))
                         return;
-                if (p[1].revents && !pump(c->fd, fd))
+                if (p[1].revents && !pump(b, a))
                         return;
         }
+}
+
+static void splice_run(int fd, const void *extra, size_t extra_len, void *ctx)
+{
+        struct fwd_conn *c = ctx;
+        const char *early = c->pending ? c->pending + c->pending_off : NULL;
+        if ((extra_len && send_all(c->fd, extra, extra_len) < 0) ||
+            (early && c->pending_len > c->pending_off && send_all(fd, early, c->pending_len - c->pending_off) < 0))
+                return;
+        http_splice(fd, c->fd);
 }
 
 static void splice_free(void *ctx)

@@ -257,6 +257,9 @@ struct http_upgrade_ops {
         void (*free)(void *ctx);
 };
 int http_upgrade_raw(struct http_response *res, const struct http_upgrade_ops *ops, void *ctx);
+/* For a raw upgrade's run(): copies bytes both ways between two connected
+ * sockets until either side ends or fails. */
+void http_splice(int a, int b);
 
 /* ---- forwarding to another node (forward.c) ----
  * Proxies the current request to base_url ("http://host[:port][/prefix]"):
