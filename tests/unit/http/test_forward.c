@@ -87,13 +87,7 @@ static void up_nothing(struct http_request *req, struct http_response *res)
 static void echo_run(int fd, const void *extra, size_t extra_len, void *ctx)
 {
         (void)ctx;
-        if (extra_len)
-                ASSERT_EQ(write_all(fd, extra, extra_len), 0);
-        char b[4096];
-        ssize_t n;
-        while ((n = read(fd, b, sizeof(b))) > 0)
-                if (write_all(fd, b, (size_t)n) < 0)
-                        break;
+        echo_until_eof(fd, extra, extra_len);
 }
 
 static void echo_free(void *ctx)
@@ -121,6 +115,18 @@ static const struct route up_routes[] = {
 };
 
 /* ---- front ---- */
+
+/* Sends raw on a new connection to port and reads the reply's head, which
+ * must have status; the connection, left open for the body. */
+static int open_expect(unsigned port, const char *raw, int status, struct resp *r)
+{
+        int fd = tcp_connect(port);
+        send_str(fd, raw);
+        memset(r, 0, sizeof(*r));
+        read_head(fd, r);
+        ASSERT_EQ(r->status, status);
+        return fd;
+}
 
 static void h_forward(struct http_request *req, struct http_response *res)
 {
@@ -236,12 +242,9 @@ TEST(bodiless_reply_is_relayed)
 TEST(sse_events_arrive_as_they_are_sent)
 {
         start_both();
-        int fd = tcp_connect(http_server_port(front));
-        send_str(fd, "GET /sse HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
         struct resp r;
-        memset(&r, 0, sizeof(r));
-        read_head(fd, &r);
-        ASSERT_EQ(r.status, 200);
+        int fd = open_expect(http_server_port(front), "GET /sse HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+                             200, &r);
         char v[64];
         ASSERT_STREQ(resp_header(&r, "Content-Type", v, sizeof(v)), "text/event-stream");
         ASSERT_STREQ(resp_header(&r, "X-Stream", v, sizeof(v)), "yes");
@@ -282,12 +285,10 @@ TEST(big_chunked_body_is_relayed_whole)
 TEST(upgrade_is_spliced_both_ways)
 {
         start_both();
-        int fd = tcp_connect(http_server_port(front));
-        send_str(fd, "GET /raw HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: echo/1\r\n\r\n");
         struct resp r;
-        memset(&r, 0, sizeof(r));
-        read_head(fd, &r);
-        ASSERT_EQ(r.status, 101);
+        int fd = open_expect(http_server_port(front),
+                             "GET /raw HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: echo/1\r\n\r\n",
+                             101, &r);
         char v[64];
         ASSERT_STREQ(resp_header(&r, "Upgrade", v, sizeof(v)), "echo/1");
         for (int i = 0; i < 3; i++) {
