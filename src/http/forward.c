@@ -449,6 +449,7 @@ int http_forward(struct http_request *req, struct http_response *res, const char
                 return r;
         }
         r = relay(req, res, &c, &h, extra);
+        res->relayed = r == 0;
         if (r < 0) {
                 log_warn("forward %s %s to %s: relaying: %s", req->method, req->path, base_url, strerror(-r));
                 reply_reset(res); /* no half-relayed headers under the caller's error */

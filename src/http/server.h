@@ -74,6 +74,7 @@ struct http_response {
         struct http_ws *ws;         /* HTTP_REPLY_WEBSOCKET */
         struct http_upgrade *upgrade; /* HTTP_REPLY_UPGRADE */
         struct http_header_node *headers;
+        bool relayed;               /* the reply is another node's (http_forward) */
 };
 
 /* How the server serialised JSON before the shortest-double rewrite; kept

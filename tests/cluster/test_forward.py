@@ -150,6 +150,9 @@ def test_controller_routes_are_forwarded_as_the_caller(cl):
     assert status == 200, res
     status, res, _ = y.request("POST", V1 + f"/sandbox/{sid}/execute", {"command": "cat ctl.txt"}, headers=creds)
     assert status == 200 and "ctl-42" in json.dumps(res), res
+    # One audit row per forwarded write (the owner's), not one per node it crossed.
+    rows = cl.pg.sql(f"SELECT count(*) FROM audit WHERE path = '{V1}/sandbox/{sid}/execute'")
+    assert rows == ["2"], rows
     for d in (x, y):
         status, res, _ = d.request("GET", V1 + f"/sandbox/{sid}", headers=creds)
         assert status == 200 and res["sandbox_id"] == sid, res

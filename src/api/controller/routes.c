@@ -40,7 +40,9 @@ static void ctl_finish(void *cls, struct http_request *req, struct http_response
         char id[STORE_ID_MAX];
         request_id(req, id);
         (void)http_response_header(res, "X-Request-Id", id);
-        ctl_audit_record(app, req, res, id);
+        /* A relayed reply: the node that served it keeps the audit row. */
+        if (!res->relayed)
+                ctl_audit_record(app, req, res, id);
         const struct ctl_caller *c = ctl_caller(req);
         bool safe = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0 ||
                     strcmp(req->method, "OPTIONS") == 0;
