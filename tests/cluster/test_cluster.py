@@ -135,3 +135,24 @@ def test_kill9_of_the_owner_rehomes_its_sandbox_with_its_files(cluster):
     new = poll(lambda: (lambda o: o if o and o[0] not in ("", owner) else None)(cluster.owner(s)),
                timeout=DEAD_AFTER_MS / 1000 + 10, what="the sandbox to be re-homed")
     assert execute(cluster.nodes[new[0]], s, "open('/workspace/kept.txt').read()") == "'durable'"
+
+
+def test_a_node_stopped_and_resumed_drops_the_sandbox_another_node_took(cluster):
+    a = cluster.node("a")
+    cluster.node("b", extra_sets=["cluster.heartbeat_ms=100"])
+    s = sid()
+    assert execute(a, s, "1 + 1") == "2"
+    if cluster.owner(s)[0] != "a":
+        pytest.skip("placement put the sandbox on b")
+    loaded = lambda n: view(cluster, "a")["a"]["load"]["sandboxes"] == n  # noqa: E731
+    poll(lambda: loaded(1), what="a to count its sandbox")
+    a.proc.send_signal(19)   # SIGSTOP: a's heartbeat goes stale, b adopts
+    try:
+        poll(lambda: (lambda o: o if o and o[0] == "b" else None)(cluster.owner(s)),
+             timeout=DEAD_AFTER_MS / 1000 + 10, what="b to adopt a's sandbox")
+    finally:
+        a.proc.send_signal(18)   # SIGCONT
+    # Fencing: a's next heartbeat sees the row names b and drops its copy.
+    poll(lambda: loaded(0), what="a to drop the sandbox b owns")
+    assert cluster.owner(s) == ("b", 1)
+    assert execute(cluster.nodes["b"], s, "2 + 2") == "4"
