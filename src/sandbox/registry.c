@@ -119,8 +119,12 @@ uint64_t sandbox_expiry_for(const struct sandbox_options *opt, uint64_t now)
 int sandbox_tenant_usage(struct sandbox_mgr *m, uint64_t *ret_n, uint64_t *ret_reserved)
 {
         uint64_t n = 0, reserved = 0;
-        int r = store_sandbox_count(m->store, &n);
-        if (r == 0)
+        int r;
+        /* In cluster mode the caps are this node's: its own disk, its own
+         * sandboxes (the warm ones subtracted below are its own too). */
+        if (m->opt.node_id[0])
+                r = store_sandbox_usage_on_node(m->store, m->opt.node_id, m->opt.workspace_bytes, &n, &reserved);
+        else if ((r = store_sandbox_count(m->store, &n)) == 0)
                 r = store_sandbox_disk_reserved(m->store, m->opt.workspace_bytes, &reserved);
         if (r < 0)
                 return r;

@@ -236,6 +236,8 @@ struct store_ops {
         int (*sandbox_owner)(struct store *s, const char *id, struct store_owner *ret);
         /* Pushes struct store_owner items. */
         int (*sandbox_list_on_node)(struct store *s, const char *node_id, struct store_rows *out);
+        int (*sandbox_usage_on_node)(struct store *s, const char *node_id, uint64_t default_bytes,
+                                     uint64_t *ret_count, uint64_t *ret_reserved);
         int (*node_heartbeat)(struct store *s, const struct node_row *row);
         /* Pushes struct node_row items. */
         int (*node_list)(struct store *s, struct store_rows *out);

@@ -99,3 +99,10 @@ int store_sandbox_each_on_node(struct store *s, const char *node_id,
         }
         return 0;
 }
+
+int store_sandbox_usage_on_node(struct store *s, const char *node_id, uint64_t default_bytes, uint64_t *ret_count,
+                                uint64_t *ret_reserved)
+{
+        STORE_CALL(s, ret_count && ret_reserved, node_id,
+                   s->ops->sandbox_usage_on_node(s, node_id, default_bytes, ret_count, ret_reserved));
+}

@@ -448,6 +448,11 @@ int store_sandbox_claim(struct store *s, const char *id, const char *node_id, ui
                         uint64_t *ret_epoch);
 /* Who owns sandbox id: *ret_node ("" = nobody) and its epoch; -ENOENT. */
 int store_sandbox_owner(struct store *s, const char *id, char ret_node[static STORE_ID_MAX], uint64_t *ret_epoch);
+/* How many sandboxes node_id owns and the workspace bytes they may fill
+ * (store_sandbox_count and store_sandbox_disk_reserved for one node: its
+ * own disk and caps in cluster mode). */
+int store_sandbox_usage_on_node(struct store *s, const char *node_id, uint64_t default_bytes, uint64_t *ret_count,
+                                uint64_t *ret_reserved);
 /* Calls fn for each sandbox owned by node_id (its id and lease epoch),
  * ordered by id; rows read first, fn run afterwards. */
 int store_sandbox_each_on_node(struct store *s, const char *node_id,

@@ -4,6 +4,7 @@
  * session cookie, the CSRF token as x-csrf-token and __stateset_csrf).
  * Also the cheap health routes. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -11,6 +12,7 @@
 #include "api/common/cluster_route.h"
 #include "api/common/group.h"
 #include "api/controller/controller.h"
+#include "cluster/cluster.h"
 #include "base/util.h"
 
 /* A client's id is echoed when it is a plain token (at most 128 of
@@ -73,6 +75,40 @@ static void h_ready(struct http_request *req, struct http_response *res)
         http_json(res, 200, json_pack("{s:s}", "status", "ready"));
 }
 
+/* A node's state as seen from here: its own word ("up", "down") while its
+ * heartbeat is fresh, else "dead". */
+static const char *node_state(const struct cluster_node_info *n)
+{
+        return n->live || strcmp(n->row.state, "down") == 0 ? n->row.state : "dead";
+}
+
+static json_t *node_view(const struct cluster_node_info *n)
+{
+        const struct node_row *r = &n->row;
+        return json_pack("{s:s, s:s, s:s, s:b, s:b, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I}}", "id", r->id, "url",
+                         r->url, "state", node_state(n), "live", n->live, "self", n->self, "epoch",
+                         (json_int_t)r->epoch, "started_at", (json_int_t)r->started_at, "heartbeat_age_ms",
+                         (json_int_t)n->age_ms, "load", "cpu_millis", (json_int_t)r->cpu_millis, "mem_bytes",
+                         (json_int_t)r->mem_bytes, "contexts", (json_int_t)r->contexts, "sandboxes",
+                         (json_int_t)r->sandboxes);
+}
+
+/* Cluster mode's part of /health/detailed: this node, every node as the
+ * last heartbeat read them, and the sandboxes re-homed here. */
+static json_t *cluster_view(struct cluster *c)
+{
+        struct cluster_node_info *v = NULL;
+        size_t n = 0;
+        json_t *nodes = json_array();
+
+        if (cluster_nodes(c, &v, &n) == 0)
+                for (size_t i = 0; i < n; i++)
+                        json_array_append_new(nodes, node_view(&v[i]));
+        free(v);
+        return json_pack("{s:s, s:I, s:o, s:I}", "node_id", cluster_node_id(c), "epoch",
+                         (json_int_t)cluster_epoch(c), "nodes", nodes, "rehomes", (json_int_t)cluster_rehomes(c));
+}
+
 static void h_health_detailed(struct http_request *req, struct http_response *res)
 {
         struct app *app = req->app;
@@ -80,12 +116,14 @@ static void h_health_detailed(struct http_request *req, struct http_response *re
         int ok = store_integrity_check(app->store, msg, sizeof(msg)) == 0;
         uint64_t sandboxes = 0;
         (void)store_sandbox_count(app->store, &sandboxes);
-        http_json(res, ok ? 200 : 503,
-                  json_pack("{s:s, s:I, s:{s:s, s:s}, s:{s:I}, s:I, s:b}", "status", ok ? "ok" : "degraded",
-                            "uptime_ms", (json_int_t)(wall_ms() - app->started_ms), "store", "backend",
-                            store_backend_name(app->store), "status", ok ? "ok" : msg, "sandboxes", "count",
-                            (json_int_t)sandboxes, "busy_executions", (json_int_t)http_server_busy(app->srv), "draining",
-                            http_server_draining(app->srv)));
+        json_t *body = json_pack("{s:s, s:I, s:{s:s, s:s}, s:{s:I}, s:I, s:b}", "status", ok ? "ok" : "degraded",
+                                 "uptime_ms", (json_int_t)(wall_ms() - app->started_ms), "store", "backend",
+                                 store_backend_name(app->store), "status", ok ? "ok" : msg, "sandboxes", "count",
+                                 (json_int_t)sandboxes, "busy_executions", (json_int_t)http_server_busy(app->srv),
+                                 "draining", http_server_draining(app->srv));
+        if (body && app->cluster)
+                json_object_set_new(body, "cluster", cluster_view(app->cluster));
+        http_json(res, ok ? 200 : 503, body);
 }
 
 static const struct route health_routes[] = {

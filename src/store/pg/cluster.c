@@ -94,3 +94,19 @@ int pgs_sandbox_list_on_node(struct store *s, const char *node_id, struct store_
         return pgs_list(db, "SELECT id, node_id, lease_epoch FROM sandboxes WHERE node_id = $1 ORDER BY id", out,
                         owner_decode, "t", node_id);
 }
+
+int pgs_sandbox_usage_on_node(struct store *s, const char *node_id, uint64_t default_bytes, uint64_t *ret_count,
+                              uint64_t *ret_reserved)
+{
+        _cleanup_res_ PGresult *res = NULL;
+        PGS_CONN(s, db);
+        int r = pgs_query_row(db,
+                              "SELECT COUNT(*), COALESCE(SUM(CASE WHEN workspace_bytes = 0 THEN $1 "
+                              "ELSE workspace_bytes END), 0) FROM sandboxes WHERE node_id = $2",
+                              &res, "ut", default_bytes, node_id);
+        if (r < 0)
+                return r == -ENOENT ? -EIO : r;
+        *ret_count = pgs_u64(res, 0, 0);
+        *ret_reserved = pgs_u64(res, 0, 1);
+        return 0;
+}

@@ -234,6 +234,7 @@ const struct store_ops store_pg_ops = {
         .sandbox_claim = pgs_sandbox_claim,
         .sandbox_owner = pgs_sandbox_owner,
         .sandbox_list_on_node = pgs_sandbox_list_on_node,
+        .sandbox_usage_on_node = pgs_sandbox_usage_on_node,
         .node_heartbeat = pgs_node_heartbeat,
         .node_list = pgs_node_list,
         .context_insert = pgs_context_insert,

@@ -83,3 +83,18 @@ int sq_sandbox_list_on_node(struct store *s, const char *node_id, struct store_r
         return sq_list(sq_db(s), "SELECT id, node_id, lease_epoch FROM sandboxes WHERE node_id = ? ORDER BY id", out,
                        owner_decode, "t", node_id);
 }
+
+int sq_sandbox_usage_on_node(struct store *s, const char *node_id, uint64_t default_bytes, uint64_t *ret_count,
+                             uint64_t *ret_reserved)
+{
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = sq_query_row(sq_db(s),
+                             "SELECT COUNT(*), COALESCE(SUM(CASE WHEN workspace_bytes = 0 THEN ? "
+                             "ELSE workspace_bytes END), 0) FROM sandboxes WHERE node_id = ?",
+                             &st, "ut", default_bytes, node_id);
+        if (r < 0)
+                return r == -ENOENT ? -EIO : r;
+        *ret_count = sq_column_u64(st, 0);
+        *ret_reserved = sq_column_u64(st, 1);
+        return 0;
+}

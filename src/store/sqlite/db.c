@@ -271,6 +271,7 @@ const struct store_ops store_sqlite_ops = {
         .sandbox_claim = sq_sandbox_claim,
         .sandbox_owner = sq_sandbox_owner,
         .sandbox_list_on_node = sq_sandbox_list_on_node,
+        .sandbox_usage_on_node = sq_sandbox_usage_on_node,
         .node_heartbeat = sq_node_heartbeat,
         .node_list = sq_node_list,
         .context_insert = sq_context_insert,

@@ -194,3 +194,29 @@ TEST(cluster_racing_claims_from_one_epoch_exactly_one_wins)
         ASSERT_TRUE(unid(owner) && unid(owner)[0] == 'n');
         store_close(s);
 }
+
+TEST(cluster_usage_on_node_counts_and_sums_only_that_nodes_sandboxes)
+{
+        struct store *s = open_store();
+        struct sandbox_row row = { .created_at = 1, .workspace_bytes = 1000 };
+        uint64_t n = 99, bytes = 99;
+
+        ASSERT_OK(store_org_ensure(s, id("o1"), "Org"));
+        snprintf(row.org_id, sizeof(row.org_id), "%s", id("o1"));
+        snprintf(row.node_id, sizeof(row.node_id), "%s", id("a"));
+        snprintf(row.id, sizeof(row.id), "%s", id("s1"));
+        ASSERT_OK(store_sandbox_put(s, &row));
+        row.workspace_bytes = 0;   /* the default's */
+        snprintf(row.id, sizeof(row.id), "%s", id("s2"));
+        ASSERT_OK(store_sandbox_put(s, &row));
+        snprintf(row.node_id, sizeof(row.node_id), "%s", id("b"));
+        snprintf(row.id, sizeof(row.id), "%s", id("s3"));
+        ASSERT_OK(store_sandbox_put(s, &row));
+        ASSERT_OK(store_sandbox_usage_on_node(s, id("a"), 7, &n, &bytes));
+        ASSERT_U64_EQ(n, 2);
+        ASSERT_U64_EQ(bytes, 1007);
+        ASSERT_OK(store_sandbox_usage_on_node(s, id("c"), 7, &n, &bytes));
+        ASSERT_U64_EQ(n, 0);
+        ASSERT_U64_EQ(bytes, 0);
+        store_close(s);
+}
