@@ -1,9 +1,9 @@
-"""Fixtures of the forwarding tests (tests/cluster/test_forward.py): a
-throwaway PostgreSQL (tests/pg/pg_cluster.sh) and three real daemons A, B
-and C on it, one cluster (same store, same secret, node ids a, b, c), each
-with the same API key; psql to read who owns a sandbox; the inter-node
-signature computed independently in Python; a fake node (an HTTP server
-that records what reaches it) made the owner of a sandbox in the store."""
+"""Helpers of the forwarding tests (tests/cluster/test_forward.py), on
+cluster_common's Cluster (one PostgreSQL database of tests/pg/pg_plugin.py,
+real daemons on it): three nodes a, b, c with the same user API key; who
+owns a sandbox; the inter-node signature computed independently in Python;
+a fake node (an HTTP server that records what reaches it) made the owner
+of a sandbox in the store."""
 import base64
 import hashlib
 import hmac
@@ -11,81 +11,36 @@ import http.client
 import http.server
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-import pytest
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cluster_common  # noqa: E402
+from cluster_common import SECRET, poll, psql  # noqa: E402,F401
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TESTS = os.path.dirname(HERE)
-sys.path.insert(0, TESTS)
-from api_loader import load_api  # noqa: E402
-
-api = load_api()
-PG_SCRIPT = os.path.join(TESTS, "pg", "pg_cluster.sh")
 KEY = "user-k3y"
-SECRET = "cluster-s3cret"
-SETS = list(api.FAST_LIMITS) + ["pool.size=0", f"api_key={KEY}", f"cluster.secret={SECRET}",
-                                "cluster.heartbeat_ms=200", "cluster.dead_after_ms=3000"]
 
 
-def pg_bin():
-    root = "/usr/lib/postgresql"
-    versions = sorted((v for v in os.listdir(root) if v.isdigit()), key=int) if os.path.isdir(root) else []
-    return f"{root}/{versions[-1]}/bin" if versions else ""
+class Nodes(cluster_common.Cluster):
+    """Three nodes a, b, c; .nodes maps node id → Daemon."""
 
-
-class Pg:
     def __init__(self):
-        d = tempfile.mkdtemp(prefix="sbx-cl-pg-")
-        os.rmdir(d)
-        res = subprocess.run([PG_SCRIPT, "start", d], capture_output=True, text=True)
-        if res.returncode != 0:
-            subprocess.run([PG_SCRIPT, "stop", d], capture_output=True)
-            pytest.skip(f"PostgreSQL cannot be started: {res.stderr.strip()[:300]}")
-        self.dir = d
-        self.url = res.stdout.strip()
+        super().__init__()
+        for nid in ("a", "b", "c"):
+            self.node(nid, extra_sets=[f"api_key={KEY}"])
 
     def sql(self, query):
-        """Runs query with psql; its rows as a list of '|'-separated strings."""
-        res = subprocess.run([os.path.join(pg_bin(), "psql"), "-h", self.dir, "-U", "sandboxd", "-d", "sandboxd",
-                              "-At", "-c", query], capture_output=True, text=True, check=True)
-        return [line for line in res.stdout.splitlines() if line]
+        return ["|".join(row) for row in psql(self.db, query)]
 
-    def stop(self):
-        subprocess.run([PG_SCRIPT, "stop", self.dir], capture_output=True)
-
-
-class Cluster:
-    """Three nodes; .nodes maps node id → Daemon."""
-
-    def __init__(self, pg):
-        self.pg = pg
-        self.nodes = {}
-        for nid in ("a", "b", "c"):
-            self.nodes[nid] = api.Daemon(sets=SETS + [f"cluster.node_id={nid}"], extra_args=["--store", pg.url])
-
-    def owner(self, sid, timeout=10):
+    def owner_of(self, sid):
         """The node id the store names as sid's owner (waits for one)."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            rows = self.pg.sql(f"SELECT node_id FROM sandboxes WHERE id = '{sid}'")
-            if rows and rows[0]:
-                return rows[0]
-            time.sleep(0.1)
-        raise AssertionError(f"no owner for {sid}: {self.pg.sql('SELECT id, node_id FROM sandboxes')}")
+        return poll(lambda: (self.owner(sid) or ("", 0))[0], timeout=10, what=f"an owner of {sid}")
 
     def others(self, sid):
         """(owner id, [the two other nodes' Daemons])."""
-        o = self.owner(sid)
+        o = self.owner_of(sid)
         return o, [d for nid, d in sorted(self.nodes.items()) if nid != o]
-
-    def cleanup(self):
-        for d in self.nodes.values():
-            d.cleanup()
 
 
 def auth(key=KEY):
@@ -158,11 +113,11 @@ class FakeNode:
         self.server.shutdown()
 
 
-def keep_alive(pg, node_id, url, stop):
+def keep_alive(cl, node_id, url, stop):
     """Heartbeats node_id in the store (as a live node would) until stop is set."""
     while not stop.is_set():
         now = int(time.time() * 1000)
-        pg.sql("INSERT INTO cluster_nodes(id, url, epoch, started_at, heartbeat_at, state) "
+        cl.sql("INSERT INTO cluster_nodes(id, url, epoch, started_at, heartbeat_at, state) "
                f"VALUES ('{node_id}', '{url}', 1, {now}, {now}, 'up') "
                f"ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, heartbeat_at = {now}, state = 'up'")
         stop.wait(0.2)

@@ -19,24 +19,21 @@ import pytest
 import websocket
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from forward_common import (KEY, SECRET, Cluster, FakeNode, Pg, auth, keep_alive,  # noqa: E402
+from forward_common import (KEY, SECRET, FakeNode, Nodes, auth, keep_alive,  # noqa: E402
                             new_bridge_sandbox, request, signed_headers, signature)
+from cluster_common import PG_HOST  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not PG_HOST, reason="needs the PostgreSQL cluster of tests/pg/pg_plugin.py "
+                                                    "(make cluster)")
 
 V1 = "/api/v1"
 
 
 @pytest.fixture(scope="module")
-def pg():
-    p = Pg()
-    yield p
-    p.stop()
-
-
-@pytest.fixture(scope="module")
-def cl(pg):
-    c = Cluster(pg)
+def cl():
+    c = Nodes()
     yield c
-    c.cleanup()
+    c.close()
 
 
 def put_file(d, sid, path, data):
@@ -151,7 +148,7 @@ def test_controller_routes_are_forwarded_as_the_caller(cl):
     status, res, _ = y.request("POST", V1 + f"/sandbox/{sid}/execute", {"command": "cat ctl.txt"}, headers=creds)
     assert status == 200 and "ctl-42" in json.dumps(res), res
     # One audit row per forwarded write (the owner's), not one per node it crossed.
-    rows = cl.pg.sql(f"SELECT count(*) FROM audit WHERE path = '{V1}/sandbox/{sid}/execute'")
+    rows = cl.sql(f"SELECT count(*) FROM audit WHERE path = '{V1}/sandbox/{sid}/execute'")
     assert rows == ["2"], rows
     for d in (x, y):
         status, res, _ = d.request("GET", V1 + f"/sandbox/{sid}", headers=creds)
@@ -169,7 +166,7 @@ def test_controller_routes_are_forwarded_as_the_caller(cl):
 
 def test_forged_stale_or_foreign_signatures_are_refused(cl):
     sid = new_bridge_sandbox(cl.nodes["a"])
-    owner = cl.owner(sid)
+    owner = cl.owner_of(sid)
     d = cl.nodes[owner]
     target = f"/v1/sandbox/{sid}/running"
     # The same request signed right is served (the Python signature agrees).
@@ -189,15 +186,15 @@ def test_forged_stale_or_foreign_signatures_are_refused(cl):
         assert status == 401, (h, body)
 
 
-def test_the_callers_key_never_reaches_the_owner(cl, pg):
+def test_the_callers_key_never_reaches_the_owner(cl):
     sid = new_bridge_sandbox(cl.nodes["a"])
     fake = FakeNode()
     stop = threading.Event()
-    beat = threading.Thread(target=keep_alive, args=(pg, "fake", fake.url, stop), daemon=True)
+    beat = threading.Thread(target=keep_alive, args=(cl, "fake", fake.url, stop), daemon=True)
     beat.start()
     try:
         time.sleep(0.3)  # one heartbeat row written before the move (not an assert)
-        pg.sql(f"UPDATE sandboxes SET node_id = 'fake', lease_epoch = lease_epoch + 1 WHERE id = '{sid}'")
+        cl.sql(f"UPDATE sandboxes SET node_id = 'fake', lease_epoch = lease_epoch + 1 WHERE id = '{sid}'")
         via = cl.nodes["b"]
         target = f"/v1/sandbox/{sid}/running"
         deadline = time.time() + 10
@@ -222,7 +219,7 @@ def test_the_callers_key_never_reaches_the_owner(cl, pg):
         stop.set()
         beat.join()
         # Gone for good: no later placement may pick it.
-        pg.sql("UPDATE cluster_nodes SET state = 'down', heartbeat_at = 0 WHERE id = 'fake'")
+        cl.sql("UPDATE cluster_nodes SET state = 'down', heartbeat_at = 0 WHERE id = 'fake'")
         fake.stop()
 
 
