@@ -172,6 +172,11 @@ def test_forged_stale_or_foreign_signatures_are_refused(cl):
     # The same request signed right is served (the Python signature agrees).
     status, body, _ = request(d, "GET", target, headers=signed_headers("GET", target))
     assert status == 200, body
+    # Signed but sent to a node that does not own it: never forwarded again,
+    # never served twice — a 503 to retry.
+    other = next(n for nid, n in cl.nodes.items() if nid != owner)
+    status, body, h = request(other, "GET", target, headers=signed_headers("GET", target))
+    assert status == 503 and h["retry-after"] == "1", (status, body)
     bad = [
         signed_headers("GET", target, t=int(time.time() * 1000) - 120_000),          # stale
         signed_headers("GET", target, t=int(time.time() * 1000) + 120_000),          # future

@@ -66,8 +66,18 @@ static int sign_request(struct app *app, struct http_request *req, const struct 
         return api_cluster_sign(cluster_secret(app->cluster), time_ms, req->method, target, *identity, sig);
 }
 
-/* Forwards req to url as who; false when it could not be signed or sent
- * (res then holds a 502 in the facade's envelope). */
+/* An error in the facade's envelope (a plain {"error"} without one). */
+static void fail(const struct api_cluster_facade *f, void *cls, struct http_response *res, int status,
+                 const char *msg)
+{
+        if (f && f->envelope)
+                f->envelope(cls, res, status, msg);
+        else
+                http_json(res, status, json_pack("{s:s}", "error", msg));
+}
+
+/* Forwards req to url as who: res holds the owner's reply, or a 502 in
+ * the facade's envelope when it could not be signed, sent or read. */
 static void forward_to(struct app *app, struct http_request *req, struct http_response *res, const char *url,
                        const struct tenant_principal *who, const struct api_cluster_facade *f, void *cls)
 {
@@ -90,10 +100,14 @@ static void forward_to(struct app *app, struct http_request *req, struct http_re
                 return;
         char msg[CLUSTER_URL_MAX + 64];
         snprintf(msg, sizeof(msg), "The node that owns this sandbox (%s) cannot be reached", url);
-        if (f && f->envelope)
-                f->envelope(cls, res, 502, msg);
-        else
-                http_json(res, 502, json_pack("{s:s}", "error", msg));
+        fail(f, cls, res, 502, msg);
+}
+
+/* A 503 the client should retry. */
+static void unavailable(const struct api_cluster_facade *f, void *cls, struct http_response *res, const char *msg)
+{
+        fail(f, cls, res, 503, msg);
+        res->retry_after = 1;
 }
 
 static bool route_and_forward(struct app *app, struct http_request *req, struct http_response *res,
@@ -104,18 +118,21 @@ static bool route_and_forward(struct app *app, struct http_request *req, struct 
                 return false;
         char url[CLUSTER_URL_MAX];
         int r = sandbox_id ? cluster_route(app->cluster, sandbox_id, may_create, url) : cluster_place(app->cluster, url);
-        /* A forwarded request is served here whatever this node believes
-         * (the sender found us the owner): never a second hop, never a loop.
-         * The route above still ran: it claims an unowned sandbox. */
-        if (api_cluster_signed(req))
-                return false;
+        if (api_cluster_signed(req)) {
+                /* Forwarded here: never a second hop (no loops). The route
+                 * above claimed the sandbox if it was unowned; if a live
+                 * node took it since the sender looked, serving it here
+                 * would make two owners: the client retries instead (and
+                 * its node routes afresh). A create is served where the
+                 * sender placed it. */
+                if (!sandbox_id || r != CLUSTER_REMOTE)
+                        return false;
+                unavailable(f, cls, res, "The sandbox moved to another node; retry");
+                return true;
+        }
         if (r < 0) {
                 log_warn("cluster: cannot route %s %s: %s", req->method, req->path, strerror(-r));
-                if (f && f->envelope)
-                        f->envelope(cls, res, 503, "The cluster's store cannot be reached; retry later");
-                else
-                        http_json(res, 503, json_pack("{s:s}", "error", "The cluster's store cannot be reached"));
-                res->retry_after = 1;
+                unavailable(f, cls, res, "The cluster's store cannot be reached; retry later");
                 return true;
         }
         if (r == CLUSTER_LOCAL)
