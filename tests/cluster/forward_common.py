@@ -37,6 +37,10 @@ class Nodes(cluster_common.Cluster):
         """The node id the store names as sid's owner (waits for one)."""
         return poll(lambda: (self.owner(sid) or ("", 0))[0], timeout=10, what=f"an owner of {sid}")
 
+    def view(self, name):
+        """{node id: node} as name's /health/detailed shows them."""
+        return {n["id"]: n for n in self.health(name)["cluster"]["nodes"]}
+
     def others(self, sid):
         """(owner id, [the two other nodes' Daemons])."""
         o = self.owner_of(sid)
@@ -110,7 +114,11 @@ class FakeNode:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def stop(self):
-        self.server.shutdown()
+        """Stops answering (idempotent): connections are then refused."""
+        if self.server:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
 
 
 def keep_alive(cl, node_id, url, stop):

@@ -19,7 +19,7 @@ import pytest
 import websocket
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from forward_common import (KEY, SECRET, FakeNode, Nodes, auth, keep_alive,  # noqa: E402
+from forward_common import (KEY, SECRET, FakeNode, Nodes, auth, keep_alive, poll,  # noqa: E402
                             new_bridge_sandbox, request, signed_headers, signature)
 from cluster_common import PG_HOST  # noqa: E402
 
@@ -220,12 +220,21 @@ def test_the_callers_key_never_reaches_the_owner(cl):
             SECRET, headers["x-sandboxd-cluster-time"], "GET", path, headers["x-sandboxd-identity"])
         ident = json.loads(base64.urlsafe_b64decode(headers["x-sandboxd-identity"] + "=="))
         assert ident["facade"] == "bridge"
+        # An owner that is alive in the store but does not answer: a 502 in
+        # the facade's envelope, not a hang and not a local copy.
+        fake.stop()
+        status, body, _ = request(via, "GET", target, headers=auth())
+        assert status == 502, body
+        assert json.loads(body)["code"] == "internal_error", body
     finally:
         stop.set()
         beat.join()
-        # Gone for good: no later placement may pick it.
+        # Gone for good: no later placement may pick it (once every node
+        # has read the store again).
         cl.sql("UPDATE cluster_nodes SET state = 'down', heartbeat_at = 0 WHERE id = 'fake'")
         fake.stop()
+        for nid in cl.nodes:
+            poll(lambda nid=nid: not cl.view(nid).get("fake", {}).get("live"), timeout=10, what=f"{nid} to see fake down")
 
 
 def test_runtime_sandbox_routes_are_forwarded(cl):

@@ -84,7 +84,8 @@ static const char *code_for(int status)
         case 401: return "unauthorized";
         case 413: return "payload_too_large";
         case 503: return "capacity_exceeded";
-        case 500: return "internal_error";
+        case 500:
+        case 502: return "internal_error"; /* 502: a cluster node that owns the sandbox is unreachable */
         default: return "invalid_request"; /* 400, 404, 405, 415 */
         }
 }

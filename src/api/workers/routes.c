@@ -55,7 +55,8 @@ static const char *code_for(int status)
         case 401: return "UNAUTHORIZED";
         case 403: return "FORBIDDEN";
         case 503: return "OVERLOADED";
-        case 500: return "INTERNAL_ERROR";
+        case 500:
+        case 502: return "INTERNAL_ERROR"; /* 502: a cluster node that owns the sandbox is unreachable */
         default: return "VALIDATION_FAILED"; /* 400, 404, 405, 413, 415 */
         }
 }
