@@ -42,7 +42,7 @@ UNIT_SRCS := $(shell find tests/unit -name 'test_*.c' | sort)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 TAP_OBJ  := $(BUILD)/obj/tests/unit/tap_main.o
 
-.PHONY: all deps node-deps web install uninstall run test unit unit-pg api api-pg attacks check bench fuzz clean layers
+.PHONY: all deps node-deps web install uninstall run test unit unit-pg api api-pg cluster attacks check bench fuzz clean layers
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/sandboxd $(SHIM) $(INIT)
@@ -125,6 +125,13 @@ api-pg: $(BUILD)/sandboxd $(SHIM) $(INIT)
 	PYTHONPATH=tests/pg SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q -p no:cacheprovider \
 		-p pg_plugin -k "$(PG_SMOKE_SKIP)" $(PG_SMOKE) $(PYTEST_ARGS)
 
+# Cluster mode (issue 16), black-box: several daemons on one PostgreSQL
+# database (tests/pg/pg_plugin.py starts the server); plain pass only,
+# like api-pg.
+cluster: $(BUILD)/sandboxd $(SHIM) $(INIT)
+	PYTHONPATH=tests/pg:tests/cluster SANDBOXD_BIN=$(abspath $(BUILD)/sandboxd) /usr/bin/python3 -m pytest -q \
+		-p no:cacheprovider -p pg_plugin tests/cluster $(PYTEST_ARGS)
+
 # npm test tools (s3rver, playwright-core, an OpenAPI validator), pinned by
 # tests/node/package-lock.json; reinstalled when the lockfile changes.
 NODE_STAMP := tests/node/node_modules/.stamp-$(shell md5sum tests/node/package-lock.json 2>/dev/null | cut -c1-12)
@@ -150,7 +157,7 @@ api: $(BUILD)/sandboxd $(SHIM) $(INIT) $(NODE_STAMP)
 # Fuzzers carry their own ASan+UBSan build, so the short fuzz runs happen
 # once, in the plain `make test`, not again under SANITIZER=; so does the
 # PostgreSQL black-box smoke (its daemons are the same code as `api`'s).
-test: layers unit unit-pg api $(if $(SANITIZER),,api-pg fuzz-smoke)
+test: layers unit unit-pg api $(if $(SANITIZER),,api-pg cluster fuzz-smoke)
 
 check: test
 

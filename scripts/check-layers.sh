@@ -8,6 +8,7 @@
 #   base, store ← tenant
 #   base, jail, runtimes, shim(wire format only) ← engine
 #   base, jail, runtimes, engine, store, tenant ← sandbox
+#   base, jail, runtimes, engine, store, tenant, sandbox ← cluster
 #   base ← http
 #   base ← client ← mcp ;  base, client, mcp ← cli   (the HTTP client side)
 #   everything but main and cli ← api ;  everything ← main.c
@@ -29,11 +30,12 @@ declare -A allowed=(
   [tenant]="base store"
   [engine]="base jail runtimes shim"
   [sandbox]="base jail runtimes engine store tenant"
+  [cluster]="base jail runtimes engine store tenant sandbox"
   [http]="base"
   [client]="base"
   [mcp]="base client"
   [cli]="base client mcp"
-  [api]="base config jail runtimes shim engine store tenant sandbox http client mcp"
+  [api]="base config jail runtimes shim engine store tenant sandbox cluster http client mcp"
 )
 
 bad=0

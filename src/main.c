@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "api/app.h"
+#include "cluster/cluster.h"
 #include "api/workers/result_json.h"
 #include "api/bridge/bridge.h"
 #include "api/controller/controller.h"
@@ -211,8 +212,32 @@ static int build_config(const struct cli *cli, struct config *cfg)
         }
         if (!cfg->forkserver_dir[0]) /* the build puts the shim next to the binary */
                 exe_dir(cfg->forkserver_dir, sizeof(cfg->forkserver_dir));
+        /* The cluster secret from the environment wins over the file and
+         * --set: it is kept out of process listings and config files. */
+        const char *csecret = getenv("SANDBOXD_CLUSTER_SECRET");
+        if (csecret && csecret[0] && (r = config_set(cfg, "cluster.secret", csecret)) < 0) {
+                fprintf(stderr, "sandboxd: SANDBOXD_CLUSTER_SECRET: %s\n", strerror(-r));
+                return r;
+        }
         return 0;
 }
+
+/* Cluster mode needs the shared secret; its store should be PostgreSQL
+ * (SQLite serves one box only: nodes on one host sharing a file, tests). */
+static int check_cluster(const struct config *cfg)
+{
+        if (!cfg->cluster_node_id[0])
+                return 0;
+        if (!cfg->cluster_secret[0]) {
+                fprintf(stderr, "sandboxd: cluster.node_id is set but cluster.secret (or SANDBOXD_CLUSTER_SECRET) is not\n");
+                return -EINVAL;
+        }
+        if (strncmp(cfg->store, "postgres", 8) != 0)
+                log_warn("msg=\"cluster mode on a SQLite store: every node must run on this host\" node=%s",
+                         cfg->cluster_node_id);
+        return 0;
+}
+
 
 /* pool.<lang> takes any name in the config; only runtime ids mean something. */
 static int check_pool_langs(const struct config *cfg)
@@ -345,6 +370,7 @@ static void sandbox_options_from_config(const struct config *cfg, struct sandbox
         /* config_set only takes a known word. */
         sbx_journal_sync_parse(cfg->journal_sync, &ret->journal_sync);
         snprintf(ret->data_dir, sizeof(ret->data_dir), "%s", cfg->data_dir);
+        snprintf(ret->node_id, sizeof(ret->node_id), "%s", cfg->cluster_node_id);
         exec_limits_from_config(cfg, &ret->limits);
 }
 
@@ -479,6 +505,27 @@ static void log_start_failure(const char *what, const char *path, struct err *er
         err_done(err);
 }
 
+static int cluster_start(struct app *app)
+{
+        const struct config *cfg = app->cfg;
+        struct cluster_options o = { .heartbeat_ms = cfg->cluster_heartbeat_ms,
+                                     .dead_after_ms = cfg->cluster_dead_after_ms };
+        struct err err = { 0 };
+
+        if (!cfg->cluster_node_id[0])
+                return 0;
+        snprintf(o.node_id, sizeof(o.node_id), "%s", cfg->cluster_node_id);
+        snprintf(o.secret, sizeof(o.secret), "%s", cfg->cluster_secret);
+        if (cfg->cluster_advertise_url[0])
+                snprintf(o.url, sizeof(o.url), "%s", cfg->cluster_advertise_url);
+        else
+                snprintf(o.url, sizeof(o.url), "http://%.200s", cfg->listen);
+        int r = cluster_new(&o, app->store, app->sandboxes, app->events, &app->cluster, &err);
+        if (r < 0)
+                log_start_failure("cannot start cluster mode", NULL, &err);
+        return r;
+}
+
 int main(int argc, char **argv)
 {
         /* `sandboxd COMMAND …` is the client; `sandboxd serve …` and a bare
@@ -507,7 +554,7 @@ int main(int argc, char **argv)
                 return 2;
         }
         log_set_level(lvl);
-        if (check_listen_policy(&cfg) < 0 || check_pool_langs(&cfg) < 0)
+        if (check_listen_policy(&cfg) < 0 || check_pool_langs(&cfg) < 0 || check_cluster(&cfg) < 0)
                 return 2;
 
         /* Block the shutdown signals in every thread; main waits for them. */
@@ -578,7 +625,10 @@ int main(int argc, char **argv)
         if (r >= 0)
                 sbx_mgr_set_org_env(app.sandboxes, org_secrets_env, app.tenant);
         if (r >= 0)
+                r = cluster_start(&app);
+        if (r >= 0)
                 r = start_server(&app, &sigs);
+        cluster_free(app.cluster);   /* its heartbeats use the manager */
         ctl_templates_free(app.templates);
         tenant_free(app.tenant);
         sbx_mgr_free(app.sandboxes); /* persists what is dirty, before the replica goes */

@@ -11,6 +11,7 @@
 
 struct ctl_templates;
 struct webhooks;
+struct cluster;
 
 struct app {
         const struct config *cfg;
@@ -24,6 +25,7 @@ struct app {
         struct ctl_templates *templates; /* the controller's sandbox templates (read-only) */
         struct webhooks *webhooks;  /* the webhook dispatcher (tenant/webhooks.h) */
         struct api_mcp *mcp;        /* the /mcp facade's sessions (api/mcp/) */
+        struct cluster *cluster;    /* cluster mode (cluster/cluster.h); NULL: off */
         uint64_t started_ms;
 };
 

@@ -25,6 +25,21 @@ int write_all(int fd, const void *buf, size_t len)
         return 0;
 }
 
+int send_all(int fd, const void *buf, size_t len)
+{
+        const char *p = buf;
+        while (len > 0) {
+                ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return n < 0 ? -errno : -EPIPE;
+                p += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
 int read_all(int fd, void *buf, size_t len)
 {
         char *p = buf;

@@ -8,6 +8,9 @@
 
 /* Writes all of buf. */
 int write_all(int fd, const void *buf, size_t len);
+/* Sends all of buf on a socket, MSG_NOSIGNAL (a peer gone is -EPIPE, not
+ * a signal). */
+int send_all(int fd, const void *buf, size_t len);
 /* Reads exactly len bytes; -EIO when the file ends first. */
 int read_all(int fd, void *buf, size_t len);
 /* Reads a whole small file (at most max - 1 bytes) into a NUL-terminated buffer. */

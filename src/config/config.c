@@ -196,6 +196,14 @@ static const struct cfg_opt opts[] = {
         U64("controller.egress_connect_timeout_ms", ctl_egress_connect_timeout_ms, 5000, 100, 120000, "an upstream connect of the egress proxy"),
         U64("controller.egress_audit_days", ctl_egress_audit_days, 30, 0, 36500, "egress audit records older than this many days are dropped (0: kept forever)"),
         U64("controller.egress_idle_timeout_ms", ctl_egress_idle_timeout_ms, 300000, 1000, 86400000, "a proxied connection with no byte either way this long is closed"),
+        /* Issue 16: cluster mode (docs/cluster.md) — on when node_id is set. */
+        STR("cluster.node_id", cluster_node_id, "", "this daemon's id in a cluster sharing one PostgreSQL store (\"\": cluster mode off)"),
+        STR("cluster.advertise_url", cluster_advertise_url, "", "the base URL other nodes forward this node's requests to (\"\": http://<listen>)"),
+        STR("cluster.secret", cluster_secret, "", "shared secret signing requests between nodes (required with node_id); env SANDBOXD_CLUSTER_SECRET wins"),
+        U64("cluster.heartbeat_ms", cluster_heartbeat_ms, 1000, 50, 60000, "how often a node writes its heartbeat (and fences, and looks for dead nodes' sandboxes)"),
+        U64("cluster.dead_after_ms", cluster_dead_after_ms, 5000, 200, 3600000, "a node whose last heartbeat is older than this is dead: its sandboxes are re-homed"),
+        STR("cluster.replica", cluster_replica, "", "where sandbox workspaces are replicated for re-homing: \"\" (none), dir:/path or s3://bucket/prefix (the s3 settings)"),
+        U64("cluster.replica_delay_ms", cluster_replica_delay_ms, 2000, 0, 3600000, "a written workspace is replicated at most this long after a write burst"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)

@@ -120,6 +120,13 @@ struct config {
         uint64_t ctl_egress_proxy_port, ctl_egress_max_conns, ctl_egress_connect_timeout_ms,
                 ctl_egress_idle_timeout_ms, ctl_egress_audit_days;
 
+        /* Cluster mode (issue 16): on when cluster_node_id is set. */
+        char cluster_node_id[128];
+        char cluster_advertise_url[256];
+        char cluster_secret[256];
+        char cluster_replica[4096];
+        uint64_t cluster_heartbeat_ms, cluster_dead_after_ms, cluster_replica_delay_ms;
+
         uint64_t idle_ttl_ms;
         uint64_t max_contexts;
         uint64_t max_sessions;

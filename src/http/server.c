@@ -18,6 +18,16 @@
 
 /* ---- worker pool ---- */
 
+/* The route's handler, unless the group's intercept answers for it. */
+static void run_handler(struct conn_state *st)
+{
+        const struct http_group *g = st->group;
+        if (!(st->route->flags & ROUTE_PUBLIC) && g && g->ops && g->ops->intercept &&
+            g->ops->intercept(g->cls, &st->req, &st->res))
+                return;
+        st->route->fn(&st->req, &st->res);
+}
+
 static void *worker_main(void *arg)
 {
         struct http_server *srv = arg;
@@ -37,7 +47,7 @@ static void *worker_main(void *arg)
 
                 struct conn_state *st = j->st;
                 free(j);
-                st->route->fn(&st->req, &st->res);
+                run_handler(st);
                 st->phase = PHASE_DONE;
                 MHD_resume_connection(st->req.conn);
 
@@ -178,7 +188,7 @@ static enum MHD_Result dispatch(struct http_server *srv, struct conn_state *st)
         st->req.body = st->body.data ? st->body.data : "";
         st->req.body_len = st->body.len;
         if (!(st->route->flags & ROUTE_BLOCKING)) {
-                st->route->fn(&st->req, &st->res);
+                run_handler(st);
                 return reply_send(st);
         }
         /* Suspend before queueing: the worker may finish and resume at once. */

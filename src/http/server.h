@@ -74,6 +74,7 @@ struct http_response {
         struct http_ws *ws;         /* HTTP_REPLY_WEBSOCKET */
         struct http_upgrade *upgrade; /* HTTP_REPLY_UPGRADE */
         struct http_header_node *headers;
+        bool relayed;               /* the reply is another node's (http_forward) */
 };
 
 /* How the server serialised JSON before the shortest-double rewrite; kept
@@ -112,6 +113,12 @@ struct http_group_ops {
          * reply's headers are sent, whatever answered it (handler, auth hook
          * or the HTTP layer): headers every reply carries (a request id). */
         void (*finish)(void *cls, struct http_request *req, struct http_response *res);
+        /* May be NULL. Runs after the auth hook and once the body is read,
+         * just before the handler, on the handler's thread (not for
+         * ROUTE_PUBLIC routes): true when it answered res itself and the
+         * handler is skipped (a cluster forwarding the request to the
+         * node that owns the sandbox it names). */
+        bool (*intercept)(void *cls, struct http_request *req, struct http_response *res);
 };
 
 struct http_options {
@@ -251,6 +258,54 @@ struct http_upgrade_ops {
         void (*free)(void *ctx);
 };
 int http_upgrade_raw(struct http_response *res, const struct http_upgrade_ops *ops, void *ctx);
+/* For a raw upgrade's run(): copies bytes both ways between two connected
+ * sockets until either side ends or fails. */
+void http_splice(int a, int b);
+
+/* ---- forwarding to another node (forward.c) ----
+ * Proxies the current request to base_url ("http://host[:port][/prefix]"):
+ * same method, path and query, body, and the client's headers except the
+ * hop-by-hop ones, Host, Content-Length, any X-Sandboxd-* and the caller's
+ * credentials (Authorization, X-API-Key, Cookie; ?token= and ?apiKey= are
+ * dropped from the query); extra's headers are added. The other node's
+ * reply is relayed as it comes: status and headers (minus hop-by-hop ones
+ * and those named in extra->drop_reply), then a body with a Content-Length
+ * (up to 8 MiB) as bytes, anything else (chunked, SSE, until close)
+ * streamed on a stream thread without buffering; a 101 to an `Upgrade`
+ * request becomes a raw upgrade splicing bytes both ways until either side
+ * closes. Blocks the calling thread until the reply's head arrived.
+ * 0 when res holds the relayed reply (whatever its status), -errno when the
+ * node could not be reached or answered no HTTP (res untouched: the caller
+ * answers, normally 502). */
+struct http_forward_header {
+        const char *name, *value;
+};
+struct http_forward_headers {
+        const struct http_forward_header *v;
+        size_t n;
+        /* Reply headers the local group sets itself (its finish hook): not
+         * relayed, so that the client sees one. NULL-terminated; may be NULL. */
+        const char *const *drop_reply;
+};
+int http_forward(struct http_request *req, struct http_response *res, const char *base_url,
+                 const struct http_forward_headers *extra);
+/* The request's target as forwarded (and signed between nodes): the path
+ * percent-encoded (RFC 3986 unreserved and '/' kept), then "?" and the
+ * query without token/apiKey when any is left. Free with free(); NULL on
+ * ENOMEM. */
+char *http_forward_target(struct http_request *req);
+/* Pieces of the above, exposed for tests. */
+bool http_forward_request_header(const char *name);   /* may cross to the other node */
+bool http_forward_reply_header(const char *name);     /* may be relayed back */
+/* query ("a=1&token=x", as http_query_string gives it) without the
+ * credential arguments; free(). NULL on ENOMEM. */
+char *http_forward_query(const char *query);
+/* path percent-encoded as above; free(). NULL on ENOMEM. */
+char *http_forward_path(const char *path);
+/* "http://host[:port][/prefix]" into its parts (prefix without a final
+ * '/', "" when none); port 80 when none. 0 or -EINVAL. */
+int http_forward_parse_url(const char *url, char *host, size_t hostlen, unsigned *port, char *prefix,
+                           size_t prefixlen);
 
 /* ---- request details ---- */
 /* Calls fn for every request header, in the order received; stops when fn

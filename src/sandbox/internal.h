@@ -185,6 +185,15 @@ void sandbox_put(struct sandbox_mgr *m, struct sandbox *s);
 /* Destroys s: interpreters killed, workspace and rows gone (s stays
  * referenced by the caller). 0 or -errno. */
 int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s);
+/* The same without deleting its rows or emitting an event: another node
+ * of a cluster took it over (lease.c's fencing). */
+int sandbox_release(struct sandbox_mgr *m, struct sandbox *s);
+/* Appends the id of every sandbox loaded here to ret. */
+void sandbox_loaded_ids(struct sandbox_mgr *m, struct id_list *ret);
+/* lease.c: in cluster mode (opt.node_id set) drops from l every id whose
+ * stored row names another node, so the store sweeps (expiry, warm pool
+ * adoption, warm classes) touch only this node's sandboxes; else nothing. */
+void ids_keep_owned(struct sandbox_mgr *m, struct id_list *l);
 /* sandbox_get + lock + activity; NULL with err filled. */
 struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err *err);
 /* The same for org_id's existing sandbox (NULL: sandbox_enter). */

@@ -59,6 +59,7 @@ void sbx_reap_expired(struct sandbox_mgr *m)
 {
         struct id_list e = { 0 };
         store_sandbox_each_expired(m->store, wall_ms(), id_list_add, &e);
+        ids_keep_owned(m, &e);
         for (size_t i = 0; i < e.n; i++)
                 reap_one(m, e.ids[i]);
         id_list_done(&e);

@@ -291,6 +291,8 @@ int pool_start(struct sandbox_mgr *m)
                 r = store_sandbox_each_in_class(m->store, SBX_POOL_ORG, "", id_list_add, &p->adopt);
         if (r < 0)
                 return r;
+        ids_keep_owned(m, &all);
+        ids_keep_owned(m, &p->adopt);
         uint64_t reserved = 0;
         for (size_t i = 0; i < all.n; i++) {
                 _cleanup_(sandbox_row_done) struct sandbox_row row = { 0 };

@@ -120,8 +120,12 @@ uint64_t sandbox_expiry_for(const struct sandbox_options *opt, uint64_t now)
 int sandbox_tenant_usage(struct sandbox_mgr *m, uint64_t *ret_n, uint64_t *ret_reserved)
 {
         uint64_t n = 0, reserved = 0;
-        int r = store_sandbox_count(m->store, &n);
-        if (r == 0)
+        int r;
+        /* In cluster mode the caps are this node's: its own disk, its own
+         * sandboxes (the warm ones subtracted below are its own too). */
+        if (m->opt.node_id[0])
+                r = store_sandbox_usage_on_node(m->store, m->opt.node_id, m->opt.workspace_bytes, &n, &reserved);
+        else if ((r = store_sandbox_count(m->store, &n)) == 0)
                 r = store_sandbox_disk_reserved(m->store, m->opt.workspace_bytes, &reserved);
         if (r < 0)
                 return r;
@@ -178,6 +182,7 @@ static int sandbox_create_row(struct sandbox_mgr *m, struct sandbox *s, const ch
         uint64_t now = wall_ms();
         snprintf(s->row.id, sizeof(s->row.id), "%s", id);
         snprintf(s->row.org_id, sizeof(s->row.org_id), "%s", warm ? SBX_POOL_ORG : sandbox_opts_org(opts));
+        snprintf(s->row.node_id, sizeof(s->row.node_id), "%s", m->opt.node_id);
         s->row.created_at = s->row.last_used = now;
         s->row.expires_at = warm ? 0 : sandbox_expiry_for(&m->opt, now);
         if (!warm && opts && opts->lifetime_ms) {
@@ -507,14 +512,15 @@ static void sandbox_unhash(struct sandbox_mgr *m, struct sandbox *s)
         s->deleted = true;
 }
 
-/* Destroys a sandbox: every interpreter killed, workspace and rows gone.
- * Executions still running in it fail as their interpreter dies. */
-int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
+/* Every interpreter killed and the local workspace gone; with delete_row
+ * its rows too (a destroy), without (sandbox_release: another node of a
+ * cluster owns it now and keeps them). */
+static int sandbox_teardown(struct sandbox_mgr *m, struct sandbox *s, bool delete_row)
 {
         pthread_mutex_lock(&m->lock);
         if (s->warm && !s->deleted)
                 pool_forget(m, s); /* once, however many times it is wiped */
-        bool tenant_gone = !s->warm && !s->deleted;
+        bool tenant_gone = delete_row && !s->warm && !s->deleted;
         sandbox_unhash(m, s);
         pthread_mutex_unlock(&m->lock);
         if (tenant_gone)
@@ -530,12 +536,34 @@ int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
         sessions_kill(s);
         sandbox_jails_kill(s);
         mounts_drop_all(s);
-        int r = store_sandbox_delete(m->store, s->row.id);
+        int r = delete_row ? store_sandbox_delete(m->store, s->row.id) : 0;
         int k = workspace_destroy(&s->ws);
         if (tenant_gone) /* a warm one never had a replica */
                 replica_forget(m, s->row.id);
         pthread_mutex_unlock(&s->lock);
         return r < 0 ? r : k;
+}
+
+/* Destroys a sandbox: every interpreter killed, workspace and rows gone.
+ * Executions still running in it fail as their interpreter dies. */
+int sandbox_wipe(struct sandbox_mgr *m, struct sandbox *s)
+{
+        return sandbox_teardown(m, s, true);
+}
+
+int sandbox_release(struct sandbox_mgr *m, struct sandbox *s)
+{
+        return sandbox_teardown(m, s, false);
+}
+
+/* The ids of the sandboxes loaded here (not the stored ones). */
+void sandbox_loaded_ids(struct sandbox_mgr *m, struct id_list *ret)
+{
+        pthread_mutex_lock(&m->lock);
+        for (size_t h = 0; h < SBX_HASH_BUCKETS; h++)
+                for (struct sandbox *s = m->buckets[h]; s; s = s->hnext)
+                        id_list_add(s->row.id, ret);
+        pthread_mutex_unlock(&m->lock);
 }
 
 /* Whether id names a tenant's sandbox that exists (loaded or stored),

@@ -93,6 +93,9 @@ struct sandbox_options {
         uint64_t files_max_depth;        /* levels a recursive delete enters */
         struct exec_limits limits;       /* one execution in a context */
         struct sbx_pool_options pool;
+        /* Cluster mode (issue 16): this node's id, stamped on the sandboxes
+         * it creates; the store sweeps then touch only its own. "": off. */
+        char node_id[STORE_ID_MAX];
 };
 
 int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct store *store,
@@ -474,6 +477,14 @@ void sbx_host_unmount(struct sbx_host_mount *hm);
 
 /* Number of resident (live) context interpreters. */
 size_t sbx_resident_count(struct sandbox_mgr *m);
+/* Sandboxes loaded on this node. */
+size_t sbx_loaded_count(struct sandbox_mgr *m);
+/* Fencing (cluster mode): re-reads the owner of every sandbox loaded here
+ * and drops (kills its interpreters and jails, unmounts and removes its
+ * local workspace, forgets it; the stored rows stay) each one whose row
+ * names another node or is gone. *ret_dropped (may be NULL): how many.
+ * Does nothing when opt.node_id is "". 0 or -errno of the store. */
+int sbx_fence(struct sandbox_mgr *m, uint64_t *ret_dropped);
 /* Runs one expiry pass now (tests and the reaper thread). */
 void sbx_reap_expired(struct sandbox_mgr *m);
 

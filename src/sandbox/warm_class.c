@@ -27,6 +27,7 @@ static int class_ids(struct sandbox_mgr *m, const char *name, struct id_list *re
         if (!name || !name[0])
                 return err_set(err, ERR_INVALID, EINVAL, "A warm class needs a name");
         int r = store_sandbox_each_in_class(m->store, SBX_POOL_ORG, name, id_list_add, ret);
+        ids_keep_owned(m, ret);
         return r < 0 ? err_set(err, ERR_INTERNAL, -r, "Cannot list warm sandboxes: %s", strerror(-r)) : 0;
 }
 

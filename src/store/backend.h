@@ -50,6 +50,13 @@ struct store_id {
         char id[STORE_ID_MAX];
 };
 
+/* Item of a sandbox_owner or sandbox_list_on_node result. */
+struct store_owner {
+        char id[STORE_ID_MAX];
+        char node_id[STORE_ID_MAX];
+        uint64_t lease_epoch;
+};
+
 /* Item of a cell_list result: one allocation (buf) holds the three strings
  * row points into. */
 struct store_cell {
@@ -232,6 +239,15 @@ struct store_ops {
                                 struct store_rows *out, uint64_t *ret_total);
         int (*sandbox_disk_reserved)(struct store *s, uint64_t default_bytes, uint64_t *ret);
         int (*sandbox_free_host_id)(struct store *s, uint32_t first, uint32_t n, uint32_t *ret);
+        int (*sandbox_claim)(struct store *s, const char *id, const char *node_id, uint64_t expected_epoch);
+        int (*sandbox_owner)(struct store *s, const char *id, struct store_owner *ret);
+        /* Pushes struct store_owner items. */
+        int (*sandbox_list_on_node)(struct store *s, const char *node_id, struct store_rows *out);
+        int (*sandbox_usage_on_node)(struct store *s, const char *node_id, uint64_t default_bytes,
+                                     uint64_t *ret_count, uint64_t *ret_reserved);
+        int (*node_heartbeat)(struct store *s, const struct node_row *row);
+        /* Pushes struct node_row items. */
+        int (*node_list)(struct store *s, struct store_rows *out);
 
         int (*context_insert)(struct store *s, const struct context_row *row);
         int (*context_update)(struct store *s, const struct context_row *row);

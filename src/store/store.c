@@ -495,7 +495,8 @@ int store_sandbox_put(struct store *s, const struct sandbox_row *row)
         if (!s || !row)
                 return -EINVAL;
         if ((r = check_id(row->id)) < 0 || (r = check_id(row->org_id)) < 0 ||
-            (r = check_str(row->warm_class, sizeof(row->warm_class))) < 0)
+            (r = check_str(row->warm_class, sizeof(row->warm_class))) < 0 ||
+            (r = check_str(row->node_id, sizeof(row->node_id))) < 0)
                 return r;
         STORE_GUARD(s);
         return s->ops->sandbox_put(s, row);

@@ -377,6 +377,13 @@ struct sandbox_row {
         /* A warm sandbox's class: "" the default pool's, else the name of
          * the class it was prepared for (a snapshot profile's key). */
         char warm_class[STORE_ID_MAX];
+        /* Cluster mode (issue 16): the node that serves it ("" = none yet)
+         * and how many times ownership moved. A put of a new row stores
+         * both; on an existing row put leaves them alone: ownership moves
+         * only through store_sandbox_claim, so a stale writer cannot
+         * re-own a sandbox another node took over. */
+        char node_id[STORE_ID_MAX];
+        uint64_t lease_epoch;
 };
 void sandbox_row_done(struct sandbox_row *r);   /* frees env_json */
 /* -ENOENT when absent. */
@@ -414,6 +421,42 @@ int store_sandbox_disk_reserved(struct store *s, uint64_t default_bytes, uint64_
  * host_id; -ENOSPC when every one is taken. The caller serialises the
  * choice with the put that stores it. */
 int store_sandbox_free_host_id(struct store *s, uint32_t first, uint32_t n, uint32_t *ret);
+
+/* A daemon of a cluster (issue 16), as its last heartbeat left it. */
+struct node_row {
+        char id[STORE_ID_MAX];
+        char url[256];            /* base URL other nodes forward to */
+        uint64_t epoch;           /* bumped by every start of the node */
+        uint64_t started_at;      /* epoch ms */
+        uint64_t heartbeat_at;    /* epoch ms of the writer's clock */
+        uint64_t cpu_millis;      /* load: thousandths of a CPU busy */
+        uint64_t mem_bytes;       /* memory in use */
+        uint64_t contexts;        /* live code contexts */
+        uint64_t sandboxes;       /* sandboxes it serves */
+        char state[16];           /* "up", "draining", "down" */
+};
+/* Insert or update every column of row->id's node. */
+int store_node_heartbeat(struct store *s, const struct node_row *row);
+/* Calls fn for every node ordered by id (borrowed rows; read first, fn run
+ * afterwards, as for every *_each). */
+int store_node_each(struct store *s, void (*fn)(const struct node_row *row, void *userdata), void *userdata);
+/* Moves sandbox id to node_id if its lease_epoch is still expected_epoch:
+ * one conditional UPDATE, so of several nodes claiming with the same
+ * expected epoch exactly one wins. 0 = won (*ret_epoch = the new epoch,
+ * expected_epoch + 1), -EBUSY = its epoch moved first, -ENOENT = no row. */
+int store_sandbox_claim(struct store *s, const char *id, const char *node_id, uint64_t expected_epoch,
+                        uint64_t *ret_epoch);
+/* Who owns sandbox id: *ret_node ("" = nobody) and its epoch; -ENOENT. */
+int store_sandbox_owner(struct store *s, const char *id, char ret_node[static STORE_ID_MAX], uint64_t *ret_epoch);
+/* How many sandboxes node_id owns and the workspace bytes they may fill
+ * (store_sandbox_count and store_sandbox_disk_reserved for one node: its
+ * own disk and caps in cluster mode). */
+int store_sandbox_usage_on_node(struct store *s, const char *node_id, uint64_t default_bytes, uint64_t *ret_count,
+                                uint64_t *ret_reserved);
+/* Calls fn for each sandbox owned by node_id (its id and lease epoch),
+ * ordered by id; rows read first, fn run afterwards. */
+int store_sandbox_each_on_node(struct store *s, const char *node_id,
+                               void (*fn)(const char *id, uint64_t lease_epoch, void *userdata), void *userdata);
 
 struct context_row {
         char id[STORE_ID_MAX];

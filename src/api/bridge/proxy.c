@@ -10,7 +10,6 @@
  * once the server answers 101, the client gets the same 101 and bytes are
  * spliced both ways until either side closes. */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,21 +111,6 @@ static int build_head(struct http_request *req, unsigned port, const char *path,
         if (r == 0 && has_body)
                 r = buf_printf(b, "Content-Length: %zu\r\n", req->body_len);
         return r == 0 ? buf_append(b, "\r\n", 2) : r;
-}
-
-static int send_all(int fd, const void *data, size_t len)
-{
-        const char *p = data;
-        while (len > 0) {
-                ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return n < 0 ? -errno : -EPIPE;
-                p += n;
-                len -= (size_t)n;
-        }
-        return 0;
 }
 
 /* The server's answer head, parsed in place. */
@@ -294,33 +278,12 @@ static void pump_disconnect(void *ctx)
 
 static const struct http_stream_ops pump_ops = { pump_run, pump_disconnect, relay_conn_free };
 
-/* Moves what src has to dst; false at EOF or on an error. */
-static bool splice_once(int src, int dst)
-{
-        char chunk[16384];
-        ssize_t n = recv(src, chunk, sizeof(chunk), 0);
-        if (n < 0 && errno == EINTR)
-                return true;
-        return n > 0 && send_all(dst, chunk, (size_t)n) == 0;
-}
-
 static void splice_run(int client, const void *extra, size_t extra_len, void *ctx)
 {
         struct relay_conn *sp = ctx;
         if (send_all(client, sp->pending, sp->npending) < 0 || send_all(sp->fd, extra, extra_len) < 0)
                 return;
-        for (;;) {
-                struct pollfd p[2] = { { client, POLLIN, 0 }, { sp->fd, POLLIN, 0 } };
-                if (poll(p, 2, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return;
-                }
-                if (p[0].revents && !splice_once(client, sp->fd))
-                        break;
-                if (p[1].revents && !splice_once(sp->fd, client))
-                        break;
-        }
+        http_splice(client, sp->fd);
         /* Either side is gone: tell the other one. */
         shutdown(sp->fd, SHUT_RDWR);
 }

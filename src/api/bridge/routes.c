@@ -6,6 +6,7 @@
 #include "api/app.h"
 #include "api/bridge/bridge.h"
 #include "api/common/auth.h"
+#include "api/common/cluster_route.h"
 #include "api/common/group.h"
 #include "api/common/host_check.h"
 #include "base/util.h"
@@ -44,9 +45,17 @@ static bool token_query_allowed(const char *path)
 
 static bool bridge_auth(void *cls, struct http_request *req, struct http_response *res)
 {
-        const struct app *app = cls;
+        struct app *app = cls;
         if (!id_segment_ok(req->path)) {
                 bridge_error(res, 400, "invalid_request", "Invalid sandbox ID format");
+                return false;
+        }
+        struct tenant_principal who;
+        /* Forwarded by another node: its signature stands for the key. */
+        if (api_cluster_signed(req)) {
+                if (api_cluster_identity(app, req, &who))
+                        return true;
+                bridge_error(res, 401, "unauthorized", "Invalid cluster signature");
                 return false;
         }
         const char *key = app->cfg->api_key;
@@ -75,7 +84,8 @@ static const char *code_for(int status)
         case 401: return "unauthorized";
         case 413: return "payload_too_large";
         case 503: return "capacity_exceeded";
-        case 500: return "internal_error";
+        case 500:
+        case 502: return "internal_error"; /* 502: a cluster node that owns the sandbox is unreachable */
         default: return "invalid_request"; /* 400, 404, 405, 415 */
         }
 }
@@ -86,9 +96,23 @@ static void bridge_envelope(void *cls, struct http_response *res, int status, co
         bridge_error(res, status, code_for(status), message);
 }
 
+/* Cluster mode: a sandbox another node owns is served there; a create
+ * goes where placement says. */
+static bool bridge_intercept(void *cls, struct http_request *req, struct http_response *res)
+{
+        static const char *const families[] = { "/v1/sandbox/:id", NULL };
+        static const char *const creates[] = { "/v1/sandbox", NULL };
+        static const struct api_cluster_facade f = { "bridge", families, creates, bridge_envelope };
+        return api_cluster_intercept(&f, cls, req, res, NULL);
+}
+
 int api_bridge_register(struct http_server *srv, struct app *app)
 {
-        static const struct http_group_ops ops = { .auth = bridge_auth, .envelope = bridge_envelope };
+        static const struct http_group_ops ops = {
+                .auth = bridge_auth,
+                .envelope = bridge_envelope,
+                .intercept = bridge_intercept,
+        };
         static const api_route_table tables[] = {
                 bridge_sandbox_routes,
                 bridge_exec_routes,

@@ -19,6 +19,7 @@
 #include <strings.h>
 
 #include "api/app.h"
+#include "api/common/cluster_route.h"
 #include "api/controller/controller.h"
 #include "tenant/jwt.h"
 
@@ -118,13 +119,26 @@ static bool refuse(struct http_response *res, int r)
         return false;
 }
 
+/* A request another node forwarded: the caller it vouched for (a key's or
+ * a session's), never a cookie (the sender checked CSRF already). 0 or
+ * -EPERM for a signature that is wrong, stale or from no node of ours. */
+static int from_cluster(struct app *app, struct http_request *req, struct ctl_caller *c)
+{
+        if (!api_cluster_identity(app, req, &c->who) || !c->who.org_id[0])
+                return -EPERM;
+        c->via = c->who.key_id[0] ? CTL_VIA_API_KEY : CTL_VIA_BEARER;
+        return 0;
+}
+
 bool ctl_auth_hook(void *cls, struct http_request *req, struct http_response *res)
 {
         struct app *app = cls;
         struct ctl_caller c = {};
         const char *authz = http_header(req, "Authorization");
         int r;
-        if (authz)
+        if (api_cluster_signed(req))
+                r = from_cluster(app, req, &c);
+        else if (authz)
                 r = from_header(app->tenant, authz, &c);
         else if ((r = from_query(app->tenant, req, &c)) == -ENOENT)
                 r = from_cookie(app->tenant, req, &c);

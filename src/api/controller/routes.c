@@ -4,12 +4,15 @@
  * session cookie, the CSRF token as x-csrf-token and __stateset_csrf).
  * Also the cheap health routes. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
 #include "api/app.h"
+#include "api/common/cluster_route.h"
 #include "api/common/group.h"
 #include "api/controller/controller.h"
+#include "cluster/cluster.h"
 #include "base/util.h"
 
 /* A client's id is echoed when it is a plain token (at most 128 of
@@ -39,7 +42,9 @@ static void ctl_finish(void *cls, struct http_request *req, struct http_response
         char id[STORE_ID_MAX];
         request_id(req, id);
         (void)http_response_header(res, "X-Request-Id", id);
-        ctl_audit_record(app, req, res, id);
+        /* A relayed reply: the node that served it keeps the audit row. */
+        if (!res->relayed)
+                ctl_audit_record(app, req, res, id);
         const struct ctl_caller *c = ctl_caller(req);
         bool safe = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0 ||
                     strcmp(req->method, "OPTIONS") == 0;
@@ -70,6 +75,40 @@ static void h_ready(struct http_request *req, struct http_response *res)
         http_json(res, 200, json_pack("{s:s}", "status", "ready"));
 }
 
+/* A node's state as seen from here: its own word ("up", "down") while its
+ * heartbeat is fresh, else "dead". */
+static const char *node_state(const struct cluster_node_info *n)
+{
+        return n->live || strcmp(n->row.state, "down") == 0 ? n->row.state : "dead";
+}
+
+static json_t *node_view(const struct cluster_node_info *n)
+{
+        const struct node_row *r = &n->row;
+        return json_pack("{s:s, s:s, s:s, s:b, s:b, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I}}", "id", r->id, "url",
+                         r->url, "state", node_state(n), "live", n->live, "self", n->self, "epoch",
+                         (json_int_t)r->epoch, "started_at", (json_int_t)r->started_at, "heartbeat_age_ms",
+                         (json_int_t)n->age_ms, "load", "cpu_millis", (json_int_t)r->cpu_millis, "mem_bytes",
+                         (json_int_t)r->mem_bytes, "contexts", (json_int_t)r->contexts, "sandboxes",
+                         (json_int_t)r->sandboxes);
+}
+
+/* Cluster mode's part of /health/detailed: this node, every node as the
+ * last heartbeat read them, and the sandboxes re-homed here. */
+static json_t *cluster_view(struct cluster *c)
+{
+        struct cluster_node_info *v = NULL;
+        size_t n = 0;
+        json_t *nodes = json_array();
+
+        if (cluster_nodes(c, &v, &n) == 0)
+                for (size_t i = 0; i < n; i++)
+                        json_array_append_new(nodes, node_view(&v[i]));
+        free(v);
+        return json_pack("{s:s, s:I, s:o, s:I}", "node_id", cluster_node_id(c), "epoch",
+                         (json_int_t)cluster_epoch(c), "nodes", nodes, "rehomes", (json_int_t)cluster_rehomes(c));
+}
+
 static void h_health_detailed(struct http_request *req, struct http_response *res)
 {
         struct app *app = req->app;
@@ -77,12 +116,14 @@ static void h_health_detailed(struct http_request *req, struct http_response *re
         int ok = store_integrity_check(app->store, msg, sizeof(msg)) == 0;
         uint64_t sandboxes = 0;
         (void)store_sandbox_count(app->store, &sandboxes);
-        http_json(res, ok ? 200 : 503,
-                  json_pack("{s:s, s:I, s:{s:s, s:s}, s:{s:I}, s:I, s:b}", "status", ok ? "ok" : "degraded",
-                            "uptime_ms", (json_int_t)(wall_ms() - app->started_ms), "store", "backend",
-                            store_backend_name(app->store), "status", ok ? "ok" : msg, "sandboxes", "count",
-                            (json_int_t)sandboxes, "busy_executions", (json_int_t)http_server_busy(app->srv), "draining",
-                            http_server_draining(app->srv)));
+        json_t *body = json_pack("{s:s, s:I, s:{s:s, s:s}, s:{s:I}, s:I, s:b}", "status", ok ? "ok" : "degraded",
+                                 "uptime_ms", (json_int_t)(wall_ms() - app->started_ms), "store", "backend",
+                                 store_backend_name(app->store), "status", ok ? "ok" : msg, "sandboxes", "count",
+                                 (json_int_t)sandboxes, "busy_executions", (json_int_t)http_server_busy(app->srv),
+                                 "draining", http_server_draining(app->srv));
+        if (body && app->cluster)
+                json_object_set_new(body, "cluster", cluster_view(app->cluster));
+        http_json(res, ok ? 200 : 503, body);
 }
 
 static const struct route health_routes[] = {
@@ -97,12 +138,24 @@ const struct route *ctl_health_routes(size_t *ret_n)
         return health_routes;
 }
 
+/* Cluster mode: a sandbox another node owns is served there (as the
+ * caller the auth hook found); a create goes where placement says. */
+static bool ctl_intercept(void *cls, struct http_request *req, struct http_response *res)
+{
+        static const char *const families[] = { CTL_PREFIX "/sandbox/:id", NULL };
+        static const char *const creates[] = { CTL_PREFIX "/sandbox/create", NULL };
+        static const struct api_cluster_facade f = { "controller", families, creates, ctl_envelope };
+        const struct ctl_caller *c = ctl_caller(req);
+        return api_cluster_intercept(&f, cls, req, res, c ? &c->who : NULL);
+}
+
 int api_controller_register(struct http_server *srv, struct app *app)
 {
         static const struct http_group_ops ops = {
                 .auth = ctl_auth_hook,
                 .envelope = ctl_envelope,
                 .finish = ctl_finish,
+                .intercept = ctl_intercept,
         };
         static const api_route_table tables[] = {
                 ctl_health_routes,

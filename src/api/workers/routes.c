@@ -8,6 +8,7 @@
 
 #include "api/app.h"
 #include "api/common/auth.h"
+#include "api/common/cluster_route.h"
 #include "api/common/host_check.h"
 #include "api/workers/envelope.h"
 
@@ -18,8 +19,17 @@
  * protects and any Host is fine (a reverse proxy may set its own). */
 static bool workers_auth(void *cls, struct http_request *req, struct http_response *res)
 {
-        const struct app *app = cls;
+        struct app *app = cls;
         const char *key = app->cfg->api_key;
+        struct tenant_principal who;
+        /* A request another node forwarded: its signature vouches instead
+         * of the key (which never crosses nodes); a bad one is refused. */
+        if (api_cluster_signed(req)) {
+                if (api_cluster_identity(app, req, &who))
+                        return true;
+                workers_error(res, 401, "UNAUTHORIZED", "Invalid cluster signature", NULL);
+                return false;
+        }
         if (!key[0]) {
                 if (api_host_is_loopback_literal(http_header(req, "Host")))
                         return true;
@@ -45,7 +55,8 @@ static const char *code_for(int status)
         case 401: return "UNAUTHORIZED";
         case 403: return "FORBIDDEN";
         case 503: return "OVERLOADED";
-        case 500: return "INTERNAL_ERROR";
+        case 500:
+        case 502: return "INTERNAL_ERROR"; /* 502: a cluster node that owns the sandbox is unreachable */
         default: return "VALIDATION_FAILED"; /* 400, 404, 405, 413, 415 */
         }
 }
@@ -61,9 +72,21 @@ size_t workers_files_body_cap(const void *app)
         return ((const struct app *)app)->cfg->files_request_bytes;
 }
 
+/* Cluster mode: a sandbox another node owns is served there. */
+static bool workers_intercept(void *cls, struct http_request *req, struct http_response *res)
+{
+        static const char *const families[] = { "/languages/:lang/sandboxes/:id", NULL };
+        static const struct api_cluster_facade f = { "runtime", families, NULL, workers_envelope };
+        return api_cluster_intercept(&f, cls, req, res, NULL);
+}
+
 int api_workers_register(struct http_server *srv, struct app *app)
 {
-        static const struct http_group_ops ops = { .auth = workers_auth, .envelope = workers_envelope };
+        static const struct http_group_ops ops = {
+                .auth = workers_auth,
+                .envelope = workers_envelope,
+                .intercept = workers_intercept,
+        };
         const struct route *(*const tables[])(size_t *) = { api_runtime_routes, api_gateway_routes,
                                                              api_workers_openapi_routes };
         /* The default group: every path no other facade claims. */

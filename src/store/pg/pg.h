@@ -242,6 +242,14 @@ int pgs_sandbox_list_org(struct store *s, const char *org_id, uint64_t limit, ui
                          struct store_rows *out, uint64_t *ret_total);
 int pgs_sandbox_disk_reserved(struct store *s, uint64_t default_bytes, uint64_t *ret);
 int pgs_sandbox_free_host_id(struct store *s, uint32_t first, uint32_t n, uint32_t *ret);
+/* cluster.c: the cluster_nodes table and the sandboxes' ownership lease. */
+int pgs_node_heartbeat(struct store *s, const struct node_row *n);
+int pgs_node_list(struct store *s, struct store_rows *out);
+int pgs_sandbox_claim(struct store *s, const char *id, const char *node_id, uint64_t expected_epoch);
+int pgs_sandbox_owner(struct store *s, const char *id, struct store_owner *ret);
+int pgs_sandbox_list_on_node(struct store *s, const char *node_id, struct store_rows *out);
+int pgs_sandbox_usage_on_node(struct store *s, const char *node_id, uint64_t default_bytes, uint64_t *ret_count,
+                             uint64_t *ret_reserved);
 
 int pgs_context_insert(struct store *s, const struct context_row *row);
 int pgs_context_update(struct store *s, const struct context_row *row);

@@ -5,7 +5,7 @@
 
 #define SANDBOX_COLUMNS                                                                     \
         "id, org_id, created_at, last_used, expires_at, env_json, host_id, workspace_bytes, " \
-        "workspace_inodes, file_bytes, cpu_millis, memory_bytes, expiry_fixed, warm_class"
+        "workspace_inodes, file_bytes, cpu_millis, memory_bytes, expiry_fixed, warm_class, node_id, lease_epoch"
 
 /* A row of SANDBOX_COLUMNS into item (a struct sandbox_row; env_json owned). */
 static int sandbox_decode(const PGresult *res, int i, void *item)
@@ -16,6 +16,7 @@ static int sandbox_decode(const PGresult *res, int i, void *item)
         if ((r = pgs_copy(res, i, 0, row->id, sizeof(row->id))) < 0 ||
             (r = pgs_copy(res, i, 1, row->org_id, sizeof(row->org_id))) < 0 ||
             (r = pgs_copy(res, i, 13, row->warm_class, sizeof(row->warm_class))) < 0 ||
+            (r = pgs_copy(res, i, 14, row->node_id, sizeof(row->node_id))) < 0 ||
             (r = pgs_dup(res, i, 5, "{}", &row->env_json)) < 0)
                 return r;
         row->created_at = pgs_u64(res, i, 2);
@@ -28,6 +29,7 @@ static int sandbox_decode(const PGresult *res, int i, void *item)
         row->cpu_millis = pgs_u64(res, i, 10);
         row->memory_bytes = pgs_u64(res, i, 11);
         row->expiry_fixed = pgs_bool(res, i, 12);
+        row->lease_epoch = pgs_u64(res, i, 15);
         return 0;
 }
 
@@ -55,13 +57,14 @@ int pgs_sandbox_list_org(struct store *s, const char *org_id, uint64_t limit, ui
                             sandbox_decode, org_id, limit, offset, out, ret_total);
 }
 
-/* An upsert that updates in place: the row keeps its contexts and cells. */
+/* An upsert that updates in place: the row keeps its contexts and cells,
+ * and its node_id and lease_epoch (only store_sandbox_claim moves those). */
 int pgs_sandbox_put(struct store *s, const struct sandbox_row *row)
 {
         PGS_CONN(s, db);
         return pgs_run(db,
                        "INSERT INTO sandboxes(" SANDBOX_COLUMNS ") "
-                       "VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) "
+                       "VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) "
                        "ON CONFLICT(id) DO UPDATE SET org_id = EXCLUDED.org_id, "
                        "created_at = EXCLUDED.created_at, last_used = EXCLUDED.last_used, "
                        "expires_at = EXCLUDED.expires_at, env_json = EXCLUDED.env_json, "
@@ -69,10 +72,10 @@ int pgs_sandbox_put(struct store *s, const struct sandbox_row *row)
                        "workspace_inodes = EXCLUDED.workspace_inodes, file_bytes = EXCLUDED.file_bytes, "
                        "cpu_millis = EXCLUDED.cpu_millis, memory_bytes = EXCLUDED.memory_bytes, "
                        "expiry_fixed = EXCLUDED.expiry_fixed, warm_class = EXCLUDED.warm_class",
-                       "ttuuutuuuuuubt", row->id, row->org_id, row->created_at, row->last_used, row->expires_at,
+                       "ttuuutuuuuuubttu", row->id, row->org_id, row->created_at, row->last_used, row->expires_at,
                        pgs_env_or_default(row->env_json), (uint64_t)row->host_id, row->workspace_bytes,
                        row->workspace_inodes, row->file_bytes, row->cpu_millis, row->memory_bytes,
-                       (int)row->expiry_fixed, row->warm_class);
+                       (int)row->expiry_fixed, row->warm_class, row->node_id, row->lease_epoch);
 }
 
 int pgs_sandbox_touch(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at)

@@ -357,6 +357,25 @@ static const char *const migrations[] = {
         "CREATE UNIQUE INDEX webhook_deliveries_event ON webhook_deliveries(webhook_id, event_id) "
         "  WHERE origin = 'event';"
         "CREATE INDEX webhook_deliveries_queue ON webhook_deliveries(webhook_id, status, seq);",
+
+        /* 18 (issue 16, scale-out): the nodes of a cluster and which node
+         * serves each sandbox. lease_epoch is the compare-and-set counter
+         * store_sandbox_claim moves; node_id '' = unowned (every sandbox of
+         * a single daemon). */
+        "ALTER TABLE sandboxes ADD COLUMN node_id TEXT NOT NULL DEFAULT '';"
+        "ALTER TABLE sandboxes ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0;"
+        "CREATE INDEX sandboxes_node ON sandboxes(node_id);"
+        "CREATE TABLE cluster_nodes("
+        "  id TEXT PRIMARY KEY,"
+        "  url TEXT NOT NULL DEFAULT '',"
+        "  epoch INTEGER NOT NULL DEFAULT 0,"
+        "  started_at INTEGER NOT NULL DEFAULT 0,"
+        "  heartbeat_at INTEGER NOT NULL DEFAULT 0,"
+        "  cpu_millis INTEGER NOT NULL DEFAULT 0,"
+        "  mem_bytes INTEGER NOT NULL DEFAULT 0,"
+        "  contexts INTEGER NOT NULL DEFAULT 0,"
+        "  sandboxes INTEGER NOT NULL DEFAULT 0,"
+        "  state TEXT NOT NULL DEFAULT 'up');",
 };
 
 int sq_schema_latest(void)

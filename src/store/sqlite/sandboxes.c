@@ -5,7 +5,7 @@
 
 #define SANDBOX_COLUMNS                                                                     \
         "id, org_id, created_at, last_used, expires_at, env_json, host_id, workspace_bytes, " \
-        "workspace_inodes, file_bytes, cpu_millis, memory_bytes, expiry_fixed, warm_class"
+        "workspace_inodes, file_bytes, cpu_millis, memory_bytes, expiry_fixed, warm_class, node_id, lease_epoch"
 
 /* A row of SANDBOX_COLUMNS into item (a struct sandbox_row; env_json owned). */
 static int sandbox_decode(sqlite3_stmt *st, void *item)
@@ -15,6 +15,7 @@ static int sandbox_decode(sqlite3_stmt *st, void *item)
         if ((r = sq_column_copy(st, 0, row->id, sizeof(row->id))) < 0 ||
             (r = sq_column_copy(st, 1, row->org_id, sizeof(row->org_id))) < 0 ||
             (r = sq_column_copy(st, 13, row->warm_class, sizeof(row->warm_class))) < 0 ||
+            (r = sq_column_copy(st, 14, row->node_id, sizeof(row->node_id))) < 0 ||
             (r = sq_column_dup(st, 5, "{}", &row->env_json)) < 0)
                 return r;
         row->created_at = sq_column_u64(st, 2);
@@ -27,6 +28,7 @@ static int sandbox_decode(sqlite3_stmt *st, void *item)
         row->cpu_millis = sq_column_u64(st, 10);
         row->memory_bytes = sq_column_u64(st, 11);
         row->expiry_fixed = sq_column_u64(st, 12) != 0;
+        row->lease_epoch = sq_column_u64(st, 15);
         return 0;
 }
 
@@ -55,11 +57,11 @@ int sq_sandbox_put(struct store *s, const struct sandbox_row *row)
 {
         /* An upsert, not INSERT OR REPLACE: REPLACE deletes the old row
          * first, and with foreign keys on that cascades and wipes the
-         * sandbox's contexts and cells. */
+         * sandbox's contexts and cells. node_id and lease_epoch are not
+         * updated: only store_sandbox_claim moves ownership. */
         return sq_run(sq_db(s),
-                      "INSERT INTO sandboxes(id, org_id, created_at, last_used, expires_at, env_json, host_id, "
-                      "workspace_bytes, workspace_inodes, file_bytes, cpu_millis, memory_bytes, expiry_fixed, "
-                      "warm_class) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                      "INSERT INTO sandboxes(" SANDBOX_COLUMNS ") "
+                      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                       "ON CONFLICT(id) DO UPDATE SET org_id = excluded.org_id, "
                       "created_at = excluded.created_at, last_used = excluded.last_used, "
                       "expires_at = excluded.expires_at, env_json = excluded.env_json, "
@@ -67,10 +69,10 @@ int sq_sandbox_put(struct store *s, const struct sandbox_row *row)
                       "workspace_inodes = excluded.workspace_inodes, file_bytes = excluded.file_bytes, "
                       "cpu_millis = excluded.cpu_millis, memory_bytes = excluded.memory_bytes, "
                       "expiry_fixed = excluded.expiry_fixed, warm_class = excluded.warm_class",
-                      "ttuuutuuuuuuut", row->id, row->org_id, row->created_at, row->last_used, row->expires_at,
+                      "ttuuutuuuuuuuttu", row->id, row->org_id, row->created_at, row->last_used, row->expires_at,
                       sq_env_or_default(row->env_json), (uint64_t)row->host_id, row->workspace_bytes,
                       row->workspace_inodes, row->file_bytes, row->cpu_millis, row->memory_bytes,
-                      (uint64_t)row->expiry_fixed, row->warm_class);
+                      (uint64_t)row->expiry_fixed, row->warm_class, row->node_id, row->lease_epoch);
 }
 
 int sq_sandbox_touch(struct store *s, const char *id, uint64_t last_used, uint64_t expires_at)

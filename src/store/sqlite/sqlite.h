@@ -241,6 +241,14 @@ int sq_sandbox_list_org(struct store *s, const char *org_id, uint64_t limit, uin
                         uint64_t *ret_total);
 int sq_sandbox_disk_reserved(struct store *s, uint64_t default_bytes, uint64_t *ret);
 int sq_sandbox_free_host_id(struct store *s, uint32_t first, uint32_t n, uint32_t *ret);
+/* cluster.c: the cluster_nodes table and the sandboxes' ownership lease. */
+int sq_node_heartbeat(struct store *s, const struct node_row *n);
+int sq_node_list(struct store *s, struct store_rows *out);
+int sq_sandbox_claim(struct store *s, const char *id, const char *node_id, uint64_t expected_epoch);
+int sq_sandbox_owner(struct store *s, const char *id, struct store_owner *ret);
+int sq_sandbox_list_on_node(struct store *s, const char *node_id, struct store_rows *out);
+int sq_sandbox_usage_on_node(struct store *s, const char *node_id, uint64_t default_bytes, uint64_t *ret_count,
+                            uint64_t *ret_reserved);
 
 int sq_context_insert(struct store *s, const struct context_row *row);
 int sq_context_update(struct store *s, const struct context_row *row);

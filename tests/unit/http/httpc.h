@@ -177,6 +177,19 @@ static inline void resp_free(struct resp *r)
         buf_free(&r->body);
 }
 
+/* A raw upgrade's run() that echoes: the bytes sent with the head first,
+ * then everything until EOF. */
+static inline void echo_until_eof(int fd, const void *extra, size_t extra_len)
+{
+        if (extra_len)
+                ASSERT_EQ(write_all(fd, extra, extra_len), 0);
+        char b[4096];
+        ssize_t n;
+        while ((n = read(fd, b, sizeof(b))) > 0)
+                if (write_all(fd, b, (size_t)n) < 0)
+                        break;
+}
+
 /* Waits up to ms for *flag (written by another thread) to become nonzero. */
 static inline bool wait_flag(const int *flag, unsigned ms)
 {

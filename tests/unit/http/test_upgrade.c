@@ -19,13 +19,7 @@ static void echo_run(int fd, const void *extra, size_t extra_len, void *ctx)
         (void)ctx;
         __atomic_store_n(&g.extra_len, extra_len, __ATOMIC_RELEASE);
         __atomic_store_n(&g.ran, 1, __ATOMIC_RELEASE);
-        if (extra_len)
-                ASSERT_EQ(write_all(fd, extra, extra_len), 0);
-        char b[4096];
-        ssize_t n;
-        while ((n = read(fd, b, sizeof(b))) > 0)
-                if (write_all(fd, b, (size_t)n) < 0)
-                        break;
+        echo_until_eof(fd, extra, extra_len);
         __atomic_store_n(&g.run_done, 1, __ATOMIC_RELEASE);
 }
 

@@ -1,0 +1,75 @@
+/* Cluster mode's request routing (docs: issue 16): a request that names a
+ * sandbox another node owns is forwarded there (http_forward) with the
+ * caller's identity signed by this node, never with the caller's own
+ * credentials; the receiving node's auth hooks accept that signed identity
+ * in place of a key and serve the request locally (never forwarding it
+ * again). Cluster mode off (app->cluster NULL): nothing is forwarded and
+ * no signed identity is accepted.
+ *
+ * Between nodes:
+ *   X-Sandboxd-Node          the sender's node id
+ *   X-Sandboxd-Identity      base64url of {"facade","org","user","key","session","exp"}
+ *   X-Sandboxd-Cluster-Time  the sender's wall clock, ms
+ *   X-Sandboxd-Cluster-Sig   hex HMAC-SHA256(cluster secret,
+ *                            time "\n" method "\n" target "\n" identity)
+ * where target is http_forward_target (path?query as forwarded). A
+ * receiver accepts it within ±60 s of its own clock. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http/server.h"
+#include "tenant/tenant.h"
+
+struct app;
+
+#define API_CLUSTER_SKEW_MS 60000
+#define API_CLUSTER_SIG_HEX 64
+
+/* ---- signing (cluster_sign.c; no cluster needed: unit-tested) ---- */
+/* out = hex HMAC-SHA256(secret, time "\n" method "\n" target "\n" identity). 0 or -EINVAL/-EIO. */
+int api_cluster_sign(const char *secret, const char *time_ms, const char *method, const char *target,
+                     const char *identity, char out[API_CLUSTER_SIG_HEX + 1]);
+/* 0 when sig is right (constant-time compare) and time_ms within
+ * API_CLUSTER_SKEW_MS of now_ms; -EKEYEXPIRED outside it, -EPERM for a
+ * wrong signature, -EINVAL for a malformed one or an empty secret. */
+int api_cluster_verify(const char *secret, uint64_t now_ms, const char *time_ms, const char *method,
+                       const char *target, const char *identity, const char *sig);
+/* The X-Sandboxd-Identity value of who (NULL: nobody in particular, the
+ * runtime and bridge facades' single key) on facade; free(). NULL on ENOMEM. */
+char *api_cluster_identity_encode(const struct tenant_principal *who, const char *facade);
+/* Its inverse: 0, or -EINVAL for anything malformed. */
+int api_cluster_identity_decode(const char *value, struct tenant_principal *who, char *facade, size_t facadelen);
+
+/* ---- routing (cluster_route.c) ---- */
+/* Routes a request about sandbox_id: false = serve it here (cluster mode
+ * off, the sandbox is or becomes ours, or req itself arrived forwarded);
+ * true = res holds the answer (the owner's, relayed; or a 502/503 in the
+ * group's envelope when the owner could not be reached). */
+bool api_cluster_forward(struct app *app, struct http_request *req, struct http_response *res,
+                         const char *sandbox_id, bool may_create);
+/* Whether req carries a cluster signature at all (it must then be valid). */
+bool api_cluster_signed(struct http_request *req);
+/* true with *ret the caller the sending node vouched for, when req is
+ * signed by a node of this cluster for this facade and fresh. */
+bool api_cluster_identity(struct app *app, struct http_request *req, struct tenant_principal *ret);
+
+/* A facade's routing, for its group's intercept op. */
+struct api_cluster_facade {
+        const char *name;              /* "runtime", "bridge", "controller": carried in the identity */
+        /* Pattern prefixes of the routes that name a sandbox by ":id"
+         * (e.g. "/v1/sandbox/:id": that route and everything under it). */
+        const char *const *families;
+        /* Exact patterns of creates without an id (placed by cluster_place). */
+        const char *const *creates;
+        void (*envelope)(void *cls, struct http_response *res, int status, const char *message);
+};
+/* The body of a group's intercept op: forwards when req's route is one of
+ * f's and the sandbox lives elsewhere. who: the caller the auth hook found
+ * (NULL for the single-key facades). */
+bool api_cluster_intercept(const struct api_cluster_facade *f, void *cls, struct http_request *req,
+                           struct http_response *res, const struct tenant_principal *who);
+/* The facade a request is for, by its path (what the identity carries). */
+const char *api_cluster_facade_of(const char *path);
