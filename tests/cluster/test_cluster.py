@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from cluster_common import DEAD_AFTER_MS, PG_HOST, Cluster, poll
+from cluster_common import DEAD_AFTER_MS, PG_HOST, SETS, Cluster, api, poll
 
 pytestmark = pytest.mark.skipif(not PG_HOST, reason="needs the PostgreSQL cluster of tests/pg/pg_plugin.py "
                                                     "(make cluster)")
@@ -73,9 +73,7 @@ def test_health_detailed_shows_every_node_and_who_is_dead(cluster):
 
 def test_a_node_started_without_the_secret_refuses_to_start(cluster):
     with pytest.raises(RuntimeError) as e:
-        import cluster_common
-        cluster_common.api.Daemon(sets=cluster_common.SETS + ["cluster.node_id=z"],
-                                  extra_args=["--store", cluster.url])
+        api.Daemon(sets=SETS + ["cluster.node_id=z"], extra_args=["--store", cluster.url])
     assert "cluster.secret" in str(e.value)
 
 
