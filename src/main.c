@@ -598,10 +598,11 @@ int main(int argc, char **argv)
                 r = cluster_start(&app);
         if (r >= 0)
                 r = start_server(&app, &sigs);
-        cluster_free(app.cluster);   /* its heartbeats use the manager */
+        cluster_stop(app.cluster);   /* its heartbeats use the manager */
         ctl_templates_free(app.templates);
         tenant_free(app.tenant);
         sbx_mgr_free(app.sandboxes);
+        cluster_free(app.cluster);   /* down only now: the others re-home at once */
         events_free(app.events);
         ctl_egress_stop();
         store_close(app.store);

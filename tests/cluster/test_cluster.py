@@ -155,3 +155,20 @@ def test_a_node_stopped_and_resumed_drops_the_sandbox_another_node_took(cluster)
     poll(lambda: loaded(0), what="a to drop the sandbox b owns")
     assert cluster.owner(s) == ("b", 1)
     assert execute(cluster.nodes["b"], s, "2 + 2") == "4"
+
+
+def test_a_clean_stop_hands_the_sandboxes_over_without_waiting_for_death(cluster):
+    slow_death = ["cluster.dead_after_ms=60000"]
+    a = cluster.node("a", extra_sets=slow_death)
+    cluster.node("b", extra_sets=slow_death)
+    s = sid()
+    execute(a, s, "x = 41\ndef f(): return x + 1")
+    owner = cluster.owner(s)[0]
+    other = "b" if owner == "a" else "a"
+    cluster.nodes.pop(owner).cleanup()   # SIGTERM: drains, then marks itself down
+    # Long before dead_after_ms (a minute): the down state is what counts.
+    new = poll(lambda: (lambda o: o if o and o[0] == other else None)(cluster.owner(s)),
+               timeout=15, what="the other node to take the sandbox over")
+    assert new[1] == 1
+    assert view(cluster, other)[owner]["state"] == "down"
+    assert execute(cluster.nodes[other], s, "f()") == "42"
