@@ -521,9 +521,14 @@ static int cluster_start(struct app *app)
         else
                 snprintf(o.url, sizeof(o.url), "http://%.200s", cfg->listen);
         int r = cluster_new(&o, app->store, app->sandboxes, app->events, &app->cluster, &err);
-        if (r < 0)
+        if (r < 0) {
                 log_start_failure("cannot start cluster mode", NULL, &err);
-        return r;
+                return r;
+        }
+        /* An adopted sandbox's workspace comes back from the replica (a
+         * no-op -ENOENT without one: the contexts still replay). */
+        cluster_set_restore_hook(app->cluster, sbx_replica_restore);
+        return 0;
 }
 
 int main(int argc, char **argv)
@@ -628,11 +633,12 @@ int main(int argc, char **argv)
                 r = cluster_start(&app);
         if (r >= 0)
                 r = start_server(&app, &sigs);
-        cluster_free(app.cluster);   /* its heartbeats use the manager */
+        cluster_stop(app.cluster);   /* its heartbeats use the manager */
         ctl_templates_free(app.templates);
         tenant_free(app.tenant);
         sbx_mgr_free(app.sandboxes); /* persists what is dirty, before the replica goes */
         replica_free(replica);
+        cluster_free(app.cluster);   /* down only now: the others re-home at once */
         events_free(app.events);
         ctl_egress_stop();
         store_close(app.store);

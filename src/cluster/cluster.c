@@ -288,14 +288,18 @@ int cluster_new(const struct cluster_options *o, struct store *s, struct sandbox
         return 0;
 }
 
+void cluster_stop(struct cluster *c)
+{
+        if (c && c->bg.initialised)
+                bg_thread_done(&c->bg);
+}
+
 void cluster_free(struct cluster *c)
 {
         if (!c)
                 return;
-        if (c->bg.initialised) {
-                bg_thread_done(&c->bg);
-                (void)cluster_beat(c, "down");
-        }
+        cluster_stop(c);
+        (void)cluster_beat(c, "down");
         free(c->nodes);
         pthread_mutex_destroy(&c->lock);
         free(c);

@@ -40,8 +40,12 @@ struct cluster_options {
  * is filled and *ret untouched. */
 int cluster_new(const struct cluster_options *o, struct store *s, struct sandbox_mgr *m, struct events *ev,
                 struct cluster **ret, struct err *err);
-/* NULL-safe; stops heartbeats and marks this node down (its sandboxes are
- * re-homed at once by the others). */
+/* Stops the heartbeat thread (the last use of the manager): call before
+ * freeing the manager. Idempotent, NULL-safe. */
+void cluster_stop(struct cluster *c);
+/* NULL-safe; stops heartbeats (cluster_stop) and marks this node down, so
+ * the others re-home its sandboxes at once: call after the manager is
+ * freed, when whatever it persists on the way down is persisted. */
 void cluster_free(struct cluster *c);
 const char *cluster_node_id(const struct cluster *c);
 const char *cluster_secret(const struct cluster *c);

@@ -46,15 +46,17 @@ static uint64_t read_mem_bytes(void)
         return total > avail ? (total - avail) * 1024 : 0;
 }
 
+/* A node going down reports no load: the manager may be gone already. */
 int cluster_beat(struct cluster *c, const char *state)
 {
+        bool up = strcmp(state, "up") == 0;
         struct node_row n = { .epoch = c->epoch,
                               .started_at = c->started_at,
                               .heartbeat_at = wall_ms(),
-                              .cpu_millis = read_cpu_millis(),
-                              .mem_bytes = read_mem_bytes(),
-                              .contexts = sbx_resident_count(c->mgr),
-                              .sandboxes = sbx_loaded_count(c->mgr) };
+                              .cpu_millis = up ? read_cpu_millis() : 0,
+                              .mem_bytes = up ? read_mem_bytes() : 0,
+                              .contexts = up ? sbx_resident_count(c->mgr) : 0,
+                              .sandboxes = up ? sbx_loaded_count(c->mgr) : 0 };
 
         snprintf(n.id, sizeof(n.id), "%s", c->opt.node_id);
         snprintf(n.url, sizeof(n.url), "%s", c->opt.url);

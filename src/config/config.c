@@ -202,8 +202,6 @@ static const struct cfg_opt opts[] = {
         STR("cluster.secret", cluster_secret, "", "shared secret signing requests between nodes (required with node_id); env SANDBOXD_CLUSTER_SECRET wins"),
         U64("cluster.heartbeat_ms", cluster_heartbeat_ms, 1000, 50, 60000, "how often a node writes its heartbeat (and fences, and looks for dead nodes' sandboxes)"),
         U64("cluster.dead_after_ms", cluster_dead_after_ms, 5000, 200, 3600000, "a node whose last heartbeat is older than this is dead: its sandboxes are re-homed"),
-        STR("cluster.replica", cluster_replica, "", "where sandbox workspaces are replicated for re-homing: \"\" (none), dir:/path or s3://bucket/prefix (the s3 settings)"),
-        U64("cluster.replica_delay_ms", cluster_replica_delay_ms, 2000, 0, 3600000, "a written workspace is replicated at most this long after a write burst"),
 };
 
 static void *field(struct config *c, const struct cfg_opt *o)

@@ -109,9 +109,6 @@ struct config {
         uint64_t ctl_artifact_max_parts, ctl_artifact_org_quota_bytes, ctl_artifact_upload_ttl_s;
         uint64_t ctl_artifact_max_ttl_s;
         char ctl_artifact_s3_endpoint[2048], ctl_artifact_s3_bucket[64], ctl_artifact_s3_prefix[1024];
-        /* Scale-out (issue 16): the workspace replica (sandbox/replica.h). */
-        char cluster_replica[2048];    /* "" | dir:/path | s3://bucket/prefix */
-        uint64_t cluster_replica_delay_ms;
         /* Egress policies (issue 15): tenants' sandboxes reach the network
          * only through the daemon's filtering proxy. */
         bool ctl_egress_enabled;       /* seed: EGRESS_POLICIES_ENABLED */
@@ -124,7 +121,7 @@ struct config {
         char cluster_node_id[128];
         char cluster_advertise_url[256];
         char cluster_secret[256];
-        char cluster_replica[4096];
+        char cluster_replica[4096];    /* "" | dir:/path | s3://bucket/prefix (sandbox/replica.h) */
         uint64_t cluster_heartbeat_ms, cluster_dead_after_ms, cluster_replica_delay_ms;
 
         uint64_t idle_ttl_ms;

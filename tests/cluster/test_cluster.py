@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from cluster_common import DEAD_AFTER_MS, PG_HOST, Cluster, poll
+from cluster_common import DEAD_AFTER_MS, PG_HOST, SETS, Cluster, api, poll
 
 pytestmark = pytest.mark.skipif(not PG_HOST, reason="needs the PostgreSQL cluster of tests/pg/pg_plugin.py "
                                                     "(make cluster)")
@@ -66,16 +66,15 @@ def test_health_detailed_shows_every_node_and_who_is_dead(cluster):
     assert "cluster" in cluster.health("b") and cluster.health("b")["cluster"]["node_id"] == "b"
 
     cluster.kill9("c")
-    v = poll(lambda: (lambda v: v if v["c"]["state"] == "dead" else None)(view(cluster, "b")),
+    # b may not have read the table since c joined: c appears, then dies.
+    v = poll(lambda: (lambda v: v if v.get("c", {}).get("state") == "dead" else None)(view(cluster, "b")),
              what="b to see c dead")
     assert v["c"]["live"] is False and v["a"]["live"] and v["b"]["live"]
 
 
 def test_a_node_started_without_the_secret_refuses_to_start(cluster):
     with pytest.raises(RuntimeError) as e:
-        import cluster_common
-        cluster_common.api.Daemon(sets=cluster_common.SETS + ["cluster.node_id=z"],
-                                  extra_args=["--store", cluster.url])
+        api.Daemon(sets=SETS + ["cluster.node_id=z"], extra_args=["--store", cluster.url])
     assert "cluster.secret" in str(e.value)
 
 
@@ -156,3 +155,20 @@ def test_a_node_stopped_and_resumed_drops_the_sandbox_another_node_took(cluster)
     poll(lambda: loaded(0), what="a to drop the sandbox b owns")
     assert cluster.owner(s) == ("b", 1)
     assert execute(cluster.nodes["b"], s, "2 + 2") == "4"
+
+
+def test_a_clean_stop_hands_the_sandboxes_over_without_waiting_for_death(cluster):
+    slow_death = ["cluster.dead_after_ms=60000"]
+    a = cluster.node("a", extra_sets=slow_death)
+    cluster.node("b", extra_sets=slow_death)
+    s = sid()
+    execute(a, s, "x = 41\ndef f(): return x + 1")
+    owner = cluster.owner(s)[0]
+    other = "b" if owner == "a" else "a"
+    cluster.nodes.pop(owner).cleanup()   # SIGTERM: drains, then marks itself down
+    # Long before dead_after_ms (a minute): the down state is what counts.
+    new = poll(lambda: (lambda o: o if o and o[0] == other else None)(cluster.owner(s)),
+               timeout=15, what="the other node to take the sandbox over")
+    assert new[1] == 1
+    assert view(cluster, other)[owner]["state"] == "down"
+    assert execute(cluster.nodes[other], s, "f()") == "42"
