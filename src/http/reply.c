@@ -180,6 +180,10 @@ void http_client_addr(struct http_request *req, char *buf, size_t len)
         const union MHD_ConnectionInfo *ci =
                 req->conn ? MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS) : NULL;
         buf[0] = '\0';
+        if (req->client_addr[0]) {
+                snprintf(buf, len, "%s", req->client_addr);
+                return;
+        }
         if (!ci || !ci->client_addr)
                 return;
         const struct sockaddr *sa = ci->client_addr;

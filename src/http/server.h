@@ -44,6 +44,10 @@ struct http_request {
          * is over. */
         void *auth;
         void (*auth_free)(void *auth);
+        /* The client's address when a trusted peer vouched for it (a
+         * request another cluster node forwarded, its signature checked):
+         * http_client_addr answers it instead of the connection's. */
+        char client_addr[64];
 };
 
 enum http_reply_kind {
@@ -178,7 +182,8 @@ const char *http_header(struct http_request *req, const char *name);
 const char *http_query(struct http_request *req, const char *name);
 /* Whether header name's comma/space separated list holds token (any case). */
 bool http_header_has_token(struct http_request *req, const char *name, const char *token);
-/* The client's address as text ("127.0.0.1", "::1"); "" when unknown. */
+/* The client's address as text ("127.0.0.1", "::1"); "" when unknown;
+ * req->client_addr when set. */
 void http_client_addr(struct http_request *req, char *buf, size_t len);
 /* Compact JSON with every double in its shortest round-trip form
  * (3.522328, not 3.5223279999999999). Free with free(). */

@@ -194,6 +194,11 @@ void sandbox_loaded_ids(struct sandbox_mgr *m, struct id_list *ret);
  * stored row names another node, so the store sweeps (expiry, warm pool
  * adoption, warm classes) touch only this node's sandboxes; else nothing. */
 void ids_keep_owned(struct sandbox_mgr *m, struct id_list *l);
+/* lease.c: 0 when this node may load row's sandbox (cluster mode off, the
+ * row names this node or nobody); else -EREMOTE with err ERR_BUSY naming
+ * the owner: whatever path reached the sandbox layer without being routed
+ * to the owner gets a clear "retry" instead of a second live copy. */
+int sandbox_check_owner(struct sandbox_mgr *m, const struct sandbox_row *row, struct err *err);
 /* sandbox_get + lock + activity; NULL with err filled. */
 struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err *err);
 /* The same for org_id's existing sandbox (NULL: sandbox_enter). */

@@ -33,6 +33,18 @@ void ids_keep_owned(struct sandbox_mgr *m, struct id_list *l)
         l->n = kept;
 }
 
+int sandbox_check_owner(struct sandbox_mgr *m, const struct sandbox_row *row, struct err *err)
+{
+        if (!m->opt.node_id[0] || !row->node_id[0] || strcmp(row->node_id, m->opt.node_id) == 0)
+                return 0;
+        /* ERR_BUSY: each facade answers 503 (+ Retry-After): by then the
+         * request's own routing sends it to the owner. */
+        err_set(err, ERR_BUSY, EREMOTE, "Sandbox %s is served by node \"%.64s\", not this one; retry", row->id,
+                row->node_id);
+        err_detail(err, "node", row->node_id, (size_t)-1);
+        return -EREMOTE;
+}
+
 size_t sbx_loaded_count(struct sandbox_mgr *m)
 {
         _cleanup_(id_list_done) struct id_list l = { 0 };

@@ -231,6 +231,8 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, bool create, cons
         }
         else if (r < 0)
                 err_set(err, ERR_INTERNAL, -r, "Cannot load sandbox: %s", strerror(-r));
+        else
+                r = sandbox_check_owner(m, &s->row, err);
         /* No id left (store_sandbox_free_host_id: -ENOSPC) is a quota. */
         if (r == 0 && (r = sandbox_assign_host_id(m, s)) < 0)
                 err_set(err, r == -ENOSPC ? ERR_QUOTA : ERR_INTERNAL, -r, "Cannot give the sandbox a host id: %s",

@@ -67,14 +67,15 @@ def new_bridge_sandbox(d):
     return json.loads(body)["id"]
 
 
-def identity(facade, org="", user="", key="", session="", exp=0):
-    j = json.dumps({"exp": exp, "facade": facade, "key": key, "org": org, "session": session, "user": user},
+def identity(facade, org="", user="", key="", session="", exp=0, addr=""):
+    j = json.dumps({"addr": addr, "exp": exp, "facade": facade, "key": key, "org": org, "session": session,
+                    "user": user},
                    separators=(",", ":"), sort_keys=True)
     return base64.urlsafe_b64encode(j.encode()).decode().rstrip("=")
 
 
-def signature(secret, t, method, target, ident):
-    msg = f"{t}\n{method}\n{target}\n{ident}".encode()
+def signature(secret, t, method, target, ident, body=b""):
+    msg = f"{t}\n{method}\n{target}\n{ident}\n{hashlib.sha256(body).hexdigest()}".encode()
     return hmac.new(secret.encode(), msg, hashlib.sha256).hexdigest()
 
 

@@ -30,19 +30,27 @@ bool api_cluster_signed(struct http_request *req)
         return http_header(req, H_SIG) != NULL;
 }
 
+/* The signed message of req as it arrived (or as it is forwarded). */
+static struct api_cluster_msg message_of(struct http_request *req, const char *time_ms, const char *target,
+                                         const char *identity)
+{
+        return (struct api_cluster_msg){ .time_ms = time_ms, .method = req->method, .target = target,
+                                         .identity = identity, .body = req->body, .body_len = req->body_len };
+}
+
 bool api_cluster_identity(struct app *app, struct http_request *req, struct tenant_principal *ret)
 {
         if (!app->cluster || !api_cluster_signed(req))
                 return false;
         _cleanup_free_ char *target = http_forward_target(req);
         const char *identity = http_header(req, H_IDENTITY);
-        int r = target ? api_cluster_verify(cluster_secret(app->cluster), wall_ms(), http_header(req, H_TIME),
-                                            req->method, target, identity, http_header(req, H_SIG))
+        const struct api_cluster_msg msg = message_of(req, http_header(req, H_TIME), target, identity);
+        int r = target ? api_cluster_verify(cluster_secret(app->cluster), wall_ms(), &msg, http_header(req, H_SIG))
                        : -ENOMEM;
-        char facade[32];
+        char facade[32], addr[sizeof(req->client_addr)];
         struct tenant_principal who;
         if (r == 0)
-                r = api_cluster_identity_decode(identity, &who, facade, sizeof(facade));
+                r = api_cluster_identity_decode(identity, &who, facade, sizeof(facade), addr, sizeof(addr));
         if (r == 0 && strcmp(facade, api_cluster_facade_of(req->path)) != 0)
                 r = -EPERM; /* vouched for on another facade */
         if (r < 0) {
@@ -50,6 +58,10 @@ bool api_cluster_identity(struct app *app, struct http_request *req, struct tena
                          http_header(req, H_NODE) ? http_header(req, H_NODE) : "", strerror(-r));
                 return false;
         }
+        /* Signed: the sender saw the client at addr; audit rows and rate
+         * limits here count that client, not the sending node. */
+        if (addr[0])
+                memcpy(req->client_addr, addr, sizeof(addr));
         *ret = who;
         return true;
 }
@@ -59,11 +71,14 @@ static int sign_request(struct app *app, struct http_request *req, const struct 
                         char **identity, char time_ms[24], char sig[API_CLUSTER_SIG_HEX + 1])
 {
         _cleanup_free_ char *target = http_forward_target(req);
-        *identity = api_cluster_identity_encode(who, api_cluster_facade_of(req->path));
+        char addr[sizeof(req->client_addr)];
+        http_client_addr(req, addr, sizeof(addr));
+        *identity = api_cluster_identity_encode(who, api_cluster_facade_of(req->path), addr);
         if (!target || !*identity)
                 return -ENOMEM;
         snprintf(time_ms, 24, "%llu", (unsigned long long)wall_ms());
-        return api_cluster_sign(cluster_secret(app->cluster), time_ms, req->method, target, *identity, sig);
+        const struct api_cluster_msg msg = message_of(req, time_ms, target, *identity);
+        return api_cluster_sign(cluster_secret(app->cluster), &msg, sig);
 }
 
 /* An error in the facade's envelope (a plain {"error"} without one). */

@@ -8,12 +8,14 @@
  *
  * Between nodes:
  *   X-Sandboxd-Node          the sender's node id
- *   X-Sandboxd-Identity      base64url of {"facade","org","user","key","session","exp"}
+ *   X-Sandboxd-Identity      base64url of {"facade","org","user","key","session","exp","addr"}
  *   X-Sandboxd-Cluster-Time  the sender's wall clock, ms
- *   X-Sandboxd-Cluster-Sig   hex HMAC-SHA256(cluster secret,
- *                            time "\n" method "\n" target "\n" identity)
+ *   X-Sandboxd-Cluster-Sig   hex HMAC-SHA256(cluster secret, time "\n" method "\n"
+ *                            target "\n" identity "\n" hex SHA-256(body))
  * where target is http_forward_target (path?query as forwarded). A
- * receiver accepts it within ±60 s of its own clock. */
+ * receiver accepts it within ±60 s of its own clock; "addr" (the client's
+ * address) then stands for the connection's (http_client_addr), so the
+ * owner's audit rows and rate limits see the real client. */
 #pragma once
 
 #include <stdbool.h>
@@ -29,19 +31,33 @@ struct app;
 #define API_CLUSTER_SIG_HEX 64
 
 /* ---- signing (cluster_sign.c; no cluster needed: unit-tested) ---- */
-/* out = hex HMAC-SHA256(secret, time "\n" method "\n" target "\n" identity). 0 or -EINVAL/-EIO. */
-int api_cluster_sign(const char *secret, const char *time_ms, const char *method, const char *target,
-                     const char *identity, char out[API_CLUSTER_SIG_HEX + 1]);
+/* What a signature covers: the request as forwarded. Request bodies are
+ * always buffered whole before a handler (or the forwarding) runs, so the
+ * whole body is hashed; nothing is streamed unsigned. */
+struct api_cluster_msg {
+        const char *time_ms;  /* the sender's wall clock, ms, decimal */
+        const char *method;
+        const char *target;   /* http_forward_target: path?query as forwarded */
+        const char *identity; /* the X-Sandboxd-Identity value */
+        const void *body;     /* NULL when body_len is 0 */
+        size_t body_len;
+};
+/* out = hex HMAC-SHA256(secret, time "\n" method "\n" target "\n"
+ * identity "\n" hex SHA-256(body)). 0 or -EINVAL/-EIO. */
+int api_cluster_sign(const char *secret, const struct api_cluster_msg *msg, char out[API_CLUSTER_SIG_HEX + 1]);
 /* 0 when sig is right (constant-time compare) and time_ms within
  * API_CLUSTER_SKEW_MS of now_ms; -EKEYEXPIRED outside it, -EPERM for a
- * wrong signature, -EINVAL for a malformed one or an empty secret. */
-int api_cluster_verify(const char *secret, uint64_t now_ms, const char *time_ms, const char *method,
-                       const char *target, const char *identity, const char *sig);
+ * wrong signature (any piece, the body included, changed), -EINVAL for a
+ * malformed one or an empty secret. */
+int api_cluster_verify(const char *secret, uint64_t now_ms, const struct api_cluster_msg *msg, const char *sig);
 /* The X-Sandboxd-Identity value of who (NULL: nobody in particular, the
- * runtime and bridge facades' single key) on facade; free(). NULL on ENOMEM. */
-char *api_cluster_identity_encode(const struct tenant_principal *who, const char *facade);
-/* Its inverse: 0, or -EINVAL for anything malformed. */
-int api_cluster_identity_decode(const char *value, struct tenant_principal *who, char *facade, size_t facadelen);
+ * runtime and bridge facades' single key) on facade, calling from addr
+ * (the client's address as the sending node saw it; NULL: unknown);
+ * free(). NULL on ENOMEM. */
+char *api_cluster_identity_encode(const struct tenant_principal *who, const char *facade, const char *addr);
+/* Its inverse: 0, or -EINVAL for anything malformed or too long. */
+int api_cluster_identity_decode(const char *value, struct tenant_principal *who, char *facade, size_t facadelen,
+                                char *addr, size_t addrlen);
 
 /* ---- routing (cluster_route.c) ---- */
 /* Routes a request about sandbox_id: false = serve it here (cluster mode
