@@ -162,6 +162,13 @@ bool api_cluster_forward(struct app *app, struct http_request *req, struct http_
         return route_and_forward(app, req, res, sandbox_id, may_create, NULL, NULL, NULL);
 }
 
+bool api_cluster_forward_as(const struct api_cluster_facade *f, void *cls, struct http_request *req,
+                            struct http_response *res, const char *sandbox_id, bool may_create,
+                            const struct tenant_principal *who)
+{
+        return route_and_forward(req->app, req, res, sandbox_id, may_create, who, f, cls);
+}
+
 /* Which capture of pattern is its ":id" (-1: none). */
 static int id_capture(const char *pattern)
 {

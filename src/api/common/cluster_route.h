@@ -87,5 +87,12 @@ struct api_cluster_facade {
  * (NULL for the single-key facades). */
 bool api_cluster_intercept(const struct api_cluster_facade *f, void *cls, struct http_request *req,
                            struct http_response *res, const struct tenant_principal *who);
+/* The same decision for a sandbox a handler found itself (in the body,
+ * behind a checkpoint: routes api_cluster_intercept cannot read), as who
+ * on f: true = res holds the answer (the owner's, or a 502/503 in f's
+ * envelope); false = serve it here. */
+bool api_cluster_forward_as(const struct api_cluster_facade *f, void *cls, struct http_request *req,
+                            struct http_response *res, const char *sandbox_id, bool may_create,
+                            const struct tenant_principal *who);
 /* The facade a request is for, by its path (what the identity carries). */
 const char *api_cluster_facade_of(const char *path);

@@ -521,7 +521,9 @@ static void h_to_sandbox(struct http_request *req, struct http_response *res)
                 const char *base = strrchr(row.name, '/') ? strrchr(row.name, '/') + 1 : row.name;
                 path = base;
         }
-        if (ctl_user_path(path, res, norm)) {
+        /* The sandbox's owner writes into its workspace (with the blob from
+         * its own artifacts root: shared when that is a bucket). */
+        if (ctl_user_path(path, res, norm) && !ctl_cluster_forward(req, res, sid)) {
                 if (write_into(req->app, &row, sid, norm, &err) < 0)
                         fail(res, &err);
                 else

@@ -218,10 +218,30 @@ static void h_get(struct http_request *req, struct http_response *res)
         checkpoint_row_done(&row);
 }
 
+/* Cluster mode: a checkpoint's tar is in the data dir of the node that
+ * took it, the owner of its sandbox: that node serves what reads or
+ * removes the tar. true = res holds that node's answer. An unknown id is
+ * the handler's to report. */
+static bool at_its_node(struct http_request *req, struct http_response *res, const char *id)
+{
+        struct app *app = req->app;
+        struct checkpoint_row row;
+        struct err err = {};
+        if (!app->cluster || sbx_checkpoint_get(app->sandboxes, ctl_caller(req)->who.org_id, id, &row, &err) < 0) {
+                err_done(&err);
+                return false;
+        }
+        bool forwarded = ctl_cluster_forward(req, res, row.sandbox_id);
+        checkpoint_row_done(&row);
+        return forwarded;
+}
+
 static void h_delete(struct http_request *req, struct http_response *res)
 {
         struct app *app = req->app;
         struct err err = {};
+        if (at_its_node(req, res, req->captures[0]))
+                return;
         if (sbx_checkpoint_delete(app->sandboxes, ctl_caller(req)->who.org_id, req->captures[0], &err) < 0)
                 fail(res, &err);
         else
@@ -256,6 +276,8 @@ static void h_restore(struct http_request *req, struct http_response *res)
         re = json_object_get(b, "restore_env");
         if (re && !json_is_null(re) && !json_is_boolean(re)) {
                 ctl_error(res, 400, "VALIDATION_ERROR", "restore_env must be a boolean");
+        } else if (ctl_cluster_forward(req, res, target ? target : row.sandbox_id)) {
+                /* the target's owner answered (it restores into its own copy) */
         } else if (sbx_checkpoint_restore(app->sandboxes, org, row.id, target ? target : row.sandbox_id,
                                           !json_is_false(re), &err) < 0) {
                 fail(res, &err);
@@ -284,7 +306,10 @@ static void h_clone(struct http_request *req, struct http_response *res)
                 return;
         }
         meta = json_loads(row.meta_json, 0, NULL);
-        if (body_or_empty(req, res, &b) && ctl_sandbox_create(req, res, b, json_object_get(meta, "env"), &view)) {
+        /* The clone is made where the checkpoint's tar is. */
+        if (ctl_cluster_forward(req, res, row.sandbox_id)) {
+                /* that node answered */
+        } else if (body_or_empty(req, res, &b) && ctl_sandbox_create(req, res, b, json_object_get(meta, "env"), &view)) {
                 const char *id = json_string_value(json_object_get(view, "sandbox_id"));
                 if (sbx_checkpoint_restore(app->sandboxes, org, row.id, id, false, &err) < 0) {
                         struct err gone = {};
@@ -337,7 +362,7 @@ static json_t *sized(const char *path, json_t *e)
 static void h_compare(struct http_request *req, struct http_response *res)
 {
         _cleanup_json_ json_t *from = NULL, *to = NULL;
-        if (!manifest(req, res, req->captures[0], &from) || !manifest(req, res, req->captures[1], &to))
+        if (at_its_node(req, res, req->captures[0]) || !manifest(req, res, req->captures[0], &from) || !manifest(req, res, req->captures[1], &to))
                 return;
         json_t *added = json_array(), *removed = json_array(), *modified = json_array();
         uint64_t same = 0;

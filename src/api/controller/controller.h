@@ -44,6 +44,12 @@ struct ctl_caller {
 /* The caller of a non-public route (never NULL there); NULL on a public
  * route. Valid until the request is over. */
 const struct ctl_caller *ctl_caller(const struct http_request *req);
+/* Cluster mode, for a handler that finds the sandbox it acts on only
+ * after parsing (a body's sandbox_id, a checkpoint's sandbox): true when
+ * another node owns sandbox_id and res holds that node's answer (or a
+ * 502/503); false: act here (cluster mode off, the sandbox is ours or
+ * unknown, or req itself was forwarded). */
+bool ctl_cluster_forward(struct http_request *req, struct http_response *res, const char *sandbox_id);
 /* The group's auth hook (struct http_group_ops.auth); cls is the app. */
 bool ctl_auth_hook(void *cls, struct http_request *req, struct http_response *res);
 /* A session is required (not an API key): false with a 401 in res. */

@@ -140,13 +140,24 @@ const struct route *ctl_health_routes(size_t *ret_n)
 
 /* Cluster mode: a sandbox another node owns is served there (as the
  * caller the auth hook found); a create goes where placement says. */
+static const char *const cluster_families[] = { CTL_PREFIX "/sandbox/:id", NULL };
+/* create-from-template is a create like any other; a checkpoint's clone
+ * is not (it goes where the checkpoint is: checkpoints.c). */
+static const char *const cluster_creates[] = { CTL_PREFIX "/sandbox/create", CTL_PREFIX "/sandbox/create-from-template",
+                                               NULL };
+static const struct api_cluster_facade cluster_facade = { "controller", cluster_families, cluster_creates,
+                                                          ctl_envelope };
+
 static bool ctl_intercept(void *cls, struct http_request *req, struct http_response *res)
 {
-        static const char *const families[] = { CTL_PREFIX "/sandbox/:id", NULL };
-        static const char *const creates[] = { CTL_PREFIX "/sandbox/create", NULL };
-        static const struct api_cluster_facade f = { "controller", families, creates, ctl_envelope };
         const struct ctl_caller *c = ctl_caller(req);
-        return api_cluster_intercept(&f, cls, req, res, c ? &c->who : NULL);
+        return api_cluster_intercept(&cluster_facade, cls, req, res, c ? &c->who : NULL);
+}
+
+bool ctl_cluster_forward(struct http_request *req, struct http_response *res, const char *sandbox_id)
+{
+        const struct ctl_caller *c = ctl_caller(req);
+        return api_cluster_forward_as(&cluster_facade, NULL, req, res, sandbox_id, false, c ? &c->who : NULL);
 }
 
 int api_controller_register(struct http_server *srv, struct app *app)
