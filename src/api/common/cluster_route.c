@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "api/app.h"
 #include "base/log.h"
@@ -15,6 +16,7 @@
 #define H_IDENTITY "X-Sandboxd-Identity"
 #define H_TIME "X-Sandboxd-Cluster-Time"
 #define H_SIG "X-Sandboxd-Cluster-Sig"
+#define H_BODY "X-Sandboxd-Body-SHA256"
 
 const char *api_cluster_facade_of(const char *path)
 {
@@ -30,12 +32,26 @@ bool api_cluster_signed(struct http_request *req)
         return http_header(req, H_SIG) != NULL;
 }
 
-/* The signed message of req as it arrived (or as it is forwarded). */
+/* The signed message of req with body digest digest. */
 static struct api_cluster_msg message_of(struct http_request *req, const char *time_ms, const char *target,
-                                         const char *identity)
+                                         const char *identity, const char *digest)
 {
         return (struct api_cluster_msg){ .time_ms = time_ms, .method = req->method, .target = target,
-                                         .identity = identity, .body = req->body, .body_len = req->body_len };
+                                         .identity = identity, .body_sha256 = digest };
+}
+
+/* Whether the body that arrived is the one the sender signed (its auth
+ * hook checked the signature before the body was read). */
+static bool body_as_signed(struct http_request *req)
+{
+        char have[API_CLUSTER_SIG_HEX + 1], empty[API_CLUSTER_SIG_HEX + 1];
+        const char *want = http_header(req, H_BODY);
+        api_cluster_body_digest(req->body, req->body_len, have);
+        if (!want || !want[0]) {
+                api_cluster_body_digest(NULL, 0, empty);
+                want = empty;
+        }
+        return strlen(want) == API_CLUSTER_SIG_HEX && strcasecmp(want, have) == 0;
 }
 
 bool api_cluster_identity(struct app *app, struct http_request *req, struct tenant_principal *ret)
@@ -44,7 +60,8 @@ bool api_cluster_identity(struct app *app, struct http_request *req, struct tena
                 return false;
         _cleanup_free_ char *target = http_forward_target(req);
         const char *identity = http_header(req, H_IDENTITY);
-        const struct api_cluster_msg msg = message_of(req, http_header(req, H_TIME), target, identity);
+        const struct api_cluster_msg msg = message_of(req, http_header(req, H_TIME), target, identity,
+                                                      http_header(req, H_BODY));
         int r = target ? api_cluster_verify(cluster_secret(app->cluster), wall_ms(), &msg, http_header(req, H_SIG))
                        : -ENOMEM;
         char facade[32], addr[sizeof(req->client_addr)];
@@ -66,9 +83,10 @@ bool api_cluster_identity(struct app *app, struct http_request *req, struct tena
         return true;
 }
 
-/* The four headers that vouch for who on this very request. */
+/* The headers that vouch for who on this very request (and its body). */
 static int sign_request(struct app *app, struct http_request *req, const struct tenant_principal *who,
-                        char **identity, char time_ms[24], char sig[API_CLUSTER_SIG_HEX + 1])
+                        char **identity, char time_ms[24], char digest[API_CLUSTER_SIG_HEX + 1],
+                        char sig[API_CLUSTER_SIG_HEX + 1])
 {
         _cleanup_free_ char *target = http_forward_target(req);
         char addr[sizeof(req->client_addr)];
@@ -77,7 +95,8 @@ static int sign_request(struct app *app, struct http_request *req, const struct 
         if (!target || !*identity)
                 return -ENOMEM;
         snprintf(time_ms, 24, "%llu", (unsigned long long)wall_ms());
-        const struct api_cluster_msg msg = message_of(req, time_ms, target, *identity);
+        api_cluster_body_digest(req->body, req->body_len, digest);
+        const struct api_cluster_msg msg = message_of(req, time_ms, target, *identity, digest);
         return api_cluster_sign(cluster_secret(app->cluster), &msg, sig);
 }
 
@@ -99,13 +118,14 @@ static void forward_to(struct app *app, struct http_request *req, struct http_re
         /* The controller's finish hook sets its own X-Request-Id. */
         static const char *const drop[] = { "X-Request-Id", NULL };
         _cleanup_free_ char *identity = NULL;
-        char time_ms[24], sig[API_CLUSTER_SIG_HEX + 1];
-        int r = sign_request(app, req, who, &identity, time_ms, sig);
+        char time_ms[24], digest[API_CLUSTER_SIG_HEX + 1], sig[API_CLUSTER_SIG_HEX + 1];
+        int r = sign_request(app, req, who, &identity, time_ms, digest, sig);
         if (r == 0) {
                 const struct http_forward_header h[] = {
                         { H_NODE, cluster_node_id(app->cluster) },
                         { H_IDENTITY, identity },
                         { H_TIME, time_ms },
+                        { H_BODY, digest },
                         { H_SIG, sig },
                 };
                 struct http_forward_headers extra = { h, ARRAY_SIZE(h), drop };
@@ -195,6 +215,12 @@ bool api_cluster_intercept(const struct api_cluster_facade *f, void *cls, struct
         struct app *app = req->app;
         if (!app || !app->cluster || !req->route)
                 return false;
+        if (api_cluster_signed(req) && !body_as_signed(req)) {
+                log_warn("cluster: refused a forwarded %s %s from node \"%.64s\": its body is not the one signed",
+                         req->method, req->path, http_header(req, H_NODE) ? http_header(req, H_NODE) : "");
+                fail(f, cls, res, 401, "Invalid cluster signature");
+                return true;
+        }
         bool may_create = strcmp(req->method, "GET") != 0 && strcmp(req->method, "DELETE") != 0;
         for (const char *const *fam = f->families; fam && *fam; fam++) {
                 int i = in_family(req->route, *fam) ? id_capture(*fam) : -1;

@@ -10,8 +10,9 @@
  *   X-Sandboxd-Node          the sender's node id
  *   X-Sandboxd-Identity      base64url of {"facade","org","user","key","session","exp","addr"}
  *   X-Sandboxd-Cluster-Time  the sender's wall clock, ms
+ *   X-Sandboxd-Body-SHA256   hex SHA-256 of the body (absent: the empty body)
  *   X-Sandboxd-Cluster-Sig   hex HMAC-SHA256(cluster secret, time "\n" method "\n"
- *                            target "\n" identity "\n" hex SHA-256(body))
+ *                            target "\n" identity "\n" body digest)
  * where target is http_forward_target (path?query as forwarded). A
  * receiver accepts it within ±60 s of its own clock; "addr" (the client's
  * address) then stands for the connection's (http_client_addr), so the
@@ -33,17 +34,22 @@ struct app;
 /* ---- signing (cluster_sign.c; no cluster needed: unit-tested) ---- */
 /* What a signature covers: the request as forwarded. Request bodies are
  * always buffered whole before a handler (or the forwarding) runs, so the
- * whole body is hashed; nothing is streamed unsigned. */
+ * whole body is hashed, nothing streamed goes unsigned. The receiver's auth
+ * hook runs before the body has arrived: it checks the signature over the
+ * digest the sender put in X-Sandboxd-Body-SHA256, and the intercept hook
+ * (api_cluster_intercept, before any handler) checks that the body that
+ * arrived has that digest. */
 struct api_cluster_msg {
-        const char *time_ms;  /* the sender's wall clock, ms, decimal */
+        const char *time_ms;     /* the sender's wall clock, ms, decimal */
         const char *method;
-        const char *target;   /* http_forward_target: path?query as forwarded */
-        const char *identity; /* the X-Sandboxd-Identity value */
-        const void *body;     /* NULL when body_len is 0 */
-        size_t body_len;
+        const char *target;      /* http_forward_target: path?query as forwarded */
+        const char *identity;    /* the X-Sandboxd-Identity value */
+        const char *body_sha256; /* hex SHA-256 of the body; NULL or "": the empty body's */
 };
+/* out = lower-case hex SHA-256 of body (that of "" when body_len is 0). */
+void api_cluster_body_digest(const void *body, size_t body_len, char out[API_CLUSTER_SIG_HEX + 1]);
 /* out = hex HMAC-SHA256(secret, time "\n" method "\n" target "\n"
- * identity "\n" hex SHA-256(body)). 0 or -EINVAL/-EIO. */
+ * identity "\n" body_sha256). 0 or -EINVAL/-EIO. */
 int api_cluster_sign(const char *secret, const struct api_cluster_msg *msg, char out[API_CLUSTER_SIG_HEX + 1]);
 /* 0 when sig is right (constant-time compare) and time_ms within
  * API_CLUSTER_SKEW_MS of now_ms; -EKEYEXPIRED outside it, -EPERM for a

@@ -17,8 +17,7 @@
 #include "base/buf.h"
 #include "tenant/jwt.h"
 
-/* Lower-case hex of the SHA-256 of body (that of "" when body_len is 0). */
-static void body_digest(const void *body, size_t body_len, char out[API_CLUSTER_SIG_HEX + 1])
+void api_cluster_body_digest(const void *body, size_t body_len, char out[API_CLUSTER_SIG_HEX + 1])
 {
         unsigned char md[SHA256_DIGEST_LENGTH];
         SHA256(body_len ? body : (const void *)"", body_len, md);
@@ -30,8 +29,12 @@ int api_cluster_sign(const char *secret, const struct api_cluster_msg *msg, char
 {
         if (!secret || !secret[0])
                 return -EINVAL;
-        char digest[API_CLUSTER_SIG_HEX + 1];
-        body_digest(msg->body, msg->body_len, digest);
+        char empty[API_CLUSTER_SIG_HEX + 1];
+        const char *digest = msg->body_sha256;
+        if (!digest || !digest[0]) {
+                api_cluster_body_digest(NULL, 0, empty);
+                digest = empty;
+        }
         struct buf b;
         buf_init(&b, SIZE_MAX);
         int r = buf_printf(&b, "%s\n%s\n%s\n%s\n%s", msg->time_ms, msg->method, msg->target, msg->identity, digest);
