@@ -36,8 +36,11 @@ void bridge_error_from(struct http_response *res, const struct err *e, const cha
         case ERR_PERMISSION: bridge_error(res, 403, "invalid_request", msg); return;
         case ERR_NOT_FOUND: bridge_error(res, 404, "workspace_read_not_found", msg); return;
         case ERR_TOO_LARGE: bridge_error(res, 413, "payload_too_large", msg); return;
-        case ERR_QUOTA:
-        case ERR_BUSY: bridge_error(res, 503, "capacity_exceeded", msg); return;
+        case ERR_QUOTA: bridge_error(res, 503, "capacity_exceeded", msg); return;
+        case ERR_BUSY: /* overloaded, or the sandbox is another node's now */
+                bridge_error(res, 503, "capacity_exceeded", msg);
+                res->retry_after = 1;
+                return;
         default: bridge_error(res, 502, upstream_code, msg); return;
         }
 }

@@ -79,4 +79,6 @@ void workers_error_from(struct http_response *res, const struct err *e)
         workers_error(res, status, code, e->msg[0] ? e->msg : "Internal error", context_of(e));
         if (e->op && json_is_object(res->json))
                 json_object_set_new(res->json, "operation", json_string(e->op));
+        if (e->reason == ERR_BUSY) /* overloaded, or the sandbox is another node's now */
+                res->retry_after = 1;
 }
