@@ -8,13 +8,16 @@ through a non-owner is restored on the owner (where its tar is); the
 owner's audit row shows the client's own address, not the forwarding
 node's; and a signed request whose body was changed on the way is
 refused (the receiver's auth hook checks the signature over the body's
-digest before the body arrives, its intercept hook the body itself)."""
+digest before the body arrives, its intercept hook the body itself); in
+queue mode a queued execution is started by the owner's runner, not by
+whichever node's runner sees it first."""
 import glob
 import hashlib
 import http.client
 import json
 import os
 import sys
+import threading
 import time
 
 import pytest
@@ -22,7 +25,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from forward_common import (KEY, SECRET, Nodes, auth, identity, new_bridge_sandbox,  # noqa: E402
                             request, signature)
-from cluster_common import PG_HOST  # noqa: E402
+from cluster_common import PG_HOST, Cluster  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not PG_HOST, reason="needs the PostgreSQL cluster of tests/pg/pg_plugin.py "
                                                     "(make cluster)")
@@ -204,3 +207,43 @@ def test_a_signed_request_whose_body_changed_is_refused(cl):
     assert status in (200, 201, 204), body
     status, body, _ = request(owner, "GET", target, headers=auth())
     assert status == 200 and body == b"signed-bytes", body
+
+
+def wait_done(d, creds, rid, timeout=60):
+    deadline = time.time() + timeout
+    while True:
+        status, body = call(d, "GET", V1 + f"/requests/{rid}", headers=creds)
+        assert status == 200, body
+        if body["status"] not in ("queued", "processing"):
+            return body
+        assert time.time() < deadline, f"request {rid} still {body['status']}"
+        time.sleep(0.1)
+
+
+def test_a_queued_execution_runs_on_the_owner(cl):
+    # Three nodes whose runners all read one queue (the store's); one
+    # execution at a time per org per node.
+    q = Cluster()
+    try:
+        for nid in ("a", "b", "c"):
+            q.node(nid, extra_sets=["controller.queue_mode=1", "controller.budget_executes=1"])
+        creds = new_org(q.nodes["a"])
+        status, sb = call(q.nodes["a"], "POST", V1 + "/sandbox/create", {}, creds)
+        assert status == 201, sb
+        sid = sb["sandbox_id"]
+        owner = q.nodes[q.owner(sid)[0]]
+        x = next(d for d in q.nodes.values() if d is not owner)
+        # The owner's slot is held longer than the other runners' idle poll
+        # (5 s): they see the queued request first, and must leave it.
+        slow = threading.Thread(target=sh, args=(owner, creds, sid, "sleep 7; echo slow > q.txt"))
+        slow.start()
+        time.sleep(0.5)
+        status, body = call(x, "POST", V1 + f"/sandbox/{sid}/execute", {"command": "echo queued >> q.txt; cat q.txt"},
+                            creds)
+        assert status == 202 and body["status"] == "queued", body
+        done = wait_done(x, creds, body["requestId"])
+        slow.join()
+        assert done["status"] == "completed" and done["response_status"] == 200, done
+        assert done["response_body"]["stdout"] == "slow\nqueued\n", done
+    finally:
+        q.close()

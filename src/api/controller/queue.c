@@ -24,6 +24,7 @@
 #include "base/log.h"
 #include "base/time.h"
 #include "base/util.h"
+#include "cluster/cluster.h"
 
 #define QUEUE_POLL_MS 250        /* re-check while requests wait: a slot also frees by expiry */
 #define QUEUE_IDLE_MS 5000
@@ -418,6 +419,15 @@ struct heads {
         unsigned seen, started;
 };
 
+/* Cluster mode: a queued request about a sandbox another node owns is
+ * that node's runner's to start (the queue is in the shared store; the
+ * sandbox layer here would refuse it). A store failure: leave it too. */
+static bool for_another_node(struct ctl_queue *q, const char *sandbox_id)
+{
+        char url[CLUSTER_URL_MAX];
+        return q->app->cluster && sandbox_id[0] && cluster_route(q->app->cluster, sandbox_id, false, url) != CLUSTER_LOCAL;
+}
+
 /* One org's oldest request: started on a thread of its own when its slot
  * is free (it runs as long as the route's handler does). */
 static void try_start(const struct queue_row *head, void *userdata)
@@ -432,6 +442,8 @@ static void try_start(const struct queue_row *head, void *userdata)
                 fail_unroutable(q, head);
                 return;
         }
+        if (for_another_node(q, capture))
+                return;
         pthread_mutex_lock(&q->lock);
         bool ok = !q->stop && slot_take(q, head->org_id, kind);
         if (ok)
