@@ -152,6 +152,11 @@ int store_queue_update(struct store *s, const struct queue_row *row)
         STORE_CALL(s, true, row ? row->id : NULL, check_queue_row(row) ?: s->ops->queue_update(s, row));
 }
 
+int store_queue_start(struct store *s, const char *id, uint64_t started_at)
+{
+        STORE_CALL(s, true, id, s->ops->queue_start(s, id, started_at));
+}
+
 int store_queue_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
                      void (*fn)(const struct queue_row *row, void *userdata), void *userdata, uint64_t *ret_total)
 {
