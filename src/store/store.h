@@ -210,10 +210,15 @@ int store_queue_insert(struct store *s, const struct queue_row *row);
 int store_queue_get(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
 /* Writes status, response_status, response_body, started_at, finished_at. */
 int store_queue_update(struct store *s, const struct queue_row *row);
-/* Moves queued request id to processing (started_at) only if it is still
- * queued: of several runners (nodes of a cluster) exactly one starts it.
- * 0 = started, -EBUSY = not queued any more, -ENOENT = no such request. */
-int store_queue_start(struct store *s, const char *id, uint64_t started_at);
+/* Moves queued request id to processing (started_at, run by node_id: ""
+ * outside a cluster) only if it is still queued: of several runners (nodes
+ * of a cluster) exactly one starts it. 0 = started, -EBUSY = not queued
+ * any more, -ENOENT = no such request. */
+int store_queue_start(struct store *s, const char *id, const char *node_id, uint64_t started_at);
+/* The requests node_id was running (its processing ones) become failed
+ * with failed_status/body at now: the node died, or restarted. */
+int store_queue_fail_node(struct store *s, const char *node_id, uint32_t failed_status, const char *failed_body,
+                          uint64_t now);
 /* One page of the org's requests, newest first (fn gets a borrowed row);
  * *ret_total: how many it has. */
 int store_queue_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,

@@ -3,8 +3,10 @@
  * conditional insert that fails at the org's limit, so every node counts
  * the same executions (queue.c counts them in memory otherwise). A dead
  * node's slots are freed by the cluster's heartbeat scan, a node's own
- * leftovers when it starts (src/cluster/). */
+ * leftovers when it starts (src/cluster/). Queued requests a dead node was
+ * running fail (they died with it), as a single daemon's do at restart. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -71,4 +73,24 @@ bool ctl_queued_elsewhere(struct app *app, const char *sandbox_id)
 {
         char url[CLUSTER_URL_MAX];
         return app->cluster && sandbox_id[0] && cluster_route(app->cluster, sandbox_id, false, url) == CLUSTER_REMOTE;
+}
+
+const char *ctl_node_id(const struct app *app)
+{
+        return app->cluster ? cluster_node_id(app->cluster) : "";
+}
+
+void ctl_queue_fail_dead(struct app *app, bool at_start, uint32_t status, const char *body, uint64_t now)
+{
+        struct cluster_node_info *v = NULL;
+        size_t n = 0;
+
+        if (at_start)
+                (void)store_queue_fail_node(app->store, ctl_node_id(app), status, body, now);
+        if (cluster_nodes(app->cluster, &v, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++)
+                if (!v[i].live && !v[i].self)
+                        (void)store_queue_fail_node(app->store, v[i].row.id, status, body, now);
+        free(v);
 }

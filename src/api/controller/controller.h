@@ -179,6 +179,11 @@ bool ctl_slot_take_shared(struct app *app, const char *org_id, const char *kind,
 void ctl_slot_give_shared(struct app *app, const char *ticket);
 uint64_t ctl_slots_in_use(struct app *app, const char *org_id, const char *kind);
 bool ctl_queued_elsewhere(struct app *app, const char *sandbox_id);
+/* This node's cluster id, "" outside a cluster. */
+const char *ctl_node_id(const struct app *app);
+/* Fails the queued requests dead nodes were running (and at_start this
+ * node's own, from its previous run) with status/body. */
+void ctl_queue_fail_dead(struct app *app, bool at_start, uint32_t status, const char *body, uint64_t now);
 /* prefix + 24 random hex digits ("req_…", "slot_…"); -EIO. */
 int ctl_random_id(const char *prefix, char out[static 32]);
 /* Defines handler `name`: fn, the handler of route pattern, within the

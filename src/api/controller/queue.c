@@ -460,7 +460,7 @@ static void try_start(const struct queue_row *head, void *userdata)
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         /* The start is a compare-and-set: another node's runner may have
          * started this head since it was read (-EBUSY: not ours to run). */
-        int r = run && run->row.body && run->row.caller ? store_queue_start(q->app->store, head->id,
+        int r = run && run->row.body && run->row.caller ? store_queue_start(q->app->store, head->id, ctl_node_id(q->app),
                                                                               run->row.started_at) : -ENOMEM;
         if (r == 0 && pthread_create(&th, &attr, run_queued, run) == 0) {
                 h->started++;
@@ -478,14 +478,19 @@ static void try_start(const struct queue_row *head, void *userdata)
         pthread_attr_destroy(&attr);
 }
 
+#define STOPPED_BODY \
+        "{\"error\":{\"code\":\"SERVICE_UNAVAILABLE\",\"message\":\"The daemon stopped while this request ran\"}}"
+
+/* In a cluster the processing rows are every node's: only this node's
+ * (at its start) and dead nodes' runs fail (ctl_queue_fail_dead). */
 static void settle(struct ctl_queue *q, bool at_start)
 {
         uint64_t now = wall_ms();
         uint64_t ttl = q->app->cfg->ctl_queue_ttl_s * 1000;
-        store_queue_settle(q->app->store, at_start, 503,
-                           "{\"error\":{\"code\":\"SERVICE_UNAVAILABLE\",\"message\":"
-                           "\"The daemon stopped while this request ran\"}}",
-                           now, now > ttl ? now - ttl : 0, now > QUEUE_KEEP_ANSWERS_MS ? now - QUEUE_KEEP_ANSWERS_MS : 0);
+        store_queue_settle(q->app->store, at_start && !q->app->cluster, 503, STOPPED_BODY, now,
+                           now > ttl ? now - ttl : 0, now > QUEUE_KEEP_ANSWERS_MS ? now - QUEUE_KEEP_ANSWERS_MS : 0);
+        if (q->app->cluster)
+                ctl_queue_fail_dead(q->app, at_start, 503, STOPPED_BODY, now);
 }
 
 static void *runner(void *arg)
@@ -520,9 +525,7 @@ int ctl_queue_start(struct app *app)
         pthread_mutex_init(&q->lock, NULL);
         pthread_cond_init(&q->wake, NULL);
         app->ctl_queue = q;
-        /* In a cluster the "processing" rows may be other nodes' live runs:
-         * they are not failed here (which node ran one is not stored). */
-        settle(q, !app->cluster);
+        settle(q, true);
         if (pthread_create(&q->runner, NULL, runner, q) != 0)
                 return -EAGAIN;
         q->runner_started = true;

@@ -228,6 +228,7 @@ const struct store_ops store_pg_ops = {
         .queue_get = pgs_queue_get,
         .queue_update = pgs_queue_update,
         .queue_start = pgs_queue_start,
+        .queue_fail_node = pgs_queue_fail_node,
         .queue_list = pgs_queue_list,
         .queue_heads = pgs_queue_heads,
         .queue_position = pgs_queue_position,

@@ -52,17 +52,27 @@ int pgs_slot_count(struct store *s, const char *org_id, const char *kind, uint64
 
 /* The compare-and-set that lets one runner of several start a request:
  * the second UPDATE re-checks status after the first committed. */
-int pgs_queue_start(struct store *s, const char *id, uint64_t started_at)
+int pgs_queue_start(struct store *s, const char *id, const char *node_id, uint64_t started_at)
 {
         PGS_CONN(s, db);
         uint64_t n;
         int r = pgs_run_changed(db,
-                                "UPDATE queued_requests SET status = 'processing', started_at = $1 "
-                                "WHERE id = $2 AND status = 'queued'",
-                                "ut", started_at, id);
+                                "UPDATE queued_requests SET status = 'processing', started_at = $1, node_id = $2 "
+                                "WHERE id = $3 AND status = 'queued'",
+                                "utt", started_at, node_id, id);
 
         if (r != -ENOENT)
                 return r;
         r = pgs_query_u64(db, &n, "SELECT COUNT(*) FROM queued_requests WHERE id = $1", "t", id);
         return r < 0 ? r : n ? -EBUSY : -ENOENT;
+}
+
+int pgs_queue_fail_node(struct store *s, const char *node_id, uint32_t failed_status, const char *failed_body,
+                        uint64_t now)
+{
+        PGS_CONN(s, db);
+        return pgs_run(db,
+                       "UPDATE queued_requests SET status = 'failed', response_status = $1, response_body = $2, "
+                       "finished_at = $3 WHERE status = 'processing' AND node_id = $4",
+                       "utut", (uint64_t)failed_status, failed_body, now, node_id);
 }

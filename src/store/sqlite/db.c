@@ -246,6 +246,7 @@ const struct store_ops store_sqlite_ops = {
         .queue_get = sq_queue_get,
         .queue_update = sq_queue_update,
         .queue_start = sq_queue_start,
+        .queue_fail_node = sq_queue_fail_node,
         .queue_list = sq_queue_list,
         .queue_heads = sq_queue_heads,
         .queue_position = sq_queue_position,

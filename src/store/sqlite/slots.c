@@ -52,16 +52,25 @@ int sq_slot_count(struct store *s, const char *org_id, const char *kind, uint64_
 }
 
 /* The compare-and-set that lets one runner of several start a request. */
-int sq_queue_start(struct store *s, const char *id, uint64_t started_at)
+int sq_queue_start(struct store *s, const char *id, const char *node_id, uint64_t started_at)
 {
         int r = sq_run_changed(sq_db(s),
-                               "UPDATE queued_requests SET status = 'processing', started_at = ? "
+                               "UPDATE queued_requests SET status = 'processing', started_at = ?, node_id = ? "
                                "WHERE id = ? AND status = 'queued'",
-                               "ut", started_at, id);
+                               "utt", started_at, node_id, id);
         uint64_t n;
 
         if (r != -ENOENT)
                 return r;
         r = sq_query_u64(sq_db(s), "SELECT COUNT(*) FROM queued_requests WHERE id = ?", id, &n);
         return r < 0 ? r : n ? -EBUSY : -ENOENT;
+}
+
+int sq_queue_fail_node(struct store *s, const char *node_id, uint32_t failed_status, const char *failed_body,
+                       uint64_t now)
+{
+        return sq_run(sq_db(s),
+                      "UPDATE queued_requests SET status = 'failed', response_status = ?, response_body = ?, "
+                      "finished_at = ? WHERE status = 'processing' AND node_id = ?",
+                      "utut", (uint64_t)failed_status, failed_body, now, node_id);
 }

@@ -248,7 +248,9 @@ int sq_slot_take(struct store *s, const struct slot_row *row, uint64_t limit);
 int sq_slot_give(struct store *s, const char *id);
 int sq_slot_free_node(struct store *s, const char *node_id, uint64_t *ret_n);
 int sq_slot_count(struct store *s, const char *org_id, const char *kind, uint64_t *ret);
-int sq_queue_start(struct store *s, const char *id, uint64_t started_at);
+int sq_queue_start(struct store *s, const char *id, const char *node_id, uint64_t started_at);
+int sq_queue_fail_node(struct store *s, const char *node_id, uint32_t failed_status, const char *failed_body,
+                        uint64_t now);
 int sq_node_list(struct store *s, struct store_rows *out);
 int sq_sandbox_claim(struct store *s, const char *id, const char *node_id, uint64_t expected_epoch);
 int sq_sandbox_owner(struct store *s, const char *id, struct store_owner *ret);

@@ -122,24 +122,65 @@ TEST(slots_racing_takes_never_exceed_the_limit)
         store_close(s);
 }
 
-TEST(queue_start_moves_a_queued_request_once)
+static void enqueue(struct store *s, const char *name)
 {
-        struct store *s = open_store();
-        struct queue_row r = { .created_at = 5, .body = (char *)"{}", .caller = (char *)"{}" }, got = {};
+        struct queue_row r = { .created_at = 5, .body = (char *)"{}", .caller = (char *)"{}" };
 
-        snprintf(r.id, sizeof(r.id), "%s", id("req"));
+        snprintf(r.id, sizeof(r.id), "%s", id(name));
         snprintf(r.org_id, sizeof(r.org_id), "%s", id("qo"));
         snprintf(r.kind, sizeof(r.kind), "execute");
         snprintf(r.route, sizeof(r.route), "/api/v1/sandbox/x/execute");
         snprintf(r.status, sizeof(r.status), "queued");
         ASSERT_OK(store_org_ensure(s, id("qo"), "Org"));
         ASSERT_OK(store_queue_insert(s, &r));
-        ASSERT_OK(store_queue_start(s, id("req"), 77));
-        ASSERT_ERR(store_queue_start(s, id("req"), 78), EBUSY);
-        ASSERT_ERR(store_queue_start(s, id("none"), 78), ENOENT);
+}
+
+static const char *status_of(struct store *s, const char *name)
+{
+        static char status[16];
+        struct queue_row got = {};
+
+        ASSERT_OK(store_queue_get(s, id("qo"), id(name), &got));
+        snprintf(status, sizeof(status), "%s", got.status);
+        queue_row_done(&got);
+        return status;
+}
+
+TEST(queue_start_moves_a_queued_request_once)
+{
+        struct store *s = open_store();
+        struct queue_row got = {};
+
+        enqueue(s, "req");
+        ASSERT_OK(store_queue_start(s, id("req"), id("n1"), 77));
+        ASSERT_ERR(store_queue_start(s, id("req"), id("n2"), 78), EBUSY);
+        ASSERT_ERR(store_queue_start(s, id("none"), "", 78), ENOENT);
+        ASSERT_ERR(store_queue_start(s, id("req"), NULL, 78), EINVAL);
         ASSERT_OK(store_queue_get(s, id("qo"), id("req"), &got));
         ASSERT_STREQ(got.status, "processing");
         ASSERT_U64_EQ(got.started_at, 77);
+        queue_row_done(&got);
+        store_close(s);
+}
+
+TEST(queue_fail_node_fails_only_that_nodes_running_requests)
+{
+        struct store *s = open_store();
+        struct queue_row got = {};
+
+        enqueue(s, "on1");
+        enqueue(s, "on2");
+        enqueue(s, "waits");
+        ASSERT_OK(store_queue_start(s, id("on1"), id("n1"), 10));
+        ASSERT_OK(store_queue_start(s, id("on2"), id("n2"), 10));
+        ASSERT_OK(store_queue_fail_node(s, id("n1"), 503, "{\"e\":1}", 99));
+        ASSERT_STREQ(status_of(s, "on2"), "processing");
+        ASSERT_STREQ(status_of(s, "waits"), "queued");
+        ASSERT_OK(store_queue_get(s, id("qo"), id("on1"), &got));
+        ASSERT_STREQ(got.status, "failed");
+        ASSERT_EQ(got.response_status, 503);
+        ASSERT_STREQ(got.response_body, "{\"e\":1}");
+        ASSERT_U64_EQ(got.finished_at, 99);
         queue_row_done(&got);
         store_close(s);
 }
