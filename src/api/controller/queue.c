@@ -435,7 +435,8 @@ static void try_start(const struct queue_row *head, void *userdata)
         bool stop = q->stop;
         pthread_mutex_unlock(&q->lock);
         struct ticket t;
-        if (stop || ctl_queued_elsewhere(q->app, head->sandbox_id) || !slot_take(q, head->org_id, kind, &t))
+        if (stop || (kind == CTL_SLOT_EXECUTE && ctl_queued_elsewhere(q->app, head->sandbox_id)) ||
+            !slot_take(q, head->org_id, kind, &t))
                 return;
         pthread_mutex_lock(&q->lock);
         q->inflight++;

@@ -16,7 +16,7 @@
  * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c one table each; github.c the GitHub
  * integration's three tables;
  * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c one table each;
- * sso.c sso_identities and sso_links;
+ * sso.c sso_identities and sso_links; slots.c exec_slots (cluster budgets);
  * tenants.c users, api_keys and sessions. */
 #pragma once
 
