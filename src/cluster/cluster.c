@@ -272,6 +272,9 @@ int cluster_new(const struct cluster_options *o, struct store *s, struct sandbox
         /* A new epoch per start: what other nodes see of a restart. */
         r = store_node_each(s, previous_epoch, c);
         c->epoch++;
+        /* Budget slots a previous run of this node held died with it. */
+        if (r >= 0)
+                r = store_slot_free_node(s, o->node_id, NULL);
         if (r >= 0)
                 r = cluster_beat(c, "up");
         if (r >= 0)

@@ -3,7 +3,7 @@
  * with its load, re-reads the node table and re-homes the sandboxes of
  * dead nodes — the least-loaded live node first, the others a heartbeat
  * later each, so usually one node tries and the claim's compare-and-set
- * settles any race. */
+ * settles any race — and frees their budget slots. */
 #include "cluster/internal.h"
 
 #include <errno.h>
@@ -143,6 +143,19 @@ static void rehome_from(struct cluster *c, const struct node_row *dead)
         free(l.v);
 }
 
+/* The budget slots (store_slot_take) of a dead node's executions, which
+ * died with it: any live node frees them, at once (idempotent). */
+static void free_slots(struct cluster *c, const struct node_row *dead)
+{
+        uint64_t n = 0;
+        int r = store_slot_free_node(c->store, dead->id, &n);
+
+        if (r < 0)
+                log_warn("msg=\"cannot free a dead node's budget slots\" node=%s err=%d", dead->id, r);
+        else if (n > 0)
+                log_info("msg=\"freed a dead node's budget slots\" node=%s slots=%llu", dead->id, (unsigned long long)n);
+}
+
 /* A dead node's sandboxes, once its silence passed dead_after_ms plus a
  * heartbeat per better-placed live node (their turn comes first). */
 static void rehome(struct cluster *c)
@@ -156,6 +169,8 @@ static void rehome(struct cluster *c)
                 const struct node_row *d = &s.dead[i];
                 uint64_t dead_at = strcmp(d->state, "down") == 0 ? d->heartbeat_at
                                                                  : d->heartbeat_at + c->opt.dead_after_ms;
+                if (now >= dead_at)
+                        free_slots(c, d);
                 if (now >= dead_at + s.rank * c->opt.heartbeat_ms)
                         rehome_from(c, d);
         }

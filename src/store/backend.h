@@ -160,6 +160,9 @@ struct store_ops {
         int (*queue_insert)(struct store *s, const struct queue_row *row);
         int (*queue_get)(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
         int (*queue_update)(struct store *s, const struct queue_row *row);
+        int (*queue_start)(struct store *s, const char *id, const char *node_id, uint64_t started_at);
+        int (*queue_fail_node)(struct store *s, const char *node_id, uint32_t failed_status, const char *failed_body,
+                               uint64_t now);
         int (*queue_list)(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
                           struct store_rows *out, uint64_t *ret_total);
         /* Pushes struct queue_row items: each org's oldest queued request. */
@@ -246,6 +249,10 @@ struct store_ops {
         int (*sandbox_usage_on_node)(struct store *s, const char *node_id, uint64_t default_bytes,
                                      uint64_t *ret_count, uint64_t *ret_reserved);
         int (*node_heartbeat)(struct store *s, const struct node_row *row);
+        int (*slot_take)(struct store *s, const struct slot_row *row, uint64_t limit);
+        int (*slot_give)(struct store *s, const char *id);
+        int (*slot_free_node)(struct store *s, const char *node_id, uint64_t *ret_n);
+        int (*slot_count)(struct store *s, const char *org_id, const char *kind, uint64_t *ret);
         /* Pushes struct node_row items. */
         int (*node_list)(struct store *s, struct store_rows *out);
 

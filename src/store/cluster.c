@@ -106,3 +106,38 @@ int store_sandbox_usage_on_node(struct store *s, const char *node_id, uint64_t d
         STORE_CALL(s, ret_count && ret_reserved, node_id,
                    s->ops->sandbox_usage_on_node(s, node_id, default_bytes, ret_count, ret_reserved));
 }
+
+/* ---- execution slots (the controller's budget across a cluster) ---- */
+
+int store_slot_take(struct store *s, const struct slot_row *row, uint64_t limit)
+{
+        STORE_CALL(s, row && (store_core_check_id(row->org_id) ?: CHECK_FIELD(row, node_id) ?: CHECK_FIELD(row, kind)) == 0,
+                   row ? row->id : NULL, s->ops->slot_take(s, row, limit));
+}
+
+int store_slot_give(struct store *s, const char *id)
+{
+        STORE_CALL(s, true, id, s->ops->slot_give(s, id));
+}
+
+int store_slot_free_node(struct store *s, const char *node_id, uint64_t *ret_n)
+{
+        uint64_t n = 0;
+        int r;
+
+        if (!s || !node_id || store_core_check_str(node_id, STORE_ID_MAX) < 0)
+                return -EINVAL;
+        {
+                STORE_GUARD(s);
+                r = s->ops->slot_free_node(s, node_id, &n);
+        }
+        if (r >= 0 && ret_n)
+                *ret_n = n;
+        return r;
+}
+
+int store_slot_count(struct store *s, const char *org_id, const char *kind, uint64_t *ret)
+{
+        STORE_CALL(s, kind && ret && store_core_check_str(kind, sizeof(((struct slot_row *)0)->kind)) == 0, org_id,
+                   s->ops->slot_count(s, org_id, kind, ret));
+}

@@ -152,6 +152,18 @@ int store_queue_update(struct store *s, const struct queue_row *row)
         STORE_CALL(s, true, row ? row->id : NULL, check_queue_row(row) ?: s->ops->queue_update(s, row));
 }
 
+int store_queue_start(struct store *s, const char *id, const char *node_id, uint64_t started_at)
+{
+        STORE_CALL(s, node_id && store_core_check_str(node_id, STORE_ID_MAX) == 0, id,
+                   s->ops->queue_start(s, id, node_id, started_at));
+}
+
+int store_queue_fail_node(struct store *s, const char *node_id, uint32_t failed_status, const char *failed_body,
+                          uint64_t now)
+{
+        STORE_CALL(s, failed_body, node_id, s->ops->queue_fail_node(s, node_id, failed_status, failed_body, now));
+}
+
 int store_queue_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
                      void (*fn)(const struct queue_row *row, void *userdata), void *userdata, uint64_t *ret_total)
 {

@@ -210,6 +210,15 @@ int store_queue_insert(struct store *s, const struct queue_row *row);
 int store_queue_get(struct store *s, const char *org_id, const char *id, struct queue_row *ret);
 /* Writes status, response_status, response_body, started_at, finished_at. */
 int store_queue_update(struct store *s, const struct queue_row *row);
+/* Moves queued request id to processing (started_at, run by node_id: ""
+ * outside a cluster) only if it is still queued: of several runners (nodes
+ * of a cluster) exactly one starts it. 0 = started, -EBUSY = not queued
+ * any more, -ENOENT = no such request. */
+int store_queue_start(struct store *s, const char *id, const char *node_id, uint64_t started_at);
+/* The requests node_id was running (its processing ones) become failed
+ * with failed_status/body at now: the node died, or restarted. */
+int store_queue_fail_node(struct store *s, const char *node_id, uint32_t failed_status, const char *failed_body,
+                          uint64_t now);
 /* One page of the org's requests, newest first (fn gets a borrowed row);
  * *ret_total: how many it has. */
 int store_queue_each(struct store *s, const char *org_id, uint64_t limit, uint64_t offset,
@@ -457,6 +466,29 @@ int store_sandbox_usage_on_node(struct store *s, const char *node_id, uint64_t d
  * ordered by id; rows read first, fn run afterwards. */
 int store_sandbox_each_on_node(struct store *s, const char *node_id,
                                void (*fn)(const char *id, uint64_t lease_epoch, void *userdata), void *userdata);
+
+/* A concurrency slot an org holds while something of kind runs on node_id
+ * (issue 16: the controller's execution budget counted across a cluster;
+ * table exec_slots). */
+struct slot_row {
+        char id[STORE_ID_MAX];
+        char org_id[STORE_ID_MAX];
+        char node_id[STORE_ID_MAX];
+        char kind[16];            /* "execute" */
+        uint64_t started_at;      /* epoch ms */
+};
+/* Inserts row unless the org already holds limit slots of row->kind:
+ * atomic against every other taker of the store (one statement in a
+ * transaction; on PostgreSQL under a per-org advisory lock). 0 = taken,
+ * -EBUSY = at the limit, -EEXIST = row->id is taken. */
+int store_slot_take(struct store *s, const struct slot_row *row, uint64_t limit);
+/* Deletes slot id; -ENOENT when it is gone (e.g. freed with its node). */
+int store_slot_give(struct store *s, const char *id);
+/* Deletes every slot node_id holds (a dead node's, or this node's own
+ * left over from a previous run); *ret_n (may be NULL): how many. */
+int store_slot_free_node(struct store *s, const char *node_id, uint64_t *ret_n);
+/* How many slots of kind org_id holds on every node. */
+int store_slot_count(struct store *s, const char *org_id, const char *kind, uint64_t *ret);
 
 struct context_row {
         char id[STORE_ID_MAX];

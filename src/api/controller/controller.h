@@ -174,6 +174,23 @@ void ctl_budgeted(struct http_request *req, struct http_response *res, enum ctl_
 /* Registers fn as the handler of the route pattern (":name" segments): a
  * queued request of that path runs it later, after a restart too. */
 void ctl_budget_handler(enum ctl_slot kind, const char *pattern, http_handler fn);
+/* Across a cluster (budget_shared.c): whether kind is counted in the
+ * store's exec_slots (cluster mode, executions); a take there (false at
+ * the org's limit or on a store failure; ticket: the slot's id) and its
+ * give; the org's slots of kind on every node; whether a queued request
+ * about sandbox_id is another live node's to run. */
+bool ctl_slot_shared(const struct app *app, enum ctl_slot kind);
+bool ctl_slot_take_shared(struct app *app, const char *org_id, const char *kind, uint64_t limit,
+                          char ticket[static STORE_ID_MAX]);
+void ctl_slot_give_shared(struct app *app, const char *ticket);
+uint64_t ctl_slots_in_use(struct app *app, const char *org_id, const char *kind);
+/* This node's cluster id, "" outside a cluster. */
+const char *ctl_node_id(const struct app *app);
+/* Fails the queued requests dead nodes were running (and at_start this
+ * node's own, from its previous run) with status/body. */
+void ctl_queue_fail_dead(struct app *app, bool at_start, uint32_t status, const char *body, uint64_t now);
+/* prefix + 24 random hex digits ("req_…", "slot_…"); -EIO. */
+int ctl_random_id(const char *prefix, char out[static 32]);
 /* Defines handler `name`: fn, the handler of route pattern, within the
  * budget of kind. */
 #define CTL_BUDGETED(name, kind, pattern, fn)                                         \

@@ -11,13 +11,13 @@
  * request made here (no connection: no headers), as the caller who queued
  * it. Streams are never queued (nobody would be there to read them).
  *
- * Counting: executions are counted here while they run; sandboxes are the
- * org's sandboxes in the store plus the creates running now. */
+ * Counting: executions are counted here while they run (in cluster mode
+ * in the store, over every node: budget_shared.c); sandboxes are the org's
+ * sandboxes in the store plus the creates running now. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "api/app.h"
 #include "api/controller/controller.h"
@@ -175,24 +175,34 @@ static uint64_t in_use(struct ctl_queue *q, struct org_load *o, enum ctl_slot ki
         return n;
 }
 
-/* Takes a slot of kind for the org when one is free. Locked. */
-static bool slot_take(struct ctl_queue *q, const char *org_id, enum ctl_slot kind)
+/* A slot taken: the store's row id when it is counted there, else "". */
+struct ticket {
+        char id[STORE_ID_MAX];
+};
+
+/* Takes a slot of kind for the org when one is free. */
+static bool slot_take(struct ctl_queue *q, const char *org_id, enum ctl_slot kind, struct ticket *t)
 {
         struct budget b;
-        struct org_load *o = org_load(q, org_id);
-        if (!o)
-                return false;
+        t->id[0] = '\0';
         org_budget(q, org_id, &b);
-        if (in_use(q, o, kind) >= b.max[kind])
-                return false;
-        o->running[kind]++;
-        return true;
-}
-
-static void slot_give(struct ctl_queue *q, const char *org_id, enum ctl_slot kind)
-{
+        if (ctl_slot_shared(q->app, kind))
+                return ctl_slot_take_shared(q->app, org_id, slot_kind[kind], b.max[kind], t->id);
         pthread_mutex_lock(&q->lock);
         struct org_load *o = org_load(q, org_id);
+        bool ok = o && in_use(q, o, kind) < b.max[kind];
+        if (ok)
+                o->running[kind]++;
+        pthread_mutex_unlock(&q->lock);
+        return ok;
+}
+
+static void slot_give(struct ctl_queue *q, const char *org_id, enum ctl_slot kind, const struct ticket *t)
+{
+        if (t->id[0])
+                ctl_slot_give_shared(q->app, t->id);
+        pthread_mutex_lock(&q->lock);
+        struct org_load *o = t->id[0] ? NULL : org_load(q, org_id);
         if (o && o->running[kind] > 0)
                 o->running[kind]--;
         pthread_cond_broadcast(&q->wake);
@@ -271,17 +281,6 @@ static void answer_queued(struct ctl_queue *q, struct http_response *res, const 
                                       "estimated_wait_seconds", (json_int_t)wait));
 }
 
-static int new_request_id(char out[32])
-{
-        unsigned char b[12];
-        if (getrandom(b, sizeof(b), 0) != sizeof(b))
-                return -EIO;
-        int n = snprintf(out, 32, "req_");
-        for (size_t i = 0; i < sizeof(b); i++)
-                n += snprintf(out + n, 32 - (size_t)n, "%02x", b[i]);
-        return 0;
-}
-
 static void enqueue(struct ctl_queue *q, struct http_request *req, struct http_response *res, enum ctl_slot kind,
                     uint64_t slots)
 {
@@ -294,7 +293,7 @@ static void enqueue(struct ctl_queue *q, struct http_request *req, struct http_r
         }
         struct queue_row row = { .response_status = 0, .created_at = wall_ms() };
         _cleanup_free_ char *caller = caller_json(c);
-        if (new_request_id(row.id) < 0 || !caller) {
+        if (ctl_random_id("req_", row.id) < 0 || !caller) {
                 ctl_error(res, 500, "INTERNAL_ERROR", "Cannot queue the request");
                 return;
         }
@@ -322,13 +321,10 @@ void ctl_budgeted(struct http_request *req, struct http_response *res, enum ctl_
         struct ctl_queue *q = app->ctl_queue;
         const char *org = ctl_caller(req)->who.org_id;
         struct budget b;
-        bool queue_empty = queue_depth(q, org) == 0;
-        pthread_mutex_lock(&q->lock);
-        bool ok = queue_empty && slot_take(q, org, kind);
-        pthread_mutex_unlock(&q->lock);
-        if (ok) {
+        struct ticket t;
+        if (queue_depth(q, org) == 0 && slot_take(q, org, kind, &t)) {
                 fn(req, res);
-                slot_give(q, org, kind);
+                slot_give(q, org, kind, &t);
                 return;
         }
         org_budget(q, org, &b);
@@ -349,6 +345,7 @@ struct queued_run {
         struct ctl_queue *q;
         struct queue_row row;
         enum ctl_slot kind;
+        struct ticket ticket;
         http_handler fn;
         char capture[STORE_ID_MAX];
 };
@@ -385,7 +382,7 @@ static void *run_queued(void *arg)
         run->fn(&req, &res);
         record_answer(q, run, &res, now_ms() - start);
         http_response_done(&res);
-        slot_give(q, run->row.org_id, run->kind);
+        slot_give(q, run->row.org_id, run->kind, &run->ticket);
         queue_row_done(&run->row);
         free(run);
         pthread_mutex_lock(&q->lock);
@@ -444,19 +441,24 @@ static void try_start(const struct queue_row *head, void *userdata)
         }
         if (for_another_node(q, capture))
                 return;
+        /* Only this (the runner's) thread starts runs, and halt joins it
+         * after setting stop: reading stop first is enough. */
         pthread_mutex_lock(&q->lock);
-        bool ok = !q->stop && slot_take(q, head->org_id, kind);
-        if (ok)
-                q->inflight++;
+        bool stop = q->stop;
         pthread_mutex_unlock(&q->lock);
-        if (!ok)
+        struct ticket t;
+        if (stop || !slot_take(q, head->org_id, kind, &t))
                 return;
+        pthread_mutex_lock(&q->lock);
+        q->inflight++;
+        pthread_mutex_unlock(&q->lock);
         struct queued_run *run = calloc(1, sizeof(*run));
-        pthread_t t;
+        pthread_t th;
         pthread_attr_t attr;
         if (run) {
                 run->q = q;
                 run->kind = kind;
+                run->ticket = t;
                 run->fn = route->fn;
                 snprintf(run->capture, sizeof(run->capture), "%s", capture);
                 run->row = *head;
@@ -468,15 +470,19 @@ static void try_start(const struct queue_row *head, void *userdata)
         }
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (run && run->row.body && run->row.caller && store_queue_update(q->app->store, &run->row) == 0 &&
-            pthread_create(&t, &attr, run_queued, run) == 0) {
+        /* The start is a compare-and-set: another node's runner may have
+         * started this head since it was read (-EBUSY: not ours to run). */
+        int r = run && run->row.body && run->row.caller ? store_queue_start(q->app->store, head->id, ctl_node_id(q->app),
+                                                                              run->row.started_at) : -ENOMEM;
+        if (r == 0 && pthread_create(&th, &attr, run_queued, run) == 0) {
                 h->started++;
         } else {
-                log_warn("msg=\"cannot start a queued request\" id=%s", head->id);
+                if (r != -EBUSY)
+                        log_warn("msg=\"cannot start a queued request\" id=%s", head->id);
                 if (run)
                         queue_row_done(&run->row);
                 free(run);
-                slot_give(q, head->org_id, kind);
+                slot_give(q, head->org_id, kind, &t);
                 pthread_mutex_lock(&q->lock);
                 q->inflight--;
                 pthread_mutex_unlock(&q->lock);
@@ -484,14 +490,19 @@ static void try_start(const struct queue_row *head, void *userdata)
         pthread_attr_destroy(&attr);
 }
 
+#define STOPPED_BODY \
+        "{\"error\":{\"code\":\"SERVICE_UNAVAILABLE\",\"message\":\"The daemon stopped while this request ran\"}}"
+
+/* In a cluster the processing rows are every node's: only this node's
+ * (at its start) and dead nodes' runs fail (ctl_queue_fail_dead). */
 static void settle(struct ctl_queue *q, bool at_start)
 {
         uint64_t now = wall_ms();
         uint64_t ttl = q->app->cfg->ctl_queue_ttl_s * 1000;
-        store_queue_settle(q->app->store, at_start, 503,
-                           "{\"error\":{\"code\":\"SERVICE_UNAVAILABLE\",\"message\":"
-                           "\"The daemon stopped while this request ran\"}}",
-                           now, now > ttl ? now - ttl : 0, now > QUEUE_KEEP_ANSWERS_MS ? now - QUEUE_KEEP_ANSWERS_MS : 0);
+        store_queue_settle(q->app->store, at_start && !q->app->cluster, 503, STOPPED_BODY, now,
+                           now > ttl ? now - ttl : 0, now > QUEUE_KEEP_ANSWERS_MS ? now - QUEUE_KEEP_ANSWERS_MS : 0);
+        if (q->app->cluster)
+                ctl_queue_fail_dead(q->app, at_start, 503, STOPPED_BODY, now);
 }
 
 static void *runner(void *arg)
@@ -654,6 +665,8 @@ static void h_health(struct http_request *req, struct http_response *res)
         struct org_load *o = org_load(q, org);
         uint64_t executing = o ? o->running[CTL_SLOT_EXECUTE] : 0, creating = o ? o->running[CTL_SLOT_SANDBOX] : 0;
         pthread_mutex_unlock(&q->lock);
+        if (ctl_slot_shared(app, CTL_SLOT_EXECUTE))
+                executing = ctl_slots_in_use(app, org, slot_kind[CTL_SLOT_EXECUTE]);
         uint64_t oldest = st.oldest_created_at && now > st.oldest_created_at ? (now - st.oldest_created_at) / 1000 : 0;
         json_t *j = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "queue_mode",
                               app->cfg->ctl_queue_mode, "queue_depth", (json_int_t)st.depth, "processing_count",

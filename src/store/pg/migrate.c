@@ -349,6 +349,20 @@ static const char *const migrations[] = {
         "  contexts BIGINT NOT NULL DEFAULT 0,"
         "  sandboxes BIGINT NOT NULL DEFAULT 0,"
         "  state " T " NOT NULL DEFAULT 'up');",
+        /* 19 (issue 16): the concurrency slots orgs hold while something
+         * runs, per node, so the controller's execution budget is counted
+         * over every node (store_slot_take); a dead node's are deleted.
+         * queued_requests.node_id: who runs a processing request, so a
+         * dead or restarted node's runs are failed, not every node's. */
+        "CREATE TABLE exec_slots("
+        "  id " T " PRIMARY KEY,"
+        "  org_id " T " NOT NULL,"
+        "  node_id " T " NOT NULL DEFAULT '',"
+        "  kind " T " NOT NULL,"
+        "  started_at BIGINT NOT NULL DEFAULT 0);"
+        "CREATE INDEX exec_slots_org ON exec_slots(org_id, kind);"
+        "CREATE INDEX exec_slots_node ON exec_slots(node_id);"
+        "ALTER TABLE queued_requests ADD COLUMN node_id " T " NOT NULL DEFAULT '';",
 };
 
 int pgs_schema_latest(void)

@@ -244,6 +244,14 @@ int pgs_sandbox_disk_reserved(struct store *s, uint64_t default_bytes, uint64_t 
 int pgs_sandbox_free_host_id(struct store *s, uint32_t first, uint32_t n, uint32_t *ret);
 /* cluster.c: the cluster_nodes table and the sandboxes' ownership lease. */
 int pgs_node_heartbeat(struct store *s, const struct node_row *n);
+/* slots.c */
+int pgs_slot_take(struct store *s, const struct slot_row *row, uint64_t limit);
+int pgs_slot_give(struct store *s, const char *id);
+int pgs_slot_free_node(struct store *s, const char *node_id, uint64_t *ret_n);
+int pgs_slot_count(struct store *s, const char *org_id, const char *kind, uint64_t *ret);
+int pgs_queue_start(struct store *s, const char *id, const char *node_id, uint64_t started_at);
+int pgs_queue_fail_node(struct store *s, const char *node_id, uint32_t failed_status, const char *failed_body,
+                         uint64_t now);
 int pgs_node_list(struct store *s, struct store_rows *out);
 int pgs_sandbox_claim(struct store *s, const char *id, const char *node_id, uint64_t expected_epoch);
 int pgs_sandbox_owner(struct store *s, const char *id, struct store_owner *ret);

@@ -376,6 +376,20 @@ static const char *const migrations[] = {
         "  contexts INTEGER NOT NULL DEFAULT 0,"
         "  sandboxes INTEGER NOT NULL DEFAULT 0,"
         "  state TEXT NOT NULL DEFAULT 'up');",
+        /* 19 (issue 16): the concurrency slots orgs hold while something
+         * runs, per node, so the controller's execution budget is counted
+         * over every node (store_slot_take); a dead node's are deleted.
+         * queued_requests.node_id: who runs a processing request, so a
+         * dead or restarted node's runs are failed, not every node's. */
+        "CREATE TABLE exec_slots("
+        "  id TEXT PRIMARY KEY,"
+        "  org_id TEXT NOT NULL,"
+        "  node_id TEXT NOT NULL DEFAULT '',"
+        "  kind TEXT NOT NULL,"
+        "  started_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX exec_slots_org ON exec_slots(org_id, kind);"
+        "CREATE INDEX exec_slots_node ON exec_slots(node_id);"
+        "ALTER TABLE queued_requests ADD COLUMN node_id TEXT NOT NULL DEFAULT '';",
 };
 
 int sq_schema_latest(void)

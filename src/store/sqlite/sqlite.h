@@ -16,7 +16,7 @@
  * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c one table each; github.c the GitHub
  * integration's three tables;
  * orgs.c, sandboxes.c, contexts.c, cells.c, secrets.c, checkpoints.c one table each;
- * sso.c sso_identities and sso_links;
+ * sso.c sso_identities and sso_links; slots.c exec_slots (cluster budgets);
  * tenants.c users, api_keys and sessions. */
 #pragma once
 
@@ -243,6 +243,14 @@ int sq_sandbox_disk_reserved(struct store *s, uint64_t default_bytes, uint64_t *
 int sq_sandbox_free_host_id(struct store *s, uint32_t first, uint32_t n, uint32_t *ret);
 /* cluster.c: the cluster_nodes table and the sandboxes' ownership lease. */
 int sq_node_heartbeat(struct store *s, const struct node_row *n);
+/* slots.c */
+int sq_slot_take(struct store *s, const struct slot_row *row, uint64_t limit);
+int sq_slot_give(struct store *s, const char *id);
+int sq_slot_free_node(struct store *s, const char *node_id, uint64_t *ret_n);
+int sq_slot_count(struct store *s, const char *org_id, const char *kind, uint64_t *ret);
+int sq_queue_start(struct store *s, const char *id, const char *node_id, uint64_t started_at);
+int sq_queue_fail_node(struct store *s, const char *node_id, uint32_t failed_status, const char *failed_body,
+                        uint64_t now);
 int sq_node_list(struct store *s, struct store_rows *out);
 int sq_sandbox_claim(struct store *s, const char *id, const char *node_id, uint64_t expected_epoch);
 int sq_sandbox_owner(struct store *s, const char *id, struct store_owner *ret);

@@ -66,7 +66,7 @@ TEST(sqlite_schema_on_disk)
         sqlite3 *db;
 
         ASSERT_STREQ(store_backend_name(s), "sqlite");
-        ASSERT_EQ(store_schema_version(s), 18);
+        ASSERT_EQ(store_schema_version(s), 19);
         store_close(s);
 
         /* env_json may hold secrets: the file must not be world-readable. */
