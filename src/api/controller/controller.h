@@ -177,8 +177,7 @@ void ctl_budget_handler(enum ctl_slot kind, const char *pattern, http_handler fn
 /* Across a cluster (budget_shared.c): whether kind is counted in the
  * store's exec_slots (cluster mode, executions); a take there (false at
  * the org's limit or on a store failure; ticket: the slot's id) and its
- * give; the org's slots of kind on every node; whether a queued request
- * about sandbox_id is another live node's to run. */
+ * give; the org's slots of kind on every node. */
 bool ctl_slot_shared(const struct app *app, enum ctl_slot kind);
 bool ctl_slot_take_shared(struct app *app, const char *org_id, const char *kind, uint64_t limit,
                           char ticket[static STORE_ID_MAX]);
