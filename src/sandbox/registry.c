@@ -240,6 +240,7 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, bool create, cons
                 return r;
         }
         s->warm = strcmp(s->row.org_id, SBX_POOL_ORG) == 0;
+        s->saved_last_used = s->row.last_used;
         s->env = env_parse(s->row.env_json);
         struct load_ctx lc = { m, s, &s->contexts, 0 };
         r = store_context_each(m->store, id, load_context_row, &lc);
@@ -383,12 +384,21 @@ struct sandbox *sandbox_get_existing(struct sandbox_mgr *m, const char *org_id, 
         return s;
 }
 
+static void sandbox_unhash(struct sandbox_mgr *m, struct sandbox *s);
+
+/* The last reference of a sandbox with nothing live unloads it: an idle
+ * sandbox costs no memory, and its next request loads it from the store
+ * (a few reads) exactly as a daemon restart would. */
 void sandbox_put(struct sandbox_mgr *m, struct sandbox *s)
 {
         pthread_mutex_lock(&m->lock);
         bool last = --s->refs == 0 && s->deleted;
+        bool unload = !last && s->refs == 0 && !s->deleted && sandbox_nothing_live(m, s) &&
+                      sandbox_last_used_saved(s);
+        if (unload)
+                sandbox_unhash(m, s);
         pthread_mutex_unlock(&m->lock);
-        if (last)
+        if (last || unload)
                 sandbox_free(m, s);
 }
 
@@ -405,7 +415,8 @@ static void sandbox_touch(struct sandbox_mgr *m, struct sandbox *s)
         uint64_t want = sandbox_expiry_for(&m->opt, now);
         if (want == 0 || s->row.expires_at == 0 || want - s->row.expires_at > m->opt.idle_ttl_ms / 10) {
                 s->row.expires_at = want;
-                store_sandbox_touch(m->store, s->row.id, now, want);
+                if (store_sandbox_touch(m->store, s->row.id, now, want) == 0)
+                        s->saved_last_used = now;
         }
 }
 
@@ -437,15 +448,19 @@ void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s)
         sandbox_put(m, s);
 }
 
-void sandbox_touch_loaded(struct sandbox_mgr *m, const char *id)
+struct sandbox *sandbox_ref_loaded(struct sandbox_mgr *m, const char *id)
 {
         pthread_mutex_lock(&m->lock);
-        struct sandbox *s = m->buckets[hash_id(id)];
-        while (s && strcmp(s->row.id, id) != 0)
-                s = s->hnext;
+        struct sandbox *s = hash_find(m, id);
         if (s)
                 s->refs++;
         pthread_mutex_unlock(&m->lock);
+        return s;
+}
+
+void sandbox_touch_loaded(struct sandbox_mgr *m, const char *id)
+{
+        struct sandbox *s = sandbox_ref_loaded(m, id);
         if (!s)
                 return;
         pthread_mutex_lock(&s->lock);
