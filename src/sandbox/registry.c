@@ -384,7 +384,17 @@ struct sandbox *sandbox_get_existing(struct sandbox_mgr *m, const char *org_id, 
         return s;
 }
 
-static void sandbox_unhash(struct sandbox_mgr *m, struct sandbox *s);
+/* Unlinks from the hash; the struct lives until its last reference goes. */
+static void sandbox_unhash(struct sandbox_mgr *m, struct sandbox *s)
+{
+        unsigned h = hash_id(s->row.id);
+        for (struct sandbox **pp = &m->buckets[h]; *pp; pp = &(*pp)->hnext)
+                if (*pp == s) {
+                        *pp = s->hnext;
+                        break;
+                }
+        s->deleted = true;
+}
 
 /* The last reference of a sandbox with nothing live unloads it: an idle
  * sandbox costs no memory, and its next request loads it from the store
@@ -514,18 +524,6 @@ int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err 
 }
 
 /* ---- destruction ---- */
-
-/* Unlinks from the hash; the struct lives until its last reference goes. */
-static void sandbox_unhash(struct sandbox_mgr *m, struct sandbox *s)
-{
-        unsigned h = hash_id(s->row.id);
-        for (struct sandbox **pp = &m->buckets[h]; *pp; pp = &(*pp)->hnext)
-                if (*pp == s) {
-                        *pp = s->hnext;
-                        break;
-                }
-        s->deleted = true;
-}
 
 /* Every interpreter killed and the local workspace gone; with delete_row
  * its rows too (a destroy), without (sandbox_release: another node of a
@@ -793,12 +791,4 @@ void sbx_workspace_release(struct sandbox_mgr *m, struct sbx_workspace *ws)
          * extracted, a checkpoint restored) ends here. */
         sbx_replica_dirty(m, s->row.id);
         sandbox_leave(m, s);
-}
-
-size_t sbx_resident_count(struct sandbox_mgr *m)
-{
-        pthread_mutex_lock(&m->lock);
-        size_t n = m->resident;
-        pthread_mutex_unlock(&m->lock);
-        return n;
 }
