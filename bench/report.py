@@ -234,6 +234,12 @@ def report(out, profile, argv_bin, elapsed):
                      f"(sum of RSS {j0['rss_kb'] / 1024:.1f} → {j1['rss_kb'] / 1024:.1f} MiB) |")
             L.append(f"| data directory on disk, 0 → {i['created']} sandboxes | {i['disk0'] / 1048576:.1f} → "
                      f"{i['disk1'] / 1048576:.1f} MiB |")
+            if i["created"]:
+                L.append(f"| data directory per idle sandbox | {(i['disk1'] - i['disk0']) / i['created']:.0f} bytes |")
+            big = sorted(i.get("parts1", {}).items(), key=lambda kv: -kv[1])[:5]
+            if big:
+                L.append("| of which (allocated, largest first) | "
+                         + ", ".join(f"`{k}` {v / 1048576:.1f} MiB" for k, v in big) + " |")
             L.append("")
     L.extend(bridge_report(out))
     report_bridge_pool(out, L)

@@ -266,6 +266,20 @@ def section_restore(p, work, binary, out):
           + f"  restart→ready {fmt_ms(out['restore']['ready']['p50'])} ms", flush=True)
 
 
+def rng_sample(n, k=50):
+    """k indices below n, the same in every run."""
+    return random.Random(13).sample(range(n), min(k, n))
+
+
+def dir_parts(path):
+    """{top-level entry: allocated bytes} of a data directory."""
+    parts = {}
+    for name in sorted(os.listdir(path)):
+        full = os.path.join(path, name)
+        parts[name] = dir_bytes(full) if os.path.isdir(full) else os.lstat(full).st_blocks * 512
+    return parts
+
+
 def section_idle(p, work, binary, out):
     """4d daemon RSS with 0 and N idle sandboxes (GET /languages/python/sandboxes/<id>)."""
     # The default caps (sandbox.max_sandboxes 1000, max_disk_bytes 16 GiB of
@@ -291,14 +305,20 @@ def section_idle(p, work, binary, out):
         if time.monotonic() > deadline:
             break
     total = time.perf_counter() - t_start
-    c.close()
     d.settle()
     rss1 = d.rss()
     tree1 = tree_usage(d.proc.pid) + (tree_pss_kb(d.proc.pid),)
     disk1 = dir_bytes(d.data_dir)
+    parts1 = dir_parts(d.data_dir)
+    # Every sandbox is still there and the same (an unloaded one loads back from its row).
+    for i in rng_sample(len(lats)):
+        status, res = c.request("GET", f"/languages/python/sandboxes/bi-{i:06d}")
+        if status != 200 or not isinstance(res, dict) or res.get("id") != f"bi-{i:06d}":
+            raise BenchError(f"sandbox {i} read back: HTTP {status}: {str(res)[:300]}")
+    c.close()
     d.stop()
     out["idle"] = {"target": p["idle_n"], "created": len(lats), "total_s": total, "create": summary(lats),
-                   "rss0_kb": rss0, "rss1_kb": rss1, "disk0": disk0, "disk1": disk1,
+                   "rss0_kb": rss0, "rss1_kb": rss1, "disk0": disk0, "disk1": disk1, "parts1": parts1,
                    "jails0": {"n": tree0[1], "rss_kb": tree0[2], "pss_kb": tree0[3]},
                    "jails1": {"n": tree1[1], "rss_kb": tree1[2], "pss_kb": tree1[3]}}
     print(f"  idle       {len(lats)} sandboxes in {total:.1f} s; VmRSS {rss0.get('VmRSS', 0) / 1024:.1f} →"

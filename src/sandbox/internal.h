@@ -81,6 +81,7 @@ struct sandbox {
         unsigned mount_seq;          /* names their private directories */
         int *jails;                  /* pidfds of its jails that may still run (s->lock), */
         size_t njails, jails_cap;    /* for mounts made after they started */
+        uint64_t saved_last_used;    /* row.last_used as the store has it (s->lock) */
         struct sandbox *hnext;
 };
 
@@ -208,6 +209,25 @@ void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s);
 /* Counts as activity for sandbox id if it is loaded (never creates it, nor
  * revives a destroyed one): for long-lived users such as terminals. */
 void sandbox_touch_loaded(struct sandbox_mgr *m, const char *id);
+/* A reference to sandbox id if it is loaded (never loads nor creates it);
+ * NULL when it is not. */
+struct sandbox *sandbox_ref_loaded(struct sandbox_mgr *m, const char *id);
+
+/* unload.c: idle sandboxes leave memory (their rows are the truth). */
+/* Whether s holds nothing that lives only in memory (no mount, jail,
+ * namespace, cgroup, session, resident interpreter; every context as a
+ * load from the store builds it) and is not the pool's; cluster mode keeps
+ * everything loaded (its heartbeats count and fence loaded sandboxes).
+ * Caller holds m->lock and s has no references. */
+bool sandbox_nothing_live(const struct sandbox_mgr *m, const struct sandbox *s);
+/* Whether the store's last_used is close enough to s's (within
+ * SBX_UNLOAD_SLACK_MS) for s to go without a write. */
+bool sandbox_last_used_saved(const struct sandbox *s);
+/* The reaper's pass: persists last_used of loaded sandboxes with nothing
+ * live that have been quiet for SBX_UNLOAD_SLACK_MS, so that their last
+ * sandbox_put unloads them. */
+void sbx_unload_idle(struct sandbox_mgr *m);
+
 /* Takes the sandbox's own network namespace if it has none yet (caller
  * holds s->lock); without one (rootless) every jail has its own. */
 void sandbox_netns(struct sandbox_mgr *m, struct sandbox *s);

@@ -129,3 +129,11 @@ void context_drop_interpreter(struct sandbox_mgr *m, struct context *c)
         kproc_free(c->kp);
         c->kp = NULL;
 }
+
+size_t sbx_resident_count(struct sandbox_mgr *m)
+{
+        pthread_mutex_lock(&m->lock);
+        size_t n = m->resident;
+        pthread_mutex_unlock(&m->lock);
+        return n;
+}

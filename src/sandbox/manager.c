@@ -79,6 +79,7 @@ static void reaper_loop(void *arg)
         while (bg_thread_wait(&m->reaper, now_ns() + period_ms * 1000000ULL)) {
                 bg_thread_unlock(&m->reaper);
                 sbx_reap_expired(m);
+                sbx_unload_idle(m);
                 bg_thread_lock(&m->reaper);
         }
         bg_thread_unlock(&m->reaper);

@@ -355,6 +355,7 @@ int pool_assign_locked(struct sandbox_mgr *m, struct sandbox *s, struct err *err
         r = store_sandbox_put(m->store, &s->row);
         if (r < 0)
                 return err_set(err, ERR_INTERNAL, -r, "Cannot store sandbox: %s", strerror(-r));
+        s->saved_last_used = now;
         sandbox_emit(m, s, "sandbox.created", json_pack("{s:b}", "warm", true));
         return 0;
 }

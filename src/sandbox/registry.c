@@ -242,6 +242,7 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, bool create, cons
                 return r;
         }
         s->warm = strcmp(s->row.org_id, SBX_POOL_ORG) == 0;
+        s->saved_last_used = s->row.last_used;
         s->env = env_parse(s->row.env_json);
         struct load_ctx lc = { m, s, &s->contexts, 0 };
         r = store_context_each(m->store, id, load_context_row, &lc);
@@ -385,12 +386,31 @@ struct sandbox *sandbox_get_existing(struct sandbox_mgr *m, const char *org_id, 
         return s;
 }
 
+/* Unlinks from the hash; the struct lives until its last reference goes. */
+static void sandbox_unhash(struct sandbox_mgr *m, struct sandbox *s)
+{
+        unsigned h = hash_id(s->row.id);
+        for (struct sandbox **pp = &m->buckets[h]; *pp; pp = &(*pp)->hnext)
+                if (*pp == s) {
+                        *pp = s->hnext;
+                        break;
+                }
+        s->deleted = true;
+}
+
+/* The last reference of a sandbox with nothing live unloads it: an idle
+ * sandbox costs no memory, and its next request loads it from the store
+ * (a few reads) exactly as a daemon restart would. */
 void sandbox_put(struct sandbox_mgr *m, struct sandbox *s)
 {
         pthread_mutex_lock(&m->lock);
         bool last = --s->refs == 0 && s->deleted;
+        bool unload = !last && s->refs == 0 && !s->deleted && sandbox_nothing_live(m, s) &&
+                      sandbox_last_used_saved(s);
+        if (unload)
+                sandbox_unhash(m, s);
         pthread_mutex_unlock(&m->lock);
-        if (last)
+        if (last || unload)
                 sandbox_free(m, s);
 }
 
@@ -407,7 +427,8 @@ static void sandbox_touch(struct sandbox_mgr *m, struct sandbox *s)
         uint64_t want = sandbox_expiry_for(&m->opt, now);
         if (want == 0 || s->row.expires_at == 0 || want - s->row.expires_at > m->opt.idle_ttl_ms / 10) {
                 s->row.expires_at = want;
-                store_sandbox_touch(m->store, s->row.id, now, want);
+                if (store_sandbox_touch(m->store, s->row.id, now, want) == 0)
+                        s->saved_last_used = now;
         }
 }
 
@@ -439,15 +460,19 @@ void sandbox_leave(struct sandbox_mgr *m, struct sandbox *s)
         sandbox_put(m, s);
 }
 
-void sandbox_touch_loaded(struct sandbox_mgr *m, const char *id)
+struct sandbox *sandbox_ref_loaded(struct sandbox_mgr *m, const char *id)
 {
         pthread_mutex_lock(&m->lock);
-        struct sandbox *s = m->buckets[hash_id(id)];
-        while (s && strcmp(s->row.id, id) != 0)
-                s = s->hnext;
+        struct sandbox *s = hash_find(m, id);
         if (s)
                 s->refs++;
         pthread_mutex_unlock(&m->lock);
+        return s;
+}
+
+void sandbox_touch_loaded(struct sandbox_mgr *m, const char *id)
+{
+        struct sandbox *s = sandbox_ref_loaded(m, id);
         if (!s)
                 return;
         pthread_mutex_lock(&s->lock);
@@ -501,18 +526,6 @@ int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err 
 }
 
 /* ---- destruction ---- */
-
-/* Unlinks from the hash; the struct lives until its last reference goes. */
-static void sandbox_unhash(struct sandbox_mgr *m, struct sandbox *s)
-{
-        unsigned h = hash_id(s->row.id);
-        for (struct sandbox **pp = &m->buckets[h]; *pp; pp = &(*pp)->hnext)
-                if (*pp == s) {
-                        *pp = s->hnext;
-                        break;
-                }
-        s->deleted = true;
-}
 
 /* Every interpreter killed and the local workspace gone; with delete_row
  * its rows too (a destroy), without (sandbox_release: another node of a
@@ -780,12 +793,4 @@ void sbx_workspace_release(struct sandbox_mgr *m, struct sbx_workspace *ws)
          * extracted, a checkpoint restored) ends here. */
         sbx_replica_dirty(m, s->row.id);
         sandbox_leave(m, s);
-}
-
-size_t sbx_resident_count(struct sandbox_mgr *m)
-{
-        pthread_mutex_lock(&m->lock);
-        size_t n = m->resident;
-        pthread_mutex_unlock(&m->lock);
-        return n;
 }

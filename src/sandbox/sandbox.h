@@ -477,7 +477,12 @@ void sbx_host_unmount(struct sbx_host_mount *hm);
 
 /* Number of resident (live) context interpreters. */
 size_t sbx_resident_count(struct sandbox_mgr *m);
-/* Sandboxes loaded on this node. */
+/* Sandboxes loaded on this node. Outside cluster mode only those with
+ * something live (a mount, a jail, an interpreter…) stay loaded: an idle
+ * one goes with its last reference, or, when its last use is more than
+ * SBX_UNLOAD_SLACK_MS newer than its stored row, once the reaper has
+ * written it (src/sandbox/unload.c). */
+#define SBX_UNLOAD_SLACK_MS 1000
 size_t sbx_loaded_count(struct sandbox_mgr *m);
 /* Fencing (cluster mode): re-reads the owner of every sandbox loaded here
  * and drops (kills its interpreters and jails, unmounts and removes its
