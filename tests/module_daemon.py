@@ -26,6 +26,6 @@ for _name, _value in vars(api).items():
 @pytest.fixture(scope="module")
 def server():
     """A daemon of this module's own (temp data dir, free loopback port)."""
-    d = Daemon()
+    d = Daemon(sets=api.ROOMY_LIMITS)
     yield d
     d.cleanup()

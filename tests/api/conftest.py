@@ -27,6 +27,10 @@ FAST_LIMITS = [
     "limits.pids=32",
     "exec.drain_timeout_ms=5000",
 ]
+# For modules whose code imports heavy libraries (matplotlib: ~1 s of CPU,
+# many seconds of wall clock on a loaded CI machine): the same limits with
+# room on the wall clock, which no test there measures.
+ROOMY_LIMITS = FAST_LIMITS + ["limits.wall_ms=20000"]
 
 
 def unmount_under(path):

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import FAST_LIMITS, NODE_DIR, Daemon
+from conftest import FAST_LIMITS, ROOMY_LIMITS, NODE_DIR, Daemon
 
 WORKERS = 2
 PROTOCOL = "2025-11-25"
@@ -25,14 +25,14 @@ KEY = "mcp-s3cret-key"
 @pytest.fixture(scope="module")
 def daemon():
     """Keyless, with few execution workers (the deadlock test calls more)."""
-    d = Daemon(sets=FAST_LIMITS + [f"exec.workers={WORKERS}"])
+    d = Daemon(sets=ROOMY_LIMITS + [f"exec.workers={WORKERS}"])
     yield d
     d.cleanup()
 
 
 @pytest.fixture(scope="module")
 def keyed():
-    d = Daemon(sets=FAST_LIMITS + [f"api_key={KEY}"])
+    d = Daemon(sets=ROOMY_LIMITS + [f"api_key={KEY}"])
     yield d
     d.cleanup()
 

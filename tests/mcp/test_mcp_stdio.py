@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from conftest import FAST_LIMITS, NODE_DIR, SANDBOXD_BIN, Daemon
+from conftest import ROOMY_LIMITS, NODE_DIR, SANDBOXD_BIN, Daemon
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SDK = os.path.join(NODE_DIR, "node_modules", "@modelcontextprotocol", "sdk", "package.json")
@@ -301,7 +301,7 @@ def test_usage():
 
 def test_the_key_is_the_servers_auth():
     """An MCP client gets what an API client with the same key gets."""
-    d = Daemon(sets=FAST_LIMITS + ["api_key=mcp-secret-key"])
+    d = Daemon(sets=ROOMY_LIMITS + ["api_key=mcp-secret-key"])
     try:
         for key, ok in ((None, False), ("wrong", False), ("mcp-secret-key", True)):
             p = Pipe(f"http://127.0.0.1:{d.port}", key)

@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from conftest import FAST_LIMITS, NODE_DIR, ROOT, Daemon
+from conftest import ROOMY_LIMITS, NODE_DIR, ROOT, Daemon
 
 CHROMIUM = "/usr/bin/chromium"
 KEY = "panels-k3y-0123"
@@ -32,7 +32,7 @@ DOOMED = ("doomed.txt", "to be deleted\n")
 
 @pytest.fixture(scope="module")
 def keyed():
-    d = Daemon(sets=list(FAST_LIMITS) + [f"api_key={KEY}"])
+    d = Daemon(sets=list(ROOMY_LIMITS) + [f"api_key={KEY}"])
     yield d
     d.cleanup()
 

@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from api_loader import load_api  # noqa: E402
 
 api = load_api()
-Daemon, FAST_LIMITS, ROOT, SANDBOXD_BIN = api.Daemon, api.FAST_LIMITS, api.ROOT, api.BIN
+Daemon, ROOMY_LIMITS, ROOT, SANDBOXD_BIN = api.Daemon, api.ROOMY_LIMITS, api.ROOT, api.BIN
 NODE_DIR = os.path.join(ROOT, "tests", "node")
 
 CHROMIUM = "/usr/bin/chromium"
@@ -36,7 +36,7 @@ ASSETS = {
 
 @pytest.fixture(scope="module")
 def keyed():
-    d = Daemon(sets=FAST_LIMITS + [f"api_key={KEY}"])
+    d = Daemon(sets=ROOMY_LIMITS + [f"api_key={KEY}"])
     yield d
     d.cleanup()
 
