@@ -163,6 +163,21 @@ static void ws_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_m
                 ws->ops->on_message(ws, ws->ctx, arg->opcode == WSLAY_BINARY_FRAME, arg->msg, arg->msg_length);
 }
 
+/* Caller holds ws->lock. Messages were queued before wslay's own close
+ * (a frame it refused): send them and that close (no status code: 1005)
+ * for a short while, rather than end the connection with neither. */
+static void flush_before_close(struct http_ws *ws)
+{
+        uint64_t until = now_ms() + WS_LINGER_MS;
+        while (!ws->peer_gone && wslay_event_want_write(ws->wslay) && now_ms() < until) {
+                if (wslay_event_send(ws->wslay) != 0)
+                        return;
+                struct pollfd p = { ws->sock, POLLOUT, 0 };
+                if (wslay_event_want_write(ws->wslay) && poll(&p, 1, (int)(until - now_ms())) <= 0)
+                        return;
+        }
+}
+
 /* Caller holds ws->lock. wslay's frame parser refuses some frames (a
  * control frame over 125 bytes or fragmented, a 64-bit length with its top
  * bit set) by queueing a close WITHOUT a status code and failing the
@@ -172,8 +187,12 @@ static void ws_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_m
 static void close_protocol_error(struct http_ws *ws)
 {
         static const unsigned char frame[] = { 0x88, 0x02, 0x03, 0xea }; /* FIN close, 2 bytes: 1002 */
-        if (ws->peer_gone || wslay_event_get_close_sent(ws->wslay) || wslay_event_get_queued_msg_count(ws->wslay) > 1)
+        if (ws->peer_gone || wslay_event_get_close_sent(ws->wslay))
                 return;
+        if (wslay_event_get_queued_msg_count(ws->wslay) > 1) {
+                flush_before_close(ws);
+                return;
+        }
         if (send(ws->sock, frame, sizeof(frame), MSG_NOSIGNAL) < 0)
                 log_debug("msg=\"websocket close frame not sent\"");
         wslay_event_shutdown_write(ws->wslay); /* its own close must not follow ours */

@@ -713,7 +713,11 @@ def test_hostile_frames_close_that_socket_only(bridge, name):
             r.send_frame(**f)
     except (BrokenPipeError, ConnectionResetError):
         pass  # the server may close before an oversized body is all sent
-    assert r.close_code() == code
+    got = r.close_code()
+    # A frame wslay's parser refuses closes with 1002 — or, when terminal
+    # output was queued before it, with that output and then a close
+    # without a status (1005): never with no close frame at all.
+    assert got == code or (code == 1002 and got == 1005), got
     r.close()
     # The terminal and its other socket are unharmed; new sockets work.
     bystander.echo(37, 43)
