@@ -34,7 +34,7 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&srv->lock);
         for (;;) {
                 while (!srv->head && !srv->stopping)
-                        pthread_cond_wait(&srv->cond, &srv->lock);
+                        pthread_cond_wait(&srv->work_cond, &srv->lock);
                 if (!srv->head && srv->stopping)
                         break;
                 struct job *j = srv->head;
@@ -51,9 +51,10 @@ static void *worker_main(void *arg)
                 st->phase = PHASE_DONE;
                 MHD_resume_connection(st->req.conn);
 
+                /* Nobody waits for running to drop (a drain polls
+                 * http_server_busy): no wake-up of the other workers. */
                 pthread_mutex_lock(&srv->lock);
                 srv->running--;
-                pthread_cond_broadcast(&srv->cond);
         }
         pthread_mutex_unlock(&srv->lock);
         return NULL;
@@ -75,7 +76,7 @@ static bool submit_job(struct http_server *srv, struct conn_state *st)
                         srv->head = j;
                 srv->tail = j;
                 srv->queued++;
-                pthread_cond_signal(&srv->cond);
+                pthread_cond_signal(&srv->work_cond);
         }
         pthread_mutex_unlock(&srv->lock);
         if (full)
@@ -384,6 +385,7 @@ int http_server_new(const struct http_options *opt, void *app, struct http_serve
         srv->app = app;
         pthread_mutex_init(&srv->lock, NULL);
         pthread_cond_init(&srv->cond, NULL);
+        pthread_cond_init(&srv->work_cond, NULL);
         pthread_mutex_init(&srv->resume_lock, NULL);
         *ret = srv;
         return 0;
@@ -459,6 +461,7 @@ void http_server_stop(struct http_server *s)
         pthread_mutex_lock(&s->lock);
         s->stopping = true;
         pthread_cond_broadcast(&s->cond);
+        pthread_cond_broadcast(&s->work_cond);
         pthread_mutex_unlock(&s->lock);
         upgraded_stop_all(s);
         stream_abort_all(s); /* also closes resumes (resume_closed) */
@@ -473,6 +476,7 @@ void http_server_stop(struct http_server *s)
         router_free_groups(s);
         free(s->workers);
         pthread_cond_destroy(&s->cond);
+        pthread_cond_destroy(&s->work_cond);
         pthread_mutex_destroy(&s->lock);
         pthread_mutex_destroy(&s->resume_lock);
         free(s);
