@@ -7,14 +7,15 @@ run (ratios, not absolutes: the machine is shared):
     keep-alive client, HTTP p50);
   - stateless python `1+1` back to back (`POST /execute/python`);
 
-each for this tree's daemon and, with --before BIN, for a baseline daemon
-(a build of the tree before the change), rows interleaved. With --strace,
+each for this tree's daemon (default settings), for one with
+http.inline=false (every blocking request handed to a worker and back:
+the hand-off's cost) and, with --before BIN, for a baseline daemon (a
+build of the tree before the change), rows interleaved. With --strace,
 also the syscalls the daemon's threads make for N warm context requests,
 counted with `strace -c`, per request.
 
 Writes its table into docs/benchmarks.md between the floor:begin and
-floor:end markers (`make bench` runs it with no baseline: the rows of this
-tree only)."""
+floor:end markers (`make bench` runs it with --strace and no baseline)."""
 
 import argparse
 import os
@@ -85,8 +86,8 @@ def count_syscalls(daemon, n):
     return sum(counts.values()), counts
 
 
-def measure(p, work, binaries, out, strace):
-    ds = {tag: work.daemon(b).start() for tag, b in binaries.items()}
+def measure(p, work, daemons, out, strace):
+    ds = {tag: work.daemon(b, sets=sets).start() for tag, (b, sets) in daemons.items()}
     try:
         rows = []
         for tag, d in ds.items():
@@ -114,11 +115,11 @@ def report(out, tags):
             if r:
                 x = fmt_x(ratio(r["p50"], h["p50"])) if h else "–"
                 L.append(f"| {tag} | {what} | {r['n']} | {fmt_ms(r['p50'])} | {fmt_ms(r['p99'])} | {x} |")
-    if len(tags) == 2:
-        a, b = tags
-        L += ["", f"{a} ÷ {b} (p50): " + ", ".join(
-            f"{what} {fmt_x(ratio(rows[f'{a}:{k}']['p50'], rows[f'{b}:{k}']['p50']))}"
-            for k, what in ROWS if f"{a}:{k}" in rows and f"{b}:{k}" in rows)]
+    for other in tags[1:]:
+        a = tags[0]
+        L += ["", f"{a} ÷ {other} (p50): " + ", ".join(
+            f"{what} {fmt_x(ratio(rows[f'{a}:{k}']['p50'], rows[f'{other}:{k}']['p50']))}"
+            for k, what in ROWS if f"{a}:{k}" in rows and f"{other}:{k}" in rows)]
     sc = out.get("syscalls")
     if sc:
         L += ["", "Daemon syscalls per warm context request (`strace -c -p` of every thread, children excluded):", "",
@@ -152,18 +153,19 @@ def main():
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--doc", default=DOC)
     args = ap.parse_args()
-    binaries = {"this tree": os.path.abspath(args.bin)}
+    daemons = {"default": (os.path.abspath(args.bin), []),
+               "http.inline=false": (os.path.abspath(args.bin), ["http.inline=false"])}
     if args.before:
-        binaries["before"] = os.path.abspath(args.before)
+        daemons["before"] = (os.path.abspath(args.before), [])
     profile = "quick" if args.quick else "full"
     out = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "profile": profile,
            "load": " ".join(f"{x:.2f}" for x in os.getloadavg())}
     work = Workdir()
     try:
-        measure(PROFILES[profile], work, binaries, out, args.strace)
+        measure(PROFILES[profile], work, daemons, out, args.strace)
     finally:
         work.cleanup()
-    text = report(out, list(binaries))
+    text = report(out, list(daemons))
     print(text)
     if not args.no_write:
         write_doc(args.doc, text)

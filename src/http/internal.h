@@ -42,7 +42,8 @@ struct http_server {
          * one worker and no stop waiter, and a finished job wakes nobody. */
         pthread_cond_t work_cond;
         struct job *head, *tail;
-        size_t queued, running;
+        size_t queued, running;     /* running includes inline runs */
+        unsigned inlined;           /* polling threads running a blocking request themselves */
         bool stopping, draining;
         pthread_t *workers;
         unsigned nworkers;
