@@ -20,6 +20,7 @@ floor:end markers (`make bench` runs it with --strace and no baseline)."""
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -27,7 +28,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (DOC, V, BenchError, Workdir, check_exec, exec_timer, fmt_ms, fmt_x,  # noqa: E402
-                     interleaved, ratio, summary)
+                     interleaved, ratio, summary, write_marked)
 
 BEGIN, END = "<!-- floor:begin -->", "<!-- floor:end -->"
 PROFILES = {"full": dict(n=400, rounds=8, budget_s=90, strace_n=50),
@@ -94,7 +95,9 @@ def measure(p, work, daemons, out, strace):
             d.settle()
             rows += samplers(tag, d, p["n"])
         out["rows"] = {k: summary(v) for k, v in interleaved(rows, p["rounds"], 10, p["budget_s"]).items() if v}
-        if strace:
+        if strace and not shutil.which("strace"):
+            print("request_floor: strace missing: no syscall counts", file=sys.stderr)
+        elif strace:
             out["syscalls"] = {tag: count_syscalls(d, p["strace_n"]) for tag, d in ds.items()}
     finally:
         for d in ds.values():
@@ -133,17 +136,6 @@ def report(out, tags):
     return "\n".join(L)
 
 
-def write_doc(path, text):
-    with open(path) as f:
-        doc = f.read()
-    if BEGIN in doc and END in doc:
-        doc = doc[:doc.index(BEGIN)] + text + doc[doc.index(END) + len(END):]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text + "\n"
-    with open(path, "w") as f:
-        f.write(doc)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", default=os.path.join(os.path.dirname(DOC), "..", "build", "sandboxd"))
@@ -168,7 +160,7 @@ def main():
     text = report(out, list(daemons))
     print(text)
     if not args.no_write:
-        write_doc(args.doc, text)
+        write_marked(args.doc, text, BEGIN, END)
     return 0
 
 
