@@ -746,12 +746,13 @@ void cgroup_destroy(struct cgroup *cg)
         if (!cg)
                 return;
         (void)cgroup_kill_all(cg);
+        /* The counter files go first: nothing of the group outlives it. */
+        for (size_t i = 0; i < _CG_CNT_MAX; i++)
+                if (cg->cnt_fd[i] >= 0)
+                        close(cg->cnt_fd[i]);
         for (size_t i = 0; i < cg->n; i++) {
                 rmdir_retry(cg->h[i].path);
                 free(cg->h[i].path);
         }
-        for (size_t i = 0; i < _CG_CNT_MAX; i++)
-                if (cg->cnt_fd[i] >= 0)
-                        close(cg->cnt_fd[i]);
         free(cg);
 }
