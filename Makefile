@@ -168,7 +168,9 @@ $(BUILD)/bench/%: bench/%.c bench/stats.h $(BUILD)/libsandboxd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandboxd.a $(PKG_LIBS) $(LDLIBS)
 
-# After the main run and the fast paths, the scale-out figures
+# After the main run, the fast paths and the per-request floor
+# (bench/request_floor.py: GET /health, a warm context cell and a stateless
+# one, with and without http.inline, and strace syscall counts), the scale-out figures
 # (docs/benchmarks.md, "Scale-out"): the store's operations per second,
 # SQLite vs a throwaway PostgreSQL (skipped with a message where Debian's
 # server is not installed), and two cluster nodes (exit 2, tolerated, with a
@@ -176,6 +178,7 @@ $(BUILD)/bench/%: bench/%.c bench/stats.h $(BUILD)/libsandboxd.a
 bench: $(BUILD)/sandboxd $(SHIM) $(INIT) $(BUILD)/bench/jail_true $(BUILD)/bench/ws_open $(BUILD)/bench/store_ops
 	/usr/bin/python3 bench/run.py --bin $(abspath $(BUILD)/sandboxd)
 	/usr/bin/python3 bench/fast_paths.py --bin $(abspath $(BUILD)/sandboxd)
+	/usr/bin/python3 bench/request_floor.py --bin $(abspath $(BUILD)/sandboxd) --strace
 	/usr/bin/python3 bench/store.py --bin $(abspath $(BUILD)/bench/store_ops)
 	/usr/bin/python3 bench/cluster.py --bin $(abspath $(BUILD)/sandboxd) || [ $$? -eq 2 ]
 

@@ -30,7 +30,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (DOC, V, BenchError, Workdir, check_exec, exec_timer, fmt_ms, fmt_x,  # noqa: E402
-                     interleaved, ratio, summary)
+                     interleaved, ratio, summary, write_marked)
 
 BEGIN, END = "<!-- fast:begin -->", "<!-- fast:end -->"
 PROFILES = {"full": dict(ws_n=30, new_n=30, new_rounds=5, new_budget_s=150, ctx_n=300, ctx_rounds=6, ctx_budget_s=60),
@@ -167,17 +167,6 @@ def report(out):
     return "\n".join(L)
 
 
-def write_doc(path, text):
-    with open(path) as f:
-        doc = f.read()
-    if BEGIN in doc and END in doc:
-        doc = doc[:doc.index(BEGIN)] + text + doc[doc.index(END) + len(END):]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text + "\n"
-    with open(path, "w") as f:
-        f.write(doc)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", default=os.path.join(os.path.dirname(DOC), "..", "build", "sandboxd"))
@@ -202,7 +191,7 @@ def main():
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
     if not args.no_write:
-        write_doc(args.doc, text)
+        write_marked(args.doc, text, BEGIN, END)
     return 0
 
 

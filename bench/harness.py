@@ -460,6 +460,19 @@ class Workdir:
             shutil.rmtree(path, ignore_errors=True)
 
 
+def write_marked(path, text, begin, end):
+    """Replaces what lies between the begin and end markers of the file at
+    path (markers included; text carries its own) with text, or appends it."""
+    with open(path) as f:
+        doc = f.read()
+    if begin in doc and end in doc:
+        doc = doc[:doc.index(begin)] + text + doc[doc.index(end) + len(end):]
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + text + "\n"
+    with open(path, "w") as f:
+        f.write(doc)
+
+
 # ---------------------------------------------------------------- samplers
 
 class V:

@@ -387,6 +387,7 @@ static int start_server(struct app *app, sigset_t *sigs)
                 .queue = (unsigned)app->cfg->exec_queue,
                 .max_streams = (unsigned)app->cfg->http_max_streams,
                 .stream_buffer = app->cfg->http_stream_buffer,
+                .inline_blocking = app->cfg->http_inline,
         };
         /* app->srv is set before listening: a request may reach it at once
          * through the app (GET /ready). */

@@ -56,6 +56,7 @@ static const struct cfg_opt opts[] = {
         U64("http.timeout_s", http_timeout_s, 30, 1, 3600, "idle/read timeout per connection"),
         U64("http.header_bytes", http_header_bytes, 32 * KiB, 4 * KiB, 1 * MiB, "per-connection header memory"),
         U64("http.max_streams", http_max_streams, 64, 1, 4096, "open streamed replies and WebSockets at once (each has a thread; 503 beyond)"),
+        BOOL("http.inline", http_inline, 1, "run a blocking request on its polling thread when that thread serves no other connection and another thread is free (no worker hand-off)"),
         U64("http.stream_buffer", http_stream_buffer, 64 * KiB, 4 * KiB, 16 * MiB, "bytes buffered per streamed reply before its producer waits"),
         BOOL("pool.zygote", zygote, 1, "fork executions from a warm, jailed template (python, perl)"),
         U64("pool.size", pool_size, POOL_DEFAULT, 0, POOL_MAX, "warm jailed interpreters per language (0 disables); sets every pool.<lang>"),

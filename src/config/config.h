@@ -30,6 +30,7 @@ struct config {
         uint64_t http_header_bytes;
         uint64_t http_max_streams;
         uint64_t http_stream_buffer;
+        bool http_inline;         /* blocking requests may skip the worker hand-off */
 
         uint64_t pool_size;       /* pre-started jailed interpreters per language */
         /* pool.<lang> overrides, in the order set. config/ knows no language:

@@ -153,6 +153,8 @@ struct run_state {
         size_t pending_len, pending_off;
         uint64_t start_ns, deadline_ns, cpu_base;
         uint64_t cpu_debt;      /* CPU a resident kernel burned since its last run, charged to this one */
+        uint64_t cpu_end;       /* the group's CPU counter as run_finish read it */
+        bool cpu_end_read;      /* cpu_end is valid */
         uint64_t newlines;
         uint64_t refused_base;  /* p's refusal count when the run started */
         uint64_t bytes;         /* stdout+stderr bytes seen, kept or not */

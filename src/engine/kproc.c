@@ -391,14 +391,13 @@ static char *request_line(json_t *request, size_t *ret_len)
 static void start_counters(struct kproc *kp, struct run_state *s)
 {
         struct cgroup_usage u = { 0 };
-        if (kp->p.jp.cg && !kp->counters_fresh) {
-                if (kp->cpu_marked && cgroup_read_usage(kp->p.jp.cg, &u) == 0 && u.cpu_ns > kp->cpu_mark)
-                        s->cpu_debt = u.cpu_ns - kp->cpu_mark;
-                cgroup_reset(kp->p.jp.cg);
-                cgroup_read_usage(kp->p.jp.cg, &u);
-        }
+        /* One read serves the debt and the reset's baseline; the counters
+         * restart from that read, so this run's own CPU starts at 0. */
+        if (kp->p.jp.cg && !kp->counters_fresh && cgroup_reset_read(kp->p.jp.cg, &u) == 0 && kp->cpu_marked &&
+            u.cpu_ns > kp->cpu_mark)
+                s->cpu_debt = u.cpu_ns - kp->cpu_mark;
         kp->counters_fresh = false;
-        s->cpu_base = u.cpu_ns;
+        s->cpu_base = 0;
 }
 
 int kproc_run(struct kproc *kp, json_t *request, const struct exec_limits *lim,
@@ -434,8 +433,8 @@ int kproc_run_sink(struct kproc *kp, json_t *request, const struct exec_limits *
                 run_write_pending(&s, kp->ctl_fd);
         int r = run_loop(&s);
         run_finish(&s, r);
-        struct cgroup_usage u1;
-        kp->cpu_marked = kp->p.alive && kp->p.jp.cg && cgroup_read_usage(kp->p.jp.cg, &u1) == 0;
-        kp->cpu_mark = kp->cpu_marked ? u1.cpu_ns : 0;
+        /* run_finish's reading marks where idling starts (no second read). */
+        kp->cpu_marked = kp->p.alive && s.cpu_end_read;
+        kp->cpu_mark = kp->cpu_marked ? s.cpu_end : 0;
         return r;
 }

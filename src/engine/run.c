@@ -205,6 +205,8 @@ static void finish_usage(struct run_state *s)
         /* Counted before each answer: complete once the guest moved on. */
         o->refused_syscalls = notify_watch_count(s->p->watch) - s->refused_base;
         if (s->p->jp.cg && cgroup_read_usage(s->p->jp.cg, &u) == 0) {
+                s->cpu_end = u.cpu_ns;
+                s->cpu_end_read = true;
                 o->cpu_ns = u.cpu_ns - s->cpu_base + s->cpu_debt;
                 o->memory_peak = u.memory_peak;
                 if (u.oom_kills > 0 && o->limit == EXEC_LIMIT_NONE && (o->died || !o->response))

@@ -37,9 +37,13 @@ struct http_server {
         uint64_t next_id;
 
         pthread_mutex_t lock;
-        pthread_cond_t cond;        /* jobs queued, a worker done, a stream/ws slot freed */
+        pthread_cond_t cond;        /* a stream/ws slot freed, an upgraded connection gone */
+        /* Jobs queued (or stopping): the workers' own, so that a job wakes
+         * one worker and no stop waiter, and a finished job wakes nobody. */
+        pthread_cond_t work_cond;
         struct job *head, *tail;
-        size_t queued, running;
+        size_t queued, running;     /* running includes inline runs */
+        unsigned inlined;           /* polling threads running a blocking request themselves */
         bool stopping, draining;
         pthread_t *workers;
         unsigned nworkers;

@@ -33,8 +33,10 @@ static void *worker_main(void *arg)
         struct http_server *srv = arg;
         pthread_mutex_lock(&srv->lock);
         for (;;) {
-                while (!srv->head && !srv->stopping)
-                        pthread_cond_wait(&srv->cond, &srv->lock);
+                /* An inline run holds a slot too (running): the bound on
+                 * executions at once is the same with or without them. */
+                while ((!srv->head || srv->running >= srv->nworkers) && !srv->stopping)
+                        pthread_cond_wait(&srv->work_cond, &srv->lock);
                 if (!srv->head && srv->stopping)
                         break;
                 struct job *j = srv->head;
@@ -51,9 +53,10 @@ static void *worker_main(void *arg)
                 st->phase = PHASE_DONE;
                 MHD_resume_connection(st->req.conn);
 
+                /* Nobody waits for running to drop (a drain polls
+                 * http_server_busy): no wake-up of the other workers. */
                 pthread_mutex_lock(&srv->lock);
                 srv->running--;
-                pthread_cond_broadcast(&srv->cond);
         }
         pthread_mutex_unlock(&srv->lock);
         return NULL;
@@ -75,12 +78,60 @@ static bool submit_job(struct http_server *srv, struct conn_state *st)
                         srv->head = j;
                 srv->tail = j;
                 srv->queued++;
-                pthread_cond_signal(&srv->cond);
+                pthread_cond_signal(&srv->work_cond);
         }
         pthread_mutex_unlock(&srv->lock);
         if (full)
                 free(j);
         return !full;
+}
+
+/* Connections owned by the calling polling thread (suspended ones too):
+ * MHD accepts, serves and closes a connection on one thread of its pool,
+ * and tells us on that thread (MHD_OPTION_NOTIFY_CONNECTION). */
+static __thread long conns_here;
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code)
+{
+        (void)cls;
+        (void)c;
+        (void)socket_ctx;
+        conns_here += code == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1;
+}
+
+/* Whether this blocking request may run here, on its polling thread: no
+ * other connection waits on this thread, at least one other polling thread
+ * is free to accept and serve, no job waits for a worker (no overtaking)
+ * and a worker would be free. Takes the slot (running, inlined). */
+static bool inline_begin(struct http_server *srv)
+{
+        if (!srv->opt.inline_blocking || conns_here != 1)
+                return false;
+        pthread_mutex_lock(&srv->lock);
+        bool ok = !srv->draining && !srv->stopping && !srv->head && srv->running < srv->nworkers &&
+                  srv->inlined + 1 < srv->opt.threads;
+        if (ok) {
+                srv->running++;
+                srv->inlined++;
+        }
+        pthread_mutex_unlock(&srv->lock);
+        return ok;
+}
+
+/* After an inline run: frees the slot, and restarts the connection's idle
+ * timer (MHD restarts it when a timeout is set from 0), else a run longer
+ * than http.timeout_s would see its connection closed before the reply. */
+static void inline_end(struct http_server *srv, struct conn_state *st)
+{
+        pthread_mutex_lock(&srv->lock);
+        srv->running--;
+        srv->inlined--;
+        if (srv->head) /* a job queued behind the slot this run held */
+                pthread_cond_signal(&srv->work_cond);
+        pthread_mutex_unlock(&srv->lock);
+        MHD_set_connection_option(st->req.conn, MHD_CONNECTION_OPTION_TIMEOUT, 0);
+        MHD_set_connection_option(st->req.conn, MHD_CONNECTION_OPTION_TIMEOUT, srv->opt.timeout_s);
 }
 
 size_t http_server_busy(struct http_server *s)
@@ -189,6 +240,11 @@ static enum MHD_Result dispatch(struct http_server *srv, struct conn_state *st)
         st->req.body_len = st->body.len;
         if (!(st->route->flags & ROUTE_BLOCKING)) {
                 run_handler(st);
+                return reply_send(st);
+        }
+        if (inline_begin(srv)) {
+                run_handler(st);
+                inline_end(srv, st);
                 return reply_send(st);
         }
         /* Suspend before queueing: the worker may finish and resume at once. */
@@ -384,6 +440,7 @@ int http_server_new(const struct http_options *opt, void *app, struct http_serve
         srv->app = app;
         pthread_mutex_init(&srv->lock, NULL);
         pthread_cond_init(&srv->cond, NULL);
+        pthread_cond_init(&srv->work_cond, NULL);
         pthread_mutex_init(&srv->resume_lock, NULL);
         *ret = srv;
         return 0;
@@ -418,6 +475,7 @@ int http_server_start(struct http_server *srv)
                                     MHD_OPTION_CONNECTION_TIMEOUT, opt->timeout_s,
                                     MHD_OPTION_CONNECTION_MEMORY_LIMIT, opt->header_bytes,
                                     MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+                                    MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
                                     MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
                                     MHD_OPTION_END);
         if (!srv->mhd)
@@ -459,6 +517,7 @@ void http_server_stop(struct http_server *s)
         pthread_mutex_lock(&s->lock);
         s->stopping = true;
         pthread_cond_broadcast(&s->cond);
+        pthread_cond_broadcast(&s->work_cond);
         pthread_mutex_unlock(&s->lock);
         upgraded_stop_all(s);
         stream_abort_all(s); /* also closes resumes (resume_closed) */
@@ -473,6 +532,7 @@ void http_server_stop(struct http_server *s)
         router_free_groups(s);
         free(s->workers);
         pthread_cond_destroy(&s->cond);
+        pthread_cond_destroy(&s->work_cond);
         pthread_mutex_destroy(&s->lock);
         pthread_mutex_destroy(&s->resume_lock);
         free(s);

@@ -136,6 +136,12 @@ struct http_options {
         unsigned queue;
         unsigned max_streams;       /* streams + WebSockets at once; 0: 64 */
         size_t stream_buffer;       /* per-stream bytes buffered before the producer waits; 0: 64 KiB */
+        /* A ROUTE_BLOCKING request runs on its own polling thread, with no
+         * hand-off to a worker and back, when that thread serves no other
+         * connection (nobody waits behind it), another polling thread is
+         * left to accept and serve the rest, and a worker would be free
+         * anyway (the same bound on executions at once). */
+        bool inline_blocking;
 };
 
 /* Creates a server (not yet listening). app is handed to handlers. */

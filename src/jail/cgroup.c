@@ -64,9 +64,24 @@ bool cg_list_has(const char *list, const char *word, char sep)
         return false;
 }
 
-/* Finds "key value" in a flat-keyed file (memory.oom_control, pids.events,
- * cpu.stat, cgroup.events). A missing key reads as 0: a counter the kernel
- * does not print has never fired. -ENOENT when the file is missing. */
+/* The value of "key value" in a flat-keyed file's text (memory.oom_control,
+ * pids.events, cpu.stat, cgroup.events). A missing key reads as 0: a
+ * counter the kernel does not print has never fired. */
+static uint64_t key_value(const char *buf, const char *key)
+{
+        size_t kl = strlen(key);
+        for (const char *line = buf; *line;) {
+                if (strncmp(line, key, kl) == 0 && line[kl] == ' ')
+                        return strtoull(line + kl + 1, NULL, 10);
+                const char *nl = strchr(line, '\n');
+                if (!nl)
+                        break;
+                line = nl + 1;
+        }
+        return 0;
+}
+
+/* key's value in a flat-keyed file; -ENOENT when the file is missing. */
 int cg_read_key_u64(const char *dir, const char *file, const char *key, uint64_t *ret)
 {
         char p[PATH_MAX], buf[4096];
@@ -76,18 +91,7 @@ int cg_read_key_u64(const char *dir, const char *file, const char *key, uint64_t
         r = read_file_small(p, buf, sizeof(buf), NULL);
         if (r < 0)
                 return r;
-        size_t kl = strlen(key);
-        *ret = 0;
-        for (char *line = buf; *line;) {
-                if (strncmp(line, key, kl) == 0 && line[kl] == ' ') {
-                        *ret = strtoull(line + kl + 1, NULL, 10);
-                        break;
-                }
-                char *nl = strchr(line, '\n');
-                if (!nl)
-                        break;
-                line = nl + 1;
-        }
+        *ret = key_value(buf, key);
         return 0;
 }
 
@@ -114,6 +118,70 @@ int cg_read_u64_opt(const char *dir, const char *file, uint64_t *ret)
                 return 0;
         }
         return r;
+}
+
+/* Counter c's fd, opened on first use; CG_CNT_MISSING when the file is not
+ * there (an older kernel, a controller not enabled). */
+static int counter_fd(struct cgroup *cg, enum cg_counter c, const char *dir, const char *file)
+{
+        char p[PATH_MAX];
+        if (cg->cnt_fd[c] != CG_CNT_CLOSED)
+                return cg->cnt_fd[c];
+        if (!dir || cg_join_path(p, dir, file) < 0)
+                return CG_CNT_MISSING;
+        int fd = open(p, (c == CG_CNT_PEAK ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+        if (fd < 0 && c == CG_CNT_PEAK && (errno == EACCES || errno == EPERM))
+                fd = open(p, O_RDONLY | O_CLOEXEC); /* v2 before 6.12: a peak with no reset */
+        if (fd < 0 && errno != ENOENT)
+                return -errno; /* not remembered: the next read tries again */
+        cg->cnt_fd[c] = fd < 0 ? CG_CNT_MISSING : fd;
+        return cg->cnt_fd[c];
+}
+
+/* Counter c's text, NUL-terminated; "" when the file is missing. */
+static int counter_text(struct cgroup *cg, enum cg_counter c, const char *dir, const char *file, char *buf,
+                        size_t size)
+{
+        int fd = counter_fd(cg, c, dir, file);
+        buf[0] = '\0';
+        if (fd == CG_CNT_MISSING)
+                return 0;
+        if (fd < 0)
+                return fd;
+        ssize_t n = pread(fd, buf, size - 1, 0);
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        return 0;
+}
+
+int cg_counter_u64(struct cgroup *cg, enum cg_counter c, const char *dir, const char *file, uint64_t *ret)
+{
+        char buf[64];
+        int r = counter_text(cg, c, dir, file, buf, sizeof(buf));
+        *ret = r < 0 ? 0 : strtoull(buf, NULL, 10);
+        return r;
+}
+
+int cg_counter_key(struct cgroup *cg, enum cg_counter c, const char *dir, const char *file, const char *key,
+                   uint64_t *ret)
+{
+        char buf[4096];
+        int r = counter_text(cg, c, dir, file, buf, sizeof(buf));
+        *ret = r < 0 ? 0 : key_value(buf, key);
+        return r;
+}
+
+int cg_counter_write(struct cgroup *cg, enum cg_counter c, const char *dir, const char *file, const char *value)
+{
+        int fd = counter_fd(cg, c, dir, file);
+        if (fd == CG_CNT_MISSING)
+                return -ENOENT;
+        if (fd < 0)
+                return fd;
+        size_t len = strlen(value);
+        ssize_t n = pwrite(fd, value, len, 0);
+        return n < 0 ? -errno : (size_t)n == len ? 0 : -EIO;
 }
 
 /* ---- discovery ------------------------------------------------------- */
@@ -452,7 +520,8 @@ static int create_group(struct cgroup_root *root, struct cgroup *parent, const c
         if (!cg)
                 return -ENOMEM;
         cg->ops = root->ops;
-        cg->peak_fd = -1;
+        for (size_t i = 0; i < _CG_CNT_MAX; i++)
+                cg->cnt_fd[i] = CG_CNT_CLOSED;
         cg->nested = parent != NULL;
         int r = parent ? create_dirs(cg, parent->h, parent->n, name) : create_dirs(cg, root->h, root->n, name);
         if (r < 0)
@@ -509,7 +578,7 @@ int cgroup_attach(struct cgroup *cg, pid_t pid)
         return 0;
 }
 
-static int read_raw(const struct cgroup *cg, struct cgroup_usage *u)
+static int read_raw(struct cgroup *cg, struct cgroup_usage *u)
 {
         *u = (struct cgroup_usage){ 0 };
         if (cg->n == 0)
@@ -522,18 +591,24 @@ static uint64_t sub_sat(uint64_t a, uint64_t b)
         return a > b ? a - b : 0;
 }
 
+/* Raw counters u as seen from the last reset. */
+static struct cgroup_usage since_base(const struct cgroup *cg, const struct cgroup_usage *u)
+{
+        return (struct cgroup_usage){
+                .cpu_ns = sub_sat(u->cpu_ns, cg->base.cpu_ns),
+                .memory_peak = u->memory_peak,
+                .oom_kills = sub_sat(u->oom_kills, cg->base.oom_kills),
+                .pids_max_hits = sub_sat(u->pids_max_hits, cg->base.pids_max_hits),
+        };
+}
+
 int cgroup_read_usage(struct cgroup *cg, struct cgroup_usage *ret)
 {
         struct cgroup_usage u;
         int r = read_raw(cg, &u);
         if (r < 0)
                 return r;
-        *ret = (struct cgroup_usage){
-                .cpu_ns = sub_sat(u.cpu_ns, cg->base.cpu_ns),
-                .memory_peak = u.memory_peak,
-                .oom_kills = sub_sat(u.oom_kills, cg->base.oom_kills),
-                .pids_max_hits = sub_sat(u.pids_max_hits, cg->base.pids_max_hits),
-        };
+        *ret = since_base(cg, &u);
         return 0;
 }
 
@@ -631,15 +706,27 @@ int cgroup_kill_all(struct cgroup *cg)
  * max_usage to the current usage). */
 int cgroup_reset(struct cgroup *cg)
 {
+        return cgroup_reset_read(cg, NULL);
+}
+
+int cgroup_reset_read(struct cgroup *cg, struct cgroup_usage *before)
+{
+        if (before)
+                *before = (struct cgroup_usage){ 0 };
         if (cg->n == 0)
                 return 0;
         cg->ops->reset_peaks(cg);
         /* oom_kill and pids.events cannot be reset by writing, so remember
-         * where they stand and report the difference from now on. */
+         * where they stand and report the difference from now on. One read
+         * serves both: the peak reset leaves the other counters alone. */
         struct cgroup_usage raw;
         int r = read_raw(cg, &raw);
         if (r < 0)
                 return r;
+        if (before) {
+                *before = since_base(cg, &raw);
+                before->memory_peak = 0;
+        }
         cg->base = raw;
         cg->base.memory_peak = 0;
         return 0;
@@ -659,11 +746,13 @@ void cgroup_destroy(struct cgroup *cg)
         if (!cg)
                 return;
         (void)cgroup_kill_all(cg);
+        /* The counter files go first: nothing of the group outlives it. */
+        for (size_t i = 0; i < _CG_CNT_MAX; i++)
+                if (cg->cnt_fd[i] >= 0)
+                        close(cg->cnt_fd[i]);
         for (size_t i = 0; i < cg->n; i++) {
                 rmdir_retry(cg->h[i].path);
                 free(cg->h[i].path);
         }
-        if (cg->peak_fd >= 0)
-                close(cg->peak_fd);
         free(cg);
 }

@@ -68,10 +68,15 @@ int cgroup_read_usage(struct cgroup *cg, struct cgroup_usage *ret);
 bool cgroup_is_empty(struct cgroup *cg);
 /* SIGKILLs every process in the group (cgroup.kill on v2, procs loop on v1). */
 int cgroup_kill_all(struct cgroup *cg);
-/* Restarts the peak/OOM/pids counters from now (v1 max_usage_in_bytes and
- * failcnt; counters that cannot be written are remembered and subtracted).
+/* Restarts the peak/OOM/pids counters from now (v1 max_usage_in_bytes;
+ * counters that cannot be written are remembered and subtracted).
  * Works on a live group: a warm interpreter's next request measures only
  * itself. Pool reuse checks emptiness separately (cgroup_is_empty). */
 int cgroup_reset(struct cgroup *cg);
+/* The same, and what cgroup_read_usage would have answered just before
+ * (memory_peak excepted: 0), from the one read the reset needs anyway:
+ * a resident kernel's next request reads its counters once, not three
+ * times. before may be NULL. */
+int cgroup_reset_read(struct cgroup *cg, struct cgroup_usage *before);
 /* Kills what is left, removes the directories and frees. NULL-safe. */
 void cgroup_destroy(struct cgroup *cg);

@@ -31,6 +31,16 @@ static inline uint64_t cg_cpu_quota_us(uint32_t percent)
 
 struct cgroup_ops;
 
+/* The usage counters a request reads, each through an fd the group keeps
+ * open from its first read to its destruction: a read is one pread from
+ * offset 0 (a cgroup file is regenerated then) instead of a path walk,
+ * open, two reads and a close. CG_CNT_PEAK is opened read-write: its
+ * reset is a write to it (on v2 a reset is per open file, so the reads
+ * must go through the same fd). */
+enum cg_counter { CG_CNT_CPU, CG_CNT_PEAK, CG_CNT_OOM, CG_CNT_PIDS, _CG_CNT_MAX };
+#define CG_CNT_CLOSED (-1)  /* not opened yet */
+#define CG_CNT_MISSING (-2) /* the file does not exist: reads as 0 */
+
 /* One directory per hierarchy; on v1 a hierarchy may carry several of our
  * controllers (e.g. "cpu,cpuacct" co-mounted), so ctrls is a bitmask. On v2
  * there is a single entry and ctrls says which controllers are enabled. */
@@ -51,7 +61,7 @@ struct cgroup {
         size_t n; /* hierarchies whose directory we created */
         struct cg_hier h[_CG_CTRL_MAX];
         bool nested;              /* below a parent group (cgroup_create_in) */
-        int peak_fd;              /* v2 memory.peak: resets are per open file */
+        int cnt_fd[_CG_CNT_MAX];  /* CG_CNT_CLOSED, CG_CNT_MISSING or an fd */
         struct cgroup_usage base; /* cumulative counters at the last reset */
 };
 
@@ -66,7 +76,7 @@ struct cgroup_ops {
         int (*root_open)(struct cgroup_root *root, const char *name);
         int (*set_limits)(struct cgroup *cg, const struct cgroup_limits *lim);
         /* Raw cumulative counters, before subtracting the reset baseline. */
-        int (*read_raw)(const struct cgroup *cg, struct cgroup_usage *u);
+        int (*read_raw)(struct cgroup *cg, struct cgroup_usage *u);
         /* Optional: 1 empty, 0 not, < 0 unknown (cgroup.procs is read then). */
         int (*is_empty)(const struct cgroup *cg);
         /* Optional: atomic kill; -ENOENT falls back to the procs loop. */
@@ -91,6 +101,13 @@ bool cg_list_has(const char *list, const char *word, char sep);
 int cg_read_key_u64(const char *dir, const char *file, const char *key, uint64_t *ret);
 int cg_read_key_opt(const char *dir, const char *file, const char *key, uint64_t *ret);
 int cg_read_u64_opt(const char *dir, const char *file, uint64_t *ret);
+/* Counter c (dir/file) through its kept fd, as cg_read_u64_opt and
+ * cg_read_key_opt read it (a missing file reads as 0). dir NULL: 0. */
+int cg_counter_u64(struct cgroup *cg, enum cg_counter c, const char *dir, const char *file, uint64_t *ret);
+int cg_counter_key(struct cgroup *cg, enum cg_counter c, const char *dir, const char *file, const char *key,
+                   uint64_t *ret);
+/* Writes value to counter c's kept fd (a reset); -ENOENT when missing. */
+int cg_counter_write(struct cgroup *cg, enum cg_counter c, const char *dir, const char *file, const char *value);
 
 /* Discovery. */
 const char *cg_proc_cgroup_match(char *line, const char *ctrl);

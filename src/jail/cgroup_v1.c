@@ -72,31 +72,24 @@ static int set_limits_v1(struct cgroup *cg, const struct cgroup_limits *lim)
         return 0;
 }
 
-static int read_raw_v1(const struct cgroup *cg, struct cgroup_usage *u)
+static int read_raw_v1(struct cgroup *cg, struct cgroup_usage *u)
 {
         const char *mem = cg_ctrl_dir(cg, CG_MEMORY), *pids = cg_ctrl_dir(cg, CG_PIDS);
-        const char *cpu = cg_ctrl_dir(cg, CG_CPU);
-        int r = 0;
-        if (cpu)
-                r = cg_read_u64_opt(cpu, "cpuacct.usage", &u->cpu_ns);
+        int r = cg_counter_u64(cg, CG_CNT_CPU, cg_ctrl_dir(cg, CG_CPU), "cpuacct.usage", &u->cpu_ns);
         if (r >= 0)
-                r = cg_read_u64_opt(mem, "memory.max_usage_in_bytes", &u->memory_peak);
+                r = cg_counter_u64(cg, CG_CNT_PEAK, mem, "memory.max_usage_in_bytes", &u->memory_peak);
         if (r >= 0)
-                r = cg_read_key_opt(mem, "memory.oom_control", "oom_kill", &u->oom_kills);
+                r = cg_counter_key(cg, CG_CNT_OOM, mem, "memory.oom_control", "oom_kill", &u->oom_kills);
         if (r >= 0)
-                r = cg_read_key_opt(pids, "pids.events", "max", &u->pids_max_hits);
+                r = cg_counter_key(cg, CG_CNT_PIDS, pids, "pids.events", "max", &u->pids_max_hits);
         return r;
 }
 
+/* Only the peak we report: failcnt and the memsw counters are read by
+ * nobody, so resetting them would be three more writes per request. */
 static void reset_peaks_v1(struct cgroup *cg)
 {
-        const char *mem = cg_ctrl_dir(cg, CG_MEMORY);
-        static const char *const files[] = {
-                "memory.max_usage_in_bytes", "memory.failcnt",
-                "memory.memsw.max_usage_in_bytes", "memory.memsw.failcnt",
-        };
-        for (size_t i = 0; i < ARRAY_SIZE(files); i++)
-                (void)cg_write(mem, files[i], "0"); /* memsw may be absent */
+        (void)cg_counter_write(cg, CG_CNT_PEAK, cg_ctrl_dir(cg, CG_MEMORY), "memory.max_usage_in_bytes", "0");
 }
 
 const struct cgroup_ops cg_ops_v1 = {

@@ -104,37 +104,26 @@ static int set_limits_v2(struct cgroup *cg, const struct cgroup_limits *lim)
                 if (r < 0)
                         return r;
         }
-        if (have & CG_BIT(CG_MEMORY)) {
-                char p[PATH_MAX];
-                if (cg_join_path(p, dir, "memory.peak") == 0)
-                        cg->peak_fd = open(p, O_RDWR | O_CLOEXEC);
-        }
         return 0;
 }
 
-static int read_peak_fd(int fd, uint64_t *ret)
+/* memory.peak and memory.events exist only with the memory controller. */
+static const char *memory_dir(const struct cgroup *cg)
 {
-        char buf[32];
-        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-        if (n < 0)
-                return -errno;
-        buf[n] = '\0';
-        *ret = strtoull(buf, NULL, 10);
-        return 0;
+        return cg->h[0].ctrls & CG_BIT(CG_MEMORY) ? cg->h[0].path : NULL;
 }
 
-static int read_raw_v2(const struct cgroup *cg, struct cgroup_usage *u)
+static int read_raw_v2(struct cgroup *cg, struct cgroup_usage *u)
 {
-        const char *dir = cg->h[0].path;
         uint64_t usec = 0;
-        int r = cg_read_key_opt(dir, "cpu.stat", "usage_usec", &usec);
+        int r = cg_counter_key(cg, CG_CNT_CPU, cg->h[0].path, "cpu.stat", "usage_usec", &usec);
         u->cpu_ns = usec * 1000;
-        if (r >= 0 && cg->peak_fd >= 0)
-                r = read_peak_fd(cg->peak_fd, &u->memory_peak);
         if (r >= 0)
-                r = cg_read_key_opt(dir, "memory.events", "oom_kill", &u->oom_kills);
+                r = cg_counter_u64(cg, CG_CNT_PEAK, memory_dir(cg), "memory.peak", &u->memory_peak);
         if (r >= 0)
-                r = cg_read_key_opt(dir, "pids.events", "max", &u->pids_max_hits);
+                r = cg_counter_key(cg, CG_CNT_OOM, cg->h[0].path, "memory.events", "oom_kill", &u->oom_kills);
+        if (r >= 0)
+                r = cg_counter_key(cg, CG_CNT_PIDS, cg->h[0].path, "pids.events", "max", &u->pids_max_hits);
         return r;
 }
 
@@ -158,8 +147,7 @@ static int kill_all_v2(struct cgroup *cg)
  * refuse and the peak stays the group's lifetime max. */
 static void reset_peaks_v2(struct cgroup *cg)
 {
-        if (cg->peak_fd >= 0)
-                (void)pwrite(cg->peak_fd, "reset\n", 6, 0);
+        (void)cg_counter_write(cg, CG_CNT_PEAK, memory_dir(cg), "memory.peak", "reset\n");
 }
 
 /* A parent group holds no process, so v2's "no internal processes" rule

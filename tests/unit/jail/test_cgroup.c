@@ -507,6 +507,29 @@ TEST(cgroup_v1_reset_for_reuse)
         wait_status(pid);
 }
 
+/* A resident kernel's next request: one read gives what happened since the
+ * last reset (the idle-CPU debt) and restarts the counters from it. */
+TEST(cgroup_v1_reset_read_returns_the_counters_it_restarts)
+{
+        require_v1();
+        struct cgroup *cg = make_group(0, "resetread", 64 * MiB, 10);
+        int st = wait_status(spawn_attached(cg, child_fork_loop));
+        ASSERT_TRUE(WIFEXITED(st));
+        struct cgroup_usage before, u;
+        ASSERT_OK(cgroup_read_usage(cg, &u));
+        ASSERT_OK(cgroup_reset_read(cg, &before));
+        ASSERT_TRUE(before.pids_max_hits >= 1 && before.pids_max_hits == u.pids_max_hits);
+        ASSERT_TRUE(before.cpu_ns >= u.cpu_ns && before.cpu_ns > 0);
+        ASSERT_EQ(before.memory_peak, 0);
+        ASSERT_OK(cgroup_read_usage(cg, &u));
+        ASSERT_EQ(u.pids_max_hits, 0);
+        ASSERT_EQ(u.cpu_ns, 0);
+        ASSERT_OK(cgroup_reset_read(cg, &before));
+        ASSERT_EQ(before.pids_max_hits, 0);
+        ASSERT_OK(cgroup_reset_read(cg, NULL));
+        cgroup_destroy(TAKE_PTR(g_cg[0]));
+}
+
 TEST(cgroup_v1_attach_errors)
 {
         require_v1();
