@@ -28,6 +28,7 @@ static void add_runtimes(struct engine *e, bool templates)
                 struct pool *p = &e->pools[e->npools++];
                 p->rt = rt;
                 p->target = i < ENGINE_MAX_RUNTIMES ? e->opt.pool_size[i] : 0;
+                p->want = p->target;
         }
 }
 
