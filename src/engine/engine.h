@@ -108,6 +108,7 @@ const struct exec_limits *engine_limits(const struct engine *e);
 struct engine_pool_stats {
         const char *lang;
         uint64_t ready, target, hits, misses, member_bytes;
+        uint64_t grown; /* target grown by demand (>= target; back to it when idle) */
         bool has_template, template_alive;
         uint64_t template_forks, template_failures;
 };

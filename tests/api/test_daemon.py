@@ -126,6 +126,34 @@ def _pools_when_settled(d, want, timeout=30.0):
         time.sleep(0.2)
 
 
+def test_pool_grows_with_demand_within_budget():
+    """Back-to-back executions that drain a pool grow it (grown > target) and
+    the filler fills it to the grown size; pool.memory_budget still caps
+    the members kept; pool.<lang>=0 never grows."""
+    d = Daemon(sets=["pool.size=0", "pool.perl=1"])
+    try:
+        _pools_when_settled(d, lambda p: p["perl"]["ready"] == 1)
+        for _ in range(6):
+            assert d.execute("perl", "1+1")["results"] == [{"text": "2"}]
+            assert d.execute("ruby", "1+1")["results"] == [{"text": "2"}]
+        pools = _pools_when_settled(d, lambda p: p["perl"]["grown"] > 1 and p["perl"]["ready"] == p["perl"]["grown"])
+        assert pools["perl"]["target"] == 1 and pools["perl"]["grown"] > 1, pools
+        assert pools["perl"]["ready"] == pools["perl"]["grown"], pools
+        assert pools["ruby"]["grown"] == 0 and pools["ruby"]["ready"] == 0, pools
+    finally:
+        d.cleanup()
+    d = Daemon(sets=["pool.size=0", "pool.perl=1", "pool.memory_budget=1"])
+    try:
+        _pools_when_settled(d, lambda p: p["perl"]["ready"] == 1)
+        for _ in range(6):
+            assert d.execute("perl", "1+1")["results"] == [{"text": "2"}]
+        pools = _pools_when_settled(d, lambda p: p["perl"]["grown"] > 1 and p["perl"]["ready"] >= 1)
+        time.sleep(1.0)
+        status, body, _ = d.get("/ready")
+        assert pools["perl"]["grown"] > 1 and body["pools"]["perl"]["ready"] <= 1, body["pools"]
+    finally:
+        d.cleanup()
+
 def test_pool_sizes_per_language_and_memory_budget():
     """pool.size sets every language; pool.<lang> after it overrides one;
     pool.memory_budget stops refills (executions then spawn or fork)."""
