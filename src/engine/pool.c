@@ -7,9 +7,12 @@
 
 #include "base/log.h"
 
-/* A cold refill waits for the request that drained the pool to finish, at
- * most this long (back-to-back requests never leave the daemon idle). A
- * refill forked from a template is cheap and does not wait. */
+/* Requests pause for this long before a pool that still has members is
+ * restocked: a refill started amid a burst competes with the burst's
+ * requests for the CPUs, and the members left serve the burst. An empty
+ * pool forked from a template refills at once (cheap); an empty cold pool
+ * once the request that drained it is answered, at most this long after
+ * (back-to-back requests never leave the daemon idle). */
 #define REFILL_GRACE_MS 25
 
 /* A pool grown by demand shrinks back to pool.<lang> after this long
@@ -201,9 +204,8 @@ static struct pool *filler_next(struct engine *e)
                 bg_thread_wait(&e->filler, e->next_spawn_ns);
                 return NULL;
         }
-        if (p && e->inflight && now < e->refill_at_ns && !zygote_for(e, p->rt)) {
-                /* Wait for the request to finish, or for the grace period
-                 * to end under back-to-back requests. */
+        bool defer = p && (p->n > 0 || (e->inflight && !zygote_for(e, p->rt)));
+        if (defer && now < e->refill_at_ns) {
                 bg_thread_wait(&e->filler, e->refill_at_ns);
                 return NULL;
         }
