@@ -15,10 +15,6 @@
  * (back-to-back requests never leave the daemon idle). */
 #define REFILL_GRACE_MS 25
 
-/* A pool grown by demand shrinks back to pool.<lang> after this long
- * without a request of its language. */
-#define POOL_IDLE_NS (60 * 1000000000ULL)
-
 static struct pool *pool_of(struct engine *e, const struct runtime *rt)
 {
         for (size_t i = 0; i < e->npools; i++)
@@ -30,11 +26,12 @@ static struct pool *pool_of(struct engine *e, const struct runtime *rt)
 /* A request that leaves its pool empty, or finds it so, is demand the pool
  * did not cover: keep one more member ready next time, so that the pool grows
  * to the size of the bursts it sees (within POOL_MAX and pool.memory_budget,
- * pool_to_fill). pool.<lang> = 0 stays off. Engine lock held. */
-static void pool_note_demand(struct pool *p)
+ * pool_to_fill). pool.<lang> = 0 stays off; pool.grow_idle_s = 0 turns growth
+ * off. Engine lock held. */
+static void pool_note_demand(const struct engine *e, struct pool *p)
 {
         p->last_take_ns = now_ns();
-        if (p->target && p->n == 0 && p->want < POOL_MAX)
+        if (e->opt.pool_grow_idle_s && p->target && p->n == 0 && p->want < POOL_MAX)
                 p->want++;
 }
 
@@ -64,7 +61,7 @@ struct kproc *pool_take(struct engine *e, const struct runtime *rt)
                         p->hits++;
                 else
                         p->misses++;
-                pool_note_demand(p);
+                pool_note_demand(e, p);
                 e->refill_at_ns = now_ns() + REFILL_GRACE_MS * 1000000ULL;
                 bg_thread_wake(&e->filler);
         }
@@ -117,7 +114,7 @@ static struct pool *pool_to_fill(struct engine *e)
         return best;
 }
 
-/* Pools grown by demand and idle for POOL_IDLE_NS go back to pool.<lang>,
+/* Pools grown by demand and idle for pool.grow_idle_s go back to pool.<lang>,
  * their surplus members buried (engine lock held). Returns when the next one
  * is due, 0 for never. */
 static uint64_t pool_shrink_idle(struct engine *e, uint64_t now)
@@ -127,7 +124,7 @@ static uint64_t pool_shrink_idle(struct engine *e, uint64_t now)
                 struct pool *p = &e->pools[i];
                 if (p->want <= p->target)
                         continue;
-                uint64_t at = p->last_take_ns + POOL_IDLE_NS;
+                uint64_t at = p->last_take_ns + e->opt.pool_grow_idle_s * 1000000000ULL;
                 if (now < at) {
                         if (!next || at < next)
                                 next = at;

@@ -154,6 +154,32 @@ def test_pool_grows_with_demand_within_budget():
     finally:
         d.cleanup()
 
+
+def test_grown_pool_shrinks_when_idle_and_growth_can_be_off():
+    """pool.grow_idle_s: a grown pool goes back to pool.<lang> (its surplus
+    members killed) after that long without a request; 0 never grows."""
+    d = Daemon(sets=["pool.size=0", "pool.perl=1", "pool.grow_idle_s=2"])
+    try:
+        _pools_when_settled(d, lambda p: p["perl"]["ready"] == 1)
+        for _ in range(6):
+            assert d.execute("perl", "1+1")["results"] == [{"text": "2"}]
+        status, body, _ = d.get("/ready")
+        assert body["pools"]["perl"]["grown"] > 1, body["pools"]
+        pools = _pools_when_settled(d, lambda p: p["perl"]["grown"] == 1 and p["perl"]["ready"] == 1, timeout=20)
+        assert pools["perl"]["grown"] == 1 and pools["perl"]["ready"] == 1, pools
+    finally:
+        d.cleanup()
+    d = Daemon(sets=["pool.size=0", "pool.perl=1", "pool.grow_idle_s=0"])
+    try:
+        _pools_when_settled(d, lambda p: p["perl"]["ready"] == 1)
+        for _ in range(6):
+            assert d.execute("perl", "1+1")["results"] == [{"text": "2"}]
+        time.sleep(0.5)
+        status, body, _ = d.get("/ready")
+        assert body["pools"]["perl"]["grown"] == 1, body["pools"]
+    finally:
+        d.cleanup()
+
 def test_pool_sizes_per_language_and_memory_budget():
     """pool.size sets every language; pool.<lang> after it overrides one;
     pool.memory_budget stops refills (executions then spawn or fork)."""
