@@ -235,7 +235,8 @@ void filler_main(void *arg)
                 if (!k)
                         continue;
                 p->member_bytes = k->pool_bytes;
-                if (bg_thread_running(&e->filler) && p->n < POOL_MAX) {
+                /* A pool shrunk (idle) or evicted from meanwhile no longer wants it. */
+                if (bg_thread_running(&e->filler) && p->n < p->want && p->n < POOL_MAX) {
                         p->ready[p->n++] = k;
                         e->pool_bytes += k->pool_bytes;
                 } else {
