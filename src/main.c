@@ -273,6 +273,7 @@ static void engine_options_from_config(const struct config *cfg, struct engine_o
                 .workers = (unsigned)cfg->exec_workers,
                 .pool_refill_per_s = cfg->pool_refill_per_s,
                 .pool_memory_budget = cfg->pool_memory_budget,
+                .pool_grow_idle_s = cfg->pool_grow_idle_s,
                 .id_base = cfg->jail_id_base, .id_count = cfg->jail_id_count,
                 .no_landlock = !cfg->jail_landlock,
                 .cpu_quota_percent = (uint32_t)cfg->cpu_quota_percent,

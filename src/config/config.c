@@ -62,6 +62,7 @@ static const struct cfg_opt opts[] = {
         U64("pool.size", pool_size, POOL_DEFAULT, 0, POOL_MAX, "warm jailed interpreters per language (0 disables); sets every pool.<lang>"),
         U64("pool.refill_per_s", pool_refill_per_s, 50, 0, 100000, "pool members started per second at most (0: no cap)"),
         U64("pool.workspace_images", workspace_images, 4, 0, 64, "ready workspace images formatted ahead (sparse) per default quota (limits.workspace_* and bridge.workspace_*): a new sandbox mounts one instead of running mkfs (0 disables)"),
+        U64("pool.grow_idle_s", pool_grow_idle_s, 60, 0, 86400, "a pool a burst drained grows by one member per request it could not serve (up to 64, within pool.memory_budget); it shrinks back to pool.<lang> after this many seconds without a request (0: pools never grow)"),
         U64("pool.memory_budget", pool_memory_budget, 1 * GiB, 0, UINT64_MAX / 2, "memory all warm pool members may hold (0: no cap)"),
         U64("exec.workers", exec_workers, 8, 1, 1024, "executions running at once"),
         U64("exec.queue", exec_queue, 64, 0, 100000, "executions waiting before 503 + Retry-After"),

@@ -42,6 +42,7 @@ struct config {
         size_t npools;
         uint64_t pool_refill_per_s; /* pool members started per second at most (0: no cap) */
         uint64_t pool_memory_budget; /* bytes all warm members may hold (0: no cap) */
+        uint64_t pool_grow_idle_s;   /* a pool grown by demand shrinks after this idle (0: no growth) */
         bool zygote;              /* fork-server templates where the kernel has one */
         uint64_t exec_workers;    /* concurrent executions */
         uint64_t exec_queue;      /* waiting executions before 503 */

@@ -28,6 +28,7 @@ static void add_runtimes(struct engine *e, bool templates)
                 struct pool *p = &e->pools[e->npools++];
                 p->rt = rt;
                 p->target = i < ENGINE_MAX_RUNTIMES ? e->opt.pool_size[i] : 0;
+                p->want = p->target;
         }
 }
 
@@ -133,7 +134,7 @@ size_t engine_pool_stats(struct engine *e, struct engine_pool_stats *out, size_t
         for (size_t i = 0; i < e->npools && n < max; i++, n++) {
                 struct pool *p = &e->pools[i];
                 out[n] = (struct engine_pool_stats){
-                        .lang = p->rt->id, .ready = p->n, .target = p->target, .hits = p->hits,
+                        .lang = p->rt->id, .ready = p->n, .target = p->target, .grown = p->want, .hits = p->hits,
                         .misses = p->misses, .member_bytes = p->member_bytes,
                 };
         }

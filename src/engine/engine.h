@@ -69,6 +69,7 @@ struct engine_options {
         uint64_t pool_size[ENGINE_MAX_RUNTIMES]; /* warm members, by runtime_at() index */
         uint64_t pool_refill_per_s;  /* pool starts per second at most (0: no cap) */
         uint64_t pool_memory_budget; /* bytes all warm members may hold (0: no cap) */
+        uint64_t pool_grow_idle_s;   /* grown pools shrink after this idle (0: pools never grow) */
         uint64_t id_base, id_count;  /* host ids of jails (jail/ids.h); count 0: none */
         bool no_landlock;            /* test-only: behave as on a kernel without Landlock */
         /* CFS quota of every stateless jail's cgroup and of every sandbox's
@@ -108,6 +109,7 @@ const struct exec_limits *engine_limits(const struct engine *e);
 struct engine_pool_stats {
         const char *lang;
         uint64_t ready, target, hits, misses, member_bytes;
+        uint64_t grown; /* target grown by demand (>= target; back to it when idle) */
         bool has_template, template_alive;
         uint64_t template_forks, template_failures;
 };

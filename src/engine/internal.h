@@ -63,6 +63,8 @@ struct pool {
         struct kproc *ready[POOL_MAX];
         size_t n;
         uint64_t target;       /* pool.<lang> */
+        uint64_t want;         /* target grown by demand (pool.c), back to target when idle */
+        uint64_t last_take_ns; /* when a request last took a member or found none */
         uint64_t member_bytes; /* memory of the last member started (its cgroup's peak) */
         uint64_t hits, misses;
 };

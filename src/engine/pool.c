@@ -7,9 +7,12 @@
 
 #include "base/log.h"
 
-/* A cold refill waits for the request that drained the pool to finish, at
- * most this long (back-to-back requests never leave the daemon idle). A
- * refill forked from a template is cheap and does not wait. */
+/* Requests pause for this long before a pool that still has members is
+ * restocked: a refill started amid a burst competes with the burst's
+ * requests for the CPUs, and the members left serve the burst. An empty
+ * pool forked from a template refills at once (cheap); an empty cold pool
+ * once the request that drained it is answered, at most this long after
+ * (back-to-back requests never leave the daemon idle). */
 #define REFILL_GRACE_MS 25
 
 static struct pool *pool_of(struct engine *e, const struct runtime *rt)
@@ -20,14 +23,33 @@ static struct pool *pool_of(struct engine *e, const struct runtime *rt)
         return NULL;
 }
 
+/* A request that leaves its pool empty, or finds it so, is demand the pool
+ * did not cover: keep one more member ready next time, so that the pool grows
+ * to the size of the bursts it sees (within POOL_MAX and pool.memory_budget,
+ * pool_to_fill). pool.<lang> = 0 stays off; pool.grow_idle_s = 0 turns growth
+ * off. Engine lock held. */
+static void pool_note_demand(const struct engine *e, struct pool *p)
+{
+        p->last_take_ns = now_ns();
+        if (e->opt.pool_grow_idle_s && p->target && p->n == 0 && p->want < POOL_MAX)
+                p->want++;
+}
+
+/* Takes the pool's newest member out (engine lock held; the caller owns it). */
+static struct kproc *pool_pop(struct engine *e, struct pool *p)
+{
+        struct kproc *k = p->ready[--p->n];
+        e->pool_bytes -= k->pool_bytes;
+        return k;
+}
+
 struct kproc *pool_take(struct engine *e, const struct runtime *rt)
 {
         struct kproc *k = NULL;
         pthread_mutex_lock(&e->lock);
         struct pool *p = pool_of(e, rt);
         while (p && p->n > 0 && !k) {
-                k = p->ready[--p->n];
-                e->pool_bytes -= k->pool_bytes;
+                k = pool_pop(e, p);
                 if (pidfd_exited(k->p.jp.pidfd)) {
                         /* Died while waiting (e.g. killed at shutdown). */
                         engine_bury_locked(e, &k->p);
@@ -39,6 +61,7 @@ struct kproc *pool_take(struct engine *e, const struct runtime *rt)
                         p->hits++;
                 else
                         p->misses++;
+                pool_note_demand(e, p);
                 e->refill_at_ns = now_ns() + REFILL_GRACE_MS * 1000000ULL;
                 bg_thread_wake(&e->filler);
         }
@@ -46,18 +69,72 @@ struct kproc *pool_take(struct engine *e, const struct runtime *rt)
         return k;
 }
 
-/* The emptiest pool below its target, or NULL (engine lock held). */
+/* Buries one member of a pool grown beyond its pool.<lang> (not `keep`), so
+ * that a pool below its own pool.<lang> fits pool.memory_budget again: the
+ * configured sizes come before growth. Engine lock held. */
+static bool pool_evict_surplus(struct engine *e, const struct pool *keep)
+{
+        for (size_t i = 0; i < e->npools; i++) {
+                struct pool *q = &e->pools[i];
+                if (q == keep || q->n <= q->target)
+                        continue;
+                engine_bury_locked(e, &pool_pop(e, q)->p);
+                q->want = q->n > q->target ? q->n : q->target;
+                return true;
+        }
+        return false;
+}
+
+static bool pool_over_budget(const struct engine *e, const struct pool *p)
+{
+        uint64_t budget = e->opt.pool_memory_budget;
+        return budget && e->pool_bytes + p->member_bytes > budget;
+}
+
+/* The pool to fill next (engine lock held), or NULL: pools below pool.<lang>
+ * first, then pools grown by demand; the emptiest first. */
 static struct pool *pool_to_fill(struct engine *e)
 {
         struct pool *best = NULL;
-        uint64_t budget = e->opt.pool_memory_budget;
+        bool best_base = false;
         for (size_t i = 0; i < e->npools; i++) {
                 struct pool *p = &e->pools[i];
-                bool over_budget = budget && e->pool_bytes + p->member_bytes > budget;
-                if (p->n < p->target && p->n < POOL_MAX && !over_budget && (!best || p->n < best->n))
+                bool base = p->n < p->target;
+                if (p->n >= p->want || p->n >= POOL_MAX)
+                        continue;
+                while (base && pool_over_budget(e, p) && pool_evict_surplus(e, p))
+                        ;
+                if (pool_over_budget(e, p))
+                        continue;
+                if (!best || (base && !best_base) || (base == best_base && p->n < best->n)) {
                         best = p;
+                        best_base = base;
+                }
         }
         return best;
+}
+
+/* Pools grown by demand and idle for pool.grow_idle_s go back to pool.<lang>,
+ * their surplus members buried (engine lock held). Returns when the next one
+ * is due, 0 for never. */
+static uint64_t pool_shrink_idle(struct engine *e, uint64_t now)
+{
+        uint64_t next = 0;
+        for (size_t i = 0; i < e->npools; i++) {
+                struct pool *p = &e->pools[i];
+                if (p->want <= p->target)
+                        continue;
+                uint64_t at = p->last_take_ns + e->opt.pool_grow_idle_s * 1000000000ULL;
+                if (now < at) {
+                        if (!next || at < next)
+                                next = at;
+                        continue;
+                }
+                p->want = p->target;
+                while (p->n > p->want)
+                        engine_bury_locked(e, &pool_pop(e, p)->p);
+        }
+        return next;
 }
 
 /* A pool member forked from the language's template, or NULL when there
@@ -117,20 +194,20 @@ static struct kproc *pool_start_member(struct engine *e, const struct runtime *r
  * NULL after having waited. */
 static struct pool *filler_next(struct engine *e)
 {
-        struct pool *p = pool_to_fill(e);
         uint64_t now = now_ns();
+        uint64_t shrink_at = pool_shrink_idle(e, now);
+        struct pool *p = pool_to_fill(e);
         if (p && now < e->next_spawn_ns) { /* pool.refill_per_s */
                 bg_thread_wait(&e->filler, e->next_spawn_ns);
                 return NULL;
         }
-        if (p && e->inflight && now < e->refill_at_ns && !zygote_for(e, p->rt)) {
-                /* Wait for the request to finish, or for the grace period
-                 * to end under back-to-back requests. */
+        bool defer = p && (p->n > 0 || (e->inflight && !zygote_for(e, p->rt)));
+        if (defer && now < e->refill_at_ns) {
                 bg_thread_wait(&e->filler, e->refill_at_ns);
                 return NULL;
         }
         if (!p) {
-                bg_thread_wait(&e->filler, 0);
+                bg_thread_wait(&e->filler, shrink_at);
                 return NULL;
         }
         if (e->opt.pool_refill_per_s)
@@ -158,7 +235,8 @@ void filler_main(void *arg)
                 if (!k)
                         continue;
                 p->member_bytes = k->pool_bytes;
-                if (bg_thread_running(&e->filler) && p->n < POOL_MAX) {
+                /* A pool shrunk (idle) or evicted from meanwhile no longer wants it. */
+                if (bg_thread_running(&e->filler) && p->n < p->want && p->n < POOL_MAX) {
                         p->ready[p->n++] = k;
                         e->pool_bytes += k->pool_bytes;
                 } else {

@@ -1,5 +1,6 @@
 """The daemon process itself: flags, listen policy, API key, graceful drain,
 and executions that never share state through the warm pool."""
+import contextlib
 import os
 import signal
 import subprocess
@@ -124,6 +125,53 @@ def _pools_when_settled(d, want, timeout=30.0):
         if want(pools) or time.monotonic() > deadline:
             return pools
         time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def _after_perl_burst(*sets, also=None):
+    """A daemon with a perl pool of 1 (the others off) after six back-to-back
+    perl executions (and as many of `also`): the first drains the pool, the
+    rest find it empty."""
+    d = Daemon(sets=["pool.size=0", "pool.perl=1", *sets])
+    try:
+        _pools_when_settled(d, lambda p: p["perl"]["ready"] == 1)
+        for _ in range(6):
+            for lang in ("perl", also) if also else ("perl",):
+                assert d.execute(lang, "1+1")["results"] == [{"text": "2"}]
+        yield d
+    finally:
+        d.cleanup()
+
+
+def _perl_pool(d):
+    return d.get("/ready")[1]["pools"]["perl"]
+
+
+def test_pool_grows_with_demand_within_budget():
+    """Back-to-back executions that drain a pool grow it (grown > target) and
+    the filler fills it to the grown size; pool.memory_budget still caps
+    the members kept; pool.<lang>=0 never grows."""
+    with _after_perl_burst(also="ruby") as d:
+        pools = _pools_when_settled(d, lambda p: p["perl"]["grown"] > 1 and p["perl"]["ready"] == p["perl"]["grown"])
+        assert pools["perl"]["target"] == 1 and pools["perl"]["grown"] > 1, pools
+        assert pools["perl"]["ready"] == pools["perl"]["grown"], pools
+        assert pools["ruby"]["grown"] == 0 and pools["ruby"]["ready"] == 0, pools
+    with _after_perl_burst("pool.memory_budget=1") as d:
+        time.sleep(1.0)
+        perl = _perl_pool(d)
+        assert perl["grown"] > 1 and perl["ready"] <= 1, perl
+
+
+def test_grown_pool_shrinks_when_idle_and_growth_can_be_off():
+    """pool.grow_idle_s: a grown pool goes back to pool.<lang> (its surplus
+    members killed) after that long without a request; 0 never grows."""
+    with _after_perl_burst("pool.grow_idle_s=2") as d:
+        assert _perl_pool(d)["grown"] > 1
+        pools = _pools_when_settled(d, lambda p: p["perl"]["grown"] == 1 and p["perl"]["ready"] == 1, timeout=20)
+        assert pools["perl"]["grown"] == 1 and pools["perl"]["ready"] == 1, pools
+    with _after_perl_burst("pool.grow_idle_s=0") as d:
+        time.sleep(0.5)
+        assert _perl_pool(d)["grown"] == 1
 
 
 def test_pool_sizes_per_language_and_memory_budget():

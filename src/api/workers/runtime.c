@@ -123,16 +123,17 @@ static void h_health(struct http_request *req, struct http_response *res)
         http_json(res, 200, json_pack("{s:s, s:b}", "status", "ok", "ok", 1));
 }
 
-/* {lang: {ready, target, hits, misses, memberBytes[, template: {alive, forks, failures}]}} */
+/* {lang: {ready, target, grown, hits, misses, memberBytes[, template: {alive, forks, failures}]}} */
 static json_t *pool_stats_json(struct engine *e)
 {
         struct engine_pool_stats st[ENGINE_MAX_RUNTIMES];
         size_t n = engine_pool_stats(e, st, ARRAY_SIZE(st));
         json_t *o = json_object();
         for (size_t i = 0; i < n; i++) {
-                json_t *entry = json_pack("{s:I, s:I, s:I, s:I, s:I}", "ready", (json_int_t)st[i].ready, "target",
-                                          (json_int_t)st[i].target, "hits", (json_int_t)st[i].hits, "misses",
-                                          (json_int_t)st[i].misses, "memberBytes", (json_int_t)st[i].member_bytes);
+                json_t *entry = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "ready", (json_int_t)st[i].ready,
+                                          "target", (json_int_t)st[i].target, "grown", (json_int_t)st[i].grown,
+                                          "hits", (json_int_t)st[i].hits, "misses", (json_int_t)st[i].misses,
+                                          "memberBytes", (json_int_t)st[i].member_bytes);
                 if (st[i].has_template)
                         json_object_set_new(entry, "template",
                                             json_pack("{s:b, s:I, s:I}", "alive", st[i].template_alive, "forks",

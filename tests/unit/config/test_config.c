@@ -163,6 +163,7 @@ TEST(config_pool_sizes)
         config_defaults(&c);
         ASSERT_EQ(config_pool_size(&c, "python"), 2);
         ASSERT_EQ(c.pool_refill_per_s, 50);
+        ASSERT_EQ(c.pool_grow_idle_s, 60);
         ASSERT_EQ(c.pool_memory_budget, 1 * GiB);
         /* pool.size is the shorthand for every language... */
         ASSERT_OK(config_set(&c, "pool.size", "0"));
