@@ -116,7 +116,8 @@ unit-pg: $(PG_UNIT)
 # Black-box smoke on PostgreSQL: these files with every daemon started
 # --store postgresql://... (tests/pg/pg_plugin.py). Deselected: tests that
 # open the SQLite file itself to look at what is stored.
-PG_SMOKE := tests/pg tests/api/test_sandboxes.py $(addprefix tests/controller/test_controller_,sandboxes.py keys.py \
+PG_SMOKE := tests/pg tests/api/test_sandboxes.py tests/api/test_daemon.py tests/api/test_runtime_api.py \
+	tests/bridge/test_bridge_basics.py tests/bridge/test_bridge_sessions.py tests/controller/test_controller_repl.py $(addprefix tests/controller/test_controller_,sandboxes.py keys.py \
 	secrets.py events.py queue.py checkpoints.py audit.py idempotency.py identity.py artifacts.py github.py \
 	egress.py snapshots.py sso.py webhooks.py)
 PG_SMOKE_SKIP := not encrypted_at_rest and not key_from_the_environment and not tampered_ciphertext \
