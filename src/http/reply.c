@@ -100,7 +100,8 @@ int http_bytes(struct http_response *res, int status, const char *content_type, 
                 res->status = 500;
                 return -ENOMEM;
         }
-        memcpy(copy, data, len);
+        if (len)
+                memcpy(copy, data, len); /* data may be NULL when len is 0 */
         res->kind = HTTP_REPLY_BYTES;
         res->status = status;
         res->bytes = copy;
