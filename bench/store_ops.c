@@ -21,12 +21,6 @@
 #include "base/util.h"
 #include "store/store.h"
 
-/* The cluster's lease claim (migration 18, issue 16) exists only once the
- * cluster store is merged: weak, so this program builds either way and
- * reports the row as skipped before. */
-extern int store_sandbox_claim(struct store *s, const char *id, const char *node_id, uint64_t expected_epoch,
-                               uint64_t *ret_epoch) __attribute__((weak));
-
 struct bench {
         struct store *s;
         char run[32];        /* per-run id prefix */
@@ -98,10 +92,6 @@ static void op_touch(struct bench *b)
  * UPDATE), then a stale claim that must lose. */
 static void op_claim(struct bench *b)
 {
-        if (!store_sandbox_claim) {
-                printf("sandbox.claim skipped\n");
-                return;
-        }
         uint64_t t0 = now_ns(), epoch = 0;
         for (unsigned i = 0; i < b->n; i++) {
                 char id[STORE_ID_MAX];
