@@ -8,24 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "api/app.h"
 #include "api/controller/controller.h"
 #include "base/log.h"
 #include "base/time.h"
 #include "cluster/cluster.h"
-
-int ctl_random_id(const char *prefix, char out[static 32])
-{
-        unsigned char b[12];
-        if (getrandom(b, sizeof(b), 0) != sizeof(b))
-                return -EIO;
-        int n = snprintf(out, 32, "%s", prefix);
-        for (size_t i = 0; i < sizeof(b) && n < 30; i++)
-                n += snprintf(out + n, 32 - (size_t)n, "%02x", b[i]);
-        return 0;
-}
 
 bool ctl_slot_shared(const struct app *app, enum ctl_slot kind)
 {
@@ -38,7 +26,7 @@ bool ctl_slot_take_shared(struct app *app, const char *org_id, const char *kind,
         struct slot_row row = { .started_at = wall_ms() };
         int r;
 
-        if (ctl_random_id("slot_", row.id) < 0)
+        if (tenant_id_new("slot", row.id) < 0)
                 return false;
         snprintf(row.org_id, sizeof(row.org_id), "%s", org_id);
         snprintf(row.node_id, sizeof(row.node_id), "%s", cluster_node_id(app->cluster));

@@ -188,8 +188,6 @@ const char *ctl_node_id(const struct app *app);
 /* Fails the queued requests dead nodes were running (and at_start this
  * node's own, from its previous run) with status/body. */
 void ctl_queue_fail_dead(struct app *app, bool at_start, uint32_t status, const char *body, uint64_t now);
-/* prefix + 24 random hex digits ("req_…", "slot_…"); -EIO. */
-int ctl_random_id(const char *prefix, char out[static 32]);
 /* Defines handler `name`: fn, the handler of route pattern, within the
  * budget of kind. */
 #define CTL_BUDGETED(name, kind, pattern, fn)                                         \

@@ -293,7 +293,7 @@ static void enqueue(struct ctl_queue *q, struct http_request *req, struct http_r
         }
         struct queue_row row = { .response_status = 0, .created_at = wall_ms() };
         _cleanup_free_ char *caller = caller_json(c);
-        if (ctl_random_id("req_", row.id) < 0 || !caller) {
+        if (tenant_id_new("req", row.id) < 0 || !caller) {
                 ctl_error(res, 500, "INTERNAL_ERROR", "Cannot queue the request");
                 return;
         }
