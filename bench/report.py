@@ -80,9 +80,11 @@ def report(out, profile, argv_bin, elapsed):
                  + " ".join(f"`--set {kv}`" for kv in out["cold_sets"]) + ", so every request spawns cold.")
     L.append(f"- HTTP: one keep-alive `http.client` connection; it opened {out['http']['opened']} TCP connection(s) "
              f"for {out['http']['requests']} requests.")
-    L.append("- Bare and bwrap rows: `subprocess.run` with `env={PATH: /usr/bin:/bin}` (what `env -i "
-             "PATH=/usr/bin:/bin` gives, without the extra `env` exec), stdio on /dev/null, timed with "
-             "`time.perf_counter`; the bare `/bin/true` row is the harness's own spawn floor.")
+    L.append("- Bare and bwrap rows: `subprocess.Popen` with `env={PATH: /usr/bin:/bin}` (what `env -i "
+             "PATH=/usr/bin:/bin` gives, without the extra `env` exec), stdio on /dev/null, and a blocking "
+             "`waitpid` (not `subprocess.run(timeout=…)`, whose polling sleeps of 0.5, 1, 2, 4 … ms rounded every "
+             "baseline up: bare `perl -e` read 3.4 ms instead of 1.3), timed with `time.perf_counter`; the bare "
+             "`/bin/true` row is the harness's own spawn floor.")
     L.append("- `bwrap` = `bwrap " + " ".join(BWRAP[1:]) + " CMD`.")
     L.append("- p50/p99 are percentiles over all samples (linear interpolation); ratios are p50 / p99 of the row "
              "divided by the same percentile of the reference. Treat differences under ~1 ms as noise on 2 cores.")
@@ -100,8 +102,8 @@ def report(out, profile, argv_bin, elapsed):
             for key in ROW_ORDER:
                 if key not in st:
                     continue
-                if key.startswith("sandboxd"):
-                    what = f"{DAEMON_ROWS[key]} `POST /execute/{lang}`"
+                if key in DAEMON_ROWS:
+                    what = DAEMON_ROWS[key] + (f" `POST /execute/{lang}`" if key.startswith("sandboxd") else "")
                 else:
                     argv = r["commands"][key]
                     what = ("bwrap " if key.startswith("bwrap") else "bare ") + "`" + " ".join(
@@ -121,7 +123,7 @@ def report(out, profile, argv_bin, elapsed):
         L.append("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
         for lang, _, _, bare, matched in LANGS:
             st = out["latency"][lang]["stats"]
-            for dk in ("sandboxd", "sandboxd-paced", "sandboxd-nopool"):
+            for dk in ("sandboxd", "sandboxd-paced", "health-paced", "sandboxd-nopool"):
                 if dk not in st:
                     continue
                 d = st[dk]

@@ -75,7 +75,8 @@ def daemon_variants(p, daemons, path, code, expect, n):
     fn = exec_timer(main.client, path, code, expect)
     fn()  # correctness check before timing
     vs = [V("sandboxd", fn, n, main.settle),
-          V("sandboxd-paced", paced(main, exec_timer(main.client, path, code, expect)), p["paced_n"])]
+          V("sandboxd-paced", paced(main, exec_timer(main.client, path, code, expect)), p["paced_n"]),
+          V("health-paced", paced(main, health_timer(main.client)), p["paced_n"])]
     if nopool:
         fn0 = exec_timer(nopool.client, path, code, expect)
         fn0()
@@ -166,8 +167,7 @@ def section_throughput(p, daemon, out):
     def spawn_op(argv):
         def factory():
             def op():
-                return subprocess.run(argv, env=CLEAN_ENV, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, cwd="/", timeout=60).returncode == 0
+                return spawn_blocking(argv) == 0
             return op
         return factory
 
