@@ -145,8 +145,8 @@ def report(out, profile, argv_bin, elapsed):
         L.append("| row | per second (median of rounds) | rounds | p50 ms | p99 ms | errors | × bare `python3 -S` |")
         L.append("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
         names = {"sandboxd": f"sandboxd `POST /execute/python` `1+1`, {CONCURRENCY} keep-alive clients",
-                 "bare-fast": f"bare `python3 -S -c pass`, {CONCURRENCY}-thread pool of `subprocess.run`",
-                 "bare-default": f"bare `python3 -c pass`, {CONCURRENCY}-thread pool of `subprocess.run`"}
+                 "bare-fast": f"bare `python3 -S -c pass`, {CONCURRENCY}-thread pool of blocking spawns",
+                 "bare-default": f"bare `python3 -c pass`, {CONCURRENCY}-thread pool of blocking spawns"}
         for k in ("bare-fast", "bare-default", "sandboxd"):
             v = t[k]
             rounds = ", ".join(f"{x:.0f}" for x in v["rates"])
