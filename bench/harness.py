@@ -46,10 +46,11 @@ LANGS = [
 ]
 
 ROW_ORDER = ["bare-default", "bare-fast", "bwrap-default", "bwrap-fast",
-             "sandboxd", "sandboxd-paced", "health-paced", "sandboxd-nopool"]
+             "sandboxd", "sandboxd-paced", "health-paced", "echo-paced", "sandboxd-nopool"]
 DAEMON_ROWS = {"sandboxd": "sandboxd, back-to-back",
                "sandboxd-paced": "sandboxd, idle daemon",
                "health-paced": "floor: `GET /health`, idle daemon",
+               "echo-paced": "floor: 1-byte TCP echo to another process, idle",
                "sandboxd-nopool": "sandboxd, no warm pool"}
 
 PROFILES = {
@@ -370,6 +371,47 @@ def health_timer(client):
             raise BenchError(f"GET /health: {status}")
         return dt
     return fn
+
+
+ECHO_SERVER = """
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+print(s.getsockname()[1], flush=True)
+c, _ = s.accept()
+c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+while True:
+    b = c.recv(64)
+    if not b:
+        break
+    c.sendall(b)
+"""
+
+
+class Echo:
+    """A one-byte TCP echo to another process over loopback: the machine's
+    own floor for a request/answer between two processes, no daemon code in
+    it. After an idle pause it shows what waking idle CPUs costs on this
+    machine, which every idle-daemon row pays and no daemon change removes."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen(["/usr/bin/python3", "-S", "-c", ECHO_SERVER], stdout=subprocess.PIPE,
+                                     stdin=subprocess.DEVNULL, env=CLEAN_ENV)
+        port = int(self.proc.stdout.readline())
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def timer(self):
+        def fn():
+            t0 = time.perf_counter()
+            self.sock.sendall(b"x")
+            if self.sock.recv(64) != b"x":
+                raise BenchError("echo: wrong answer")
+            return time.perf_counter() - t0
+        return fn
+
+    def close(self):
+        self.sock.close()
+        self.proc.wait(timeout=10)
 
 
 def exec_timer(client, path, code, expect):
