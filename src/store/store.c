@@ -715,6 +715,22 @@ int store_cell_append(struct store *s, const char *context_id, const struct cell
         return s->ops->cell_append(s, context_id, cell);
 }
 
+int store_cell_append_row(struct store *s, const struct cell_row *cell, const struct context_row *row)
+{
+        int r;
+
+        if (!s || !cell || !cell->code || !cell->cwd || !row)
+                return -EINVAL;
+        if ((r = check_id(row->id)) < 0 || (r = check_context_state(row)) < 0)
+                return r;
+        STORE_GUARD(s);
+        JOURNAL_WRITE(s);
+        if (s->ops->cell_append_row)
+                return s->ops->cell_append_row(s, cell, row);
+        r = s->ops->cell_append(s, row->id, cell);
+        return r < 0 ? r : s->ops->context_update(s, row);
+}
+
 void store_set_journal_lazy(struct store *s, bool lazy, void (*written)(void *userdata), void *userdata)
 {
         if (!s)
