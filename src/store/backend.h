@@ -266,8 +266,8 @@ struct store_ops {
 
         /* Must refuse (-EINVAL) any seq but MAX(seq) + 1, atomically. */
         int (*cell_append)(struct store *s, const char *context_id, const struct cell_row *cell);
-        /* Optional: cell_append and context_update in one transaction.
-         * Without it the core runs the two in turn. */
+        /* cell_append and context_update (of row->id) in one transaction:
+         * both or neither. */
         int (*cell_append_row)(struct store *s, const struct cell_row *cell, const struct context_row *row);
         /* Pushes struct store_cell items ordered by seq. */
         int (*cell_list)(struct store *s, const char *context_id, struct store_rows *out);

@@ -725,10 +725,7 @@ int store_cell_append_row(struct store *s, const struct cell_row *cell, const st
                 return r;
         STORE_GUARD(s);
         JOURNAL_WRITE(s);
-        if (s->ops->cell_append_row)
-                return s->ops->cell_append_row(s, cell, row);
-        r = s->ops->cell_append(s, row->id, cell);
-        return r < 0 ? r : s->ops->context_update(s, row);
+        return s->ops->cell_append_row(s, cell, row);
 }
 
 void store_set_journal_lazy(struct store *s, bool lazy, void (*written)(void *userdata), void *userdata)

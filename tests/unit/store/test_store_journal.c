@@ -3,10 +3,6 @@
  * row reads back exactly as written, a lazy write survives kill -9 whole,
  * and the statements the backend keeps prepared for it stay correct over
  * many cells and close cleanly. Runs against any backend (STORE_URL). */
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-
 #include "store_fixture.h"
 
 /* The row as journal_append writes it for cell seq. */
@@ -134,37 +130,27 @@ TEST(journal_append_row_many_cells)
         store_close(s);
 }
 
+static void lazy_rows(void *arg)
+{
+        struct context_row row = *(struct context_row *)arg;
+        struct store *s = open_store();
+        store_set_journal_lazy(s, true, NULL, NULL);
+        put_sandbox(s, "sb1", 1, 0);
+        ASSERT_OK(store_context_insert(s, &row));
+        for (uint64_t i = 1; i <= 3; i++)
+                ASSERT_OK(append_row(s, &row, i, "x = 1"));
+}
+
 /* A lazy (journal_sync=group|none) write acknowledged, then kill -9: the
  * cell and the row are both there, as one. */
 TEST(journal_append_row_survives_kill9)
 {
         struct context_row row;
-        int status, acked[2];
-        char c;
 
         test_dir();
-        id("");   /* the namespace, shared with the child */
+        id("");
         make_context(&row, "c1", "sb1", 1);
-        ASSERT_EQ(pipe2(acked, O_CLOEXEC), 0);
-        pid_t pid = fork();
-        ASSERT_TRUE(pid >= 0);
-        if (pid == 0) {
-                struct store *s = open_store();
-                store_set_journal_lazy(s, true, NULL, NULL);
-                put_sandbox(s, "sb1", 1, 0);
-                ASSERT_OK(store_context_insert(s, &row));
-                for (uint64_t i = 1; i <= 3; i++)
-                        ASSERT_OK(append_row(s, &row, i, "x = 1"));
-                ASSERT_EQ(write(acked[1], "k", 1), 1);
-                for (;;)
-                        pause();
-        }
-        close(acked[1]);
-        ASSERT_EQ(read(acked[0], &c, 1), 1);
-        close(acked[0]);
-        ASSERT_EQ(kill(pid, SIGKILL), 0);
-        ASSERT_EQ(waitpid(pid, &status, 0), pid);
-        ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        write_then_kill9_child(lazy_rows, &row);
 
         struct store *s = open_store();
         for (uint64_t i = 1; i <= 3; i++)
