@@ -36,13 +36,16 @@ def _send(obj):
 
 
 def _flush_guest_streams():
-    for name in ("stdout", "stderr"):
-        for stream in (getattr(sys, name, None), getattr(sys, "__%s__" % name, None)):
-            try:
-                if stream is not None:
-                    stream.flush()
-            except Exception:
-                pass
+    last = None
+    for name in ("stdout", "__stdout__", "stderr", "__stderr__"):
+        stream = getattr(sys, name, None)
+        if stream is None or stream is last:  # sys.__stdout__ is usually sys.stdout
+            continue
+        last = stream
+        try:
+            stream.flush()
+        except Exception:
+            pass
 
 
 def _utf8_len(s):
@@ -295,7 +298,9 @@ class Kernel:
 
     def _register_source(self, code):
         try:
-            import linecache
+            linecache = sys.modules.get("linecache")
+            if linecache is None:
+                import linecache
             linecache.cache[SANDBOX_FILE] = (len(code), None,
                                              code.splitlines(True), SANDBOX_FILE)
         except Exception:
@@ -435,7 +440,8 @@ def _serve(mode, kernel, announce):
         if not line.strip():
             continue
         try:
-            req = json.loads(line)
+            # The daemon writes UTF-8 (json.loads would first guess it).
+            req = json.loads(line.decode("utf-8", "surrogatepass"))
             if not isinstance(req, dict):
                 raise ValueError("request must be an object")
         except Exception as exc:
