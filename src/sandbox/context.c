@@ -484,6 +484,7 @@ static int run_cell(struct sandbox_mgr *m, struct context *c, const struct sbx_c
         }
         c->need_reseed = false;
         ret->snapshot_ms = -1;
+        bool journaled = false;
         const struct exec_outcome *o = &ret->outcome;
         sandbox_emit_outcome(m, c->sbx, c->row.id, o);
         if (o->died || o->limit != EXEC_LIMIT_NONE) {
@@ -503,14 +504,19 @@ static int run_cell(struct sandbox_mgr *m, struct context *c, const struct sbx_c
                 }
         } else {
                 update_cwd(c, o->response);
+                journaled = true;
+        }
+        c->row.executions++;
+        c->row.last_used = wall_ms();
+        if (journaled) {
+                /* The cell and the row above: one commit. */
                 journal_append(m, c, cell->code, env, cwd_before, ts, &ret->snapshot_ms);
                 /* A sandbox over its share gives back its own interpreter,
                  * this one included, once its cell is answered. */
                 lru_evict(m, c, true);
+        } else {
+                store_context_update(m->store, &c->row);
         }
-        c->row.executions++;
-        c->row.last_used = wall_ms();
-        store_context_update(m->store, &c->row);
         ret->rt = c->rt;
         snprintf(ret->context_id, sizeof(ret->context_id), "%s", c->row.id);
         snprintf(ret->cwd, sizeof(ret->cwd), "%s", c->row.cwd);

@@ -363,7 +363,9 @@ void journal_build_id(const struct runtime *rt, char *buf, size_t len);
 enum replay_verdict journal_replay(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim);
 /* Empties c's journal (a fresh start): the context is stale from now on. */
 void journal_reset(struct sandbox_mgr *m, struct context *c, const char *why);
-/* Appends one successful cell; *ret_ms: how long that took. */
+/* Appends one successful cell and writes c's row (the caller has counted
+ * the execution in it) in the same transaction; on failure the row is
+ * still written, stale. *ret_ms: how long that took. */
 void journal_append(struct sandbox_mgr *m, struct context *c, const char *code, json_t *env,
                     const char *cwd_before, bool ts, double *ret_ms);
 /* Resynchronises c's counters with the journal rows (the truth). */

@@ -181,6 +181,23 @@ void journal_flusher_stop(struct sandbox_mgr *m)
                 store_sync(m->store);
 }
 
+/* Writes the cell and c's row as it is once the cell is in, in one
+ * transaction (a second commit per cell cost as much as the first); the
+ * row in memory moves on only if both landed. */
+static int append_with_row(struct sandbox_mgr *m, struct context *c, const struct cell_row *cell)
+{
+        struct context_row next = c->row;   /* shares env_json: nothing frees it here */
+        next.snap_cells = cell->seq;
+        next.snap_bytes += strlen(cell->code);
+        next.snap_taken_at = wall_ms();
+        /* The build that last wrote it: it replays the whole journal. */
+        journal_build_id(c->rt, next.build, sizeof(next.build));
+        int r = store_cell_append_row(m->store, cell, &next);
+        if (r == 0)
+                c->row = next;
+        return r;
+}
+
 void journal_append(struct sandbox_mgr *m, struct context *c, const char *code, json_t *env,
                     const char *cwd_before, bool ts, double *ret_ms)
 {
@@ -190,26 +207,22 @@ void journal_append(struct sandbox_mgr *m, struct context *c, const char *code, 
                  * is fine, but a restore will start fresh: say so now. */
                 c->row.snap_stale = true;
                 c->stale_reason = "journal_size";
+                store_context_update(m->store, &c->row);
                 *ret_ms = -1;
                 return;
         }
         char *env_text = json_dumps(env, JSON_COMPACT | JSON_SORT_KEYS);
         struct cell_row cell = { c->row.snap_cells + 1, code, env_text ? env_text : "{}", cwd_before, ts };
-        int r = store_cell_append(m->store, c->row.id, &cell);
+        int r = append_with_row(m, c, &cell);
         if (r == -EINVAL) {
                 /* Our count lagged the journal: resynchronise and retry. */
                 journal_sync(m, c);
                 cell.seq = c->row.snap_cells + 1;
-                r = store_cell_append(m->store, c->row.id, &cell);
+                r = append_with_row(m, c, &cell);
         }
-        if (r == 0) {
-                c->row.snap_cells++;
-                c->row.snap_bytes += strlen(code);
-                c->row.snap_taken_at = wall_ms();
-                /* The build that last wrote it: it replays the whole journal. */
-                journal_build_id(c->rt, c->row.build, sizeof(c->row.build));
-        } else {
+        if (r < 0) {
                 c->row.snap_stale = true;
+                store_context_update(m->store, &c->row);
         }
         free(env_text);
         *ret_ms = (double)(now_ns() - t0) / 1e6;

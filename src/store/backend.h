@@ -266,6 +266,9 @@ struct store_ops {
 
         /* Must refuse (-EINVAL) any seq but MAX(seq) + 1, atomically. */
         int (*cell_append)(struct store *s, const char *context_id, const struct cell_row *cell);
+        /* cell_append and context_update (of row->id) in one transaction:
+         * both or neither. */
+        int (*cell_append_row)(struct store *s, const struct cell_row *cell, const struct context_row *row);
         /* Pushes struct store_cell items ordered by seq. */
         int (*cell_list)(struct store *s, const char *context_id, struct store_rows *out);
         int (*cells_delete)(struct store *s, const char *context_id);

@@ -702,17 +702,29 @@ int store_context_count(struct store *s, const char *sandbox_id, uint64_t *ret)
 
 /* ---- cells ------------------------------------------------------------ */
 
+static bool cell_ok(const struct store *s, const struct cell_row *cell)
+{
+        return s && cell && cell->code && cell->cwd;
+}
+
 int store_cell_append(struct store *s, const char *context_id, const struct cell_row *cell)
 {
-        int r;
-
-        if (!s || !cell || !cell->code || !cell->cwd)
-                return -EINVAL;
-        if ((r = check_id(context_id)) < 0)
+        int r = cell_ok(s, cell) ? check_id(context_id) : -EINVAL;
+        if (r < 0)
                 return r;
         STORE_GUARD(s);
         JOURNAL_WRITE(s);
         return s->ops->cell_append(s, context_id, cell);
+}
+
+int store_cell_append_row(struct store *s, const struct cell_row *cell, const struct context_row *row)
+{
+        int r = cell_ok(s, cell) && row ? check_id(row->id) : -EINVAL;
+        if (r < 0 || (r = check_context_state(row)) < 0)
+                return r;
+        STORE_GUARD(s);
+        JOURNAL_WRITE(s);
+        return s->ops->cell_append_row(s, cell, row);
 }
 
 void store_set_journal_lazy(struct store *s, bool lazy, void (*written)(void *userdata), void *userdata)

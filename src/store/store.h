@@ -531,6 +531,12 @@ struct cell_row {
  * (-EINVAL otherwise: the journal must replay exactly, so a gap or a repeat
  * is refused); -ENOENT when the context does not exist. */
 int store_cell_append(struct store *s, const char *context_id, const struct cell_row *cell);
+/* The same, and the context's row written as store_context_update would
+ * (row->id names the context; row->snap_cells is normally cell->seq), in
+ * ONE transaction: both land, or neither (a refused seq, a missing
+ * context: then the row is not written either). One commit per executed
+ * cell instead of two. */
+int store_cell_append_row(struct store *s, const struct cell_row *cell, const struct context_row *row);
 /* Cells of a context in seq order; fn gets borrowed strings. */
 int store_cell_each(struct store *s, const char *context_id,
                     void (*fn)(const struct cell_row *cell, void *userdata), void *userdata);

@@ -12,6 +12,7 @@ import sys
 CTL_FD = 3
 SANDBOX_FILE = "<sandbox>"
 DEFAULT_RESULT_LIMIT = 65536
+CODE_CACHE_MAX = 256  # compiled cells kept (a cell run again is not compiled again)
 WORKSPACE_ROOT = os.environ.get("SANDBOX_WORKSPACE_ROOT") or "/workspace"
 if len(WORKSPACE_ROOT) > 1:
     WORKSPACE_ROOT = WORKSPACE_ROOT.rstrip("/")
@@ -24,20 +25,27 @@ def _write_all(fd, data):
         view = view[n:]
 
 
+# Made once: json.dumps with options builds a new encoder on every call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def _send(obj):
-    line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    line = _ENCODER.encode(obj)
     # Lone surrogates (from surrogateescape'd data) cannot be encoded: replace them.
     _write_all(CTL_FD, line.encode("utf-8", "replace") + b"\n")
 
 
 def _flush_guest_streams():
-    for name in ("stdout", "stderr"):
-        for stream in (getattr(sys, name, None), getattr(sys, "__%s__" % name, None)):
-            try:
-                if stream is not None:
-                    stream.flush()
-            except Exception:
-                pass
+    last = None
+    for name in ("stdout", "__stdout__", "stderr", "__stderr__"):
+        stream = getattr(sys, name, None)
+        if stream is None or stream is last:  # sys.__stdout__ is usually sys.stdout
+            continue
+        last = stream
+        try:
+            stream.flush()
+        except Exception:
+            pass
 
 
 def _utf8_len(s):
@@ -48,6 +56,46 @@ def _limit_text(limit):
     if limit % 1024 == 0:
         return "%d KiB" % (limit // 1024)
     return "%d bytes" % limit
+
+
+def _apply_env(env):
+    """os.environ becomes exactly env (a key or value that cannot be set is
+    skipped), changing only what differs from the last cell's: an unchanged
+    env costs no putenv/unsetenv."""
+    want = {}
+    for key, val in env.items():
+        try:
+            want[str(key)] = str(val)
+        except Exception:
+            pass
+    cur = os.environ
+    for key in [k for k in cur if k not in want]:
+        del cur[key]
+    for key, val in want.items():
+        if cur.get(key) != val:
+            try:
+                cur[key] = val
+            except Exception:
+                pass
+
+
+class _FreshImports:
+    """First on sys.meta_path (repl): the first import search of a cell
+    forgets the import system's directory caches, since files may have
+    changed since the last cell. Done there, not before every cell: most
+    cells import nothing new, and a module already in sys.modules never
+    gets here."""
+    stale = False
+
+    def find_spec(self, name, path=None, target=None):
+        if _FreshImports.stale:
+            _FreshImports.stale = False
+            try:
+                import importlib
+                importlib.invalidate_caches()
+            except Exception:
+                pass
+        return None
 
 
 def _confined_cwd():
@@ -239,6 +287,7 @@ class Kernel:
         sys.modules["__main__"] = self.guest_module
         sys.path.insert(0, WORKSPACE_ROOT)
         self.pid = os.getpid()
+        self.compiled = {}  # cell source -> (statements, last expression)
 
     def adopt_process(self):
         """A template's executor is a fork the interpreter never saw (the
@@ -249,23 +298,58 @@ class Kernel:
 
     def _register_source(self, code):
         try:
-            import linecache
+            linecache = sys.modules.get("linecache")
+            if linecache is None:
+                import linecache
             linecache.cache[SANDBOX_FILE] = (len(code), None,
                                              code.splitlines(True), SANDBOX_FILE)
         except Exception:
             pass
 
-    def _run_code(self, code):
-        """Executes code in the guest namespace; returns the last expression's value."""
-        self._register_source(code)
+    def _compile(self, code):
+        """(statements, last expression) of a cell as code objects, either
+        None: the last expression is compiled apart for its value."""
         tree = ast.parse(code, SANDBOX_FILE, "exec")
         last = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
-        if tree.body:
-            exec(compile(tree, SANDBOX_FILE, "exec"), self.ns)
+            last = compile(ast.Expression(tree.body.pop().value), SANDBOX_FILE, "eval")
+        return (compile(tree, SANDBOX_FILE, "exec") if tree.body else None), last
+
+    def _compiled(self, code):
+        """_compile, kept by source text: a cell run again (a loop of
+        requests) is not parsed and compiled again. One whose compiling
+        warned (a SyntaxWarning) is not kept, so it warns every time, as
+        it did when every cell was compiled."""
+        hit = self.compiled.get(code)
+        if hit is not None:
+            return hit
+        # Seen through showwarning, not catch_warnings: that would reset
+        # every warning registry (a "once" warning of the guest's shown
+        # again after each new cell).
+        import warnings
+        caught = []
+        show = warnings.showwarning
+        warnings.showwarning = lambda *args: caught.append(args)
+        try:
+            pair = self._compile(code)
+        finally:
+            warnings.showwarning = show
+            for args in caught:  # shown as they would have been
+                show(*args)
+        if not caught:
+            if len(self.compiled) >= CODE_CACHE_MAX:
+                self.compiled.clear()
+            self.compiled[code] = pair
+        return pair
+
+    def _run_code(self, code):
+        """Executes code in the guest namespace; returns the last expression's value."""
+        self._register_source(code)
+        body, last = self._compiled(code)
+        if body is not None:
+            exec(body, self.ns)
         if last is not None:
-            return eval(compile(last, SANDBOX_FILE, "eval"), self.ns)
+            return eval(last, self.ns)
         return None
 
     def _display_env(self, env):
@@ -284,12 +368,7 @@ class Kernel:
             if rnd is not None:
                 rnd.seed()
         env = req.get("env") or {}
-        os.environ.clear()
-        for key, val in env.items():
-            try:
-                os.environ[str(key)] = str(val)
-            except Exception:
-                pass
+        _apply_env(env)
         limit = req.get("resultLimit")
         if not isinstance(limit, int) or limit <= 0:
             limit = DEFAULT_RESULT_LIMIT
@@ -310,11 +389,7 @@ class Kernel:
             if cwd:
                 os.chdir(cwd)
             if self.mode == "repl":  # files may have changed since the last cell
-                try:
-                    import importlib
-                    importlib.invalidate_caches()
-                except Exception:
-                    pass
+                _FreshImports.stale = True
             _Cell.running = self.mode == "repl"
             value = self._run_code(req.get("code") or "")
             _Cell.running = False
@@ -365,7 +440,8 @@ def _serve(mode, kernel, announce):
         if not line.strip():
             continue
         try:
-            req = json.loads(line)
+            # The daemon writes UTF-8 (json.loads would first guess it).
+            req = json.loads(line.decode("utf-8", "surrogatepass"))
             if not isinstance(req, dict):
                 raise ValueError("request must be an object")
         except Exception as exc:
@@ -375,7 +451,8 @@ def _serve(mode, kernel, announce):
             if mode == "once":
                 break
             continue
-        kernel.adopt_process()
+        if mode == "once":  # a repl kernel is never forked below Python
+            kernel.adopt_process()
         try:
             resp = kernel.handle(req)
         except KeyboardInterrupt:  # SIGINT just as a cell ended
@@ -407,6 +484,7 @@ def _main():
     if mode == "repl":
         import signal
         signal.signal(signal.SIGINT, _on_sigint)
+        sys.meta_path.insert(0, _FreshImports())
         sys.meta_path.append(_InlineBackend())
     kernel = Kernel(mode)
     # Warm up: one trivial cell through the real path loads the lazily

@@ -6,6 +6,25 @@
 
 #include "store/pg/pg.h"
 
+/* Under the caller's transaction, which holds the context row's lock:
+ * MAX(seq) and the insert cannot interleave with another append. */
+static int cell_insert(PGconn *db, const char *context_id, const struct cell_row *cell)
+{
+        uint64_t max;
+        int r;
+
+        r = pgs_query_u64(db, &max, "SELECT COALESCE(MAX(seq), 0) FROM cells WHERE context_id = $1", "t", context_id);
+        if (r < 0)
+                return r;
+        if (cell->seq != max + 1)
+                return -EINVAL;
+        return pgs_run(db,
+                       "INSERT INTO cells(context_id, seq, code, env_json, cwd, typescript) "
+                       "VALUES($1, $2, $3, $4, $5, $6)",
+                       "tutttb", context_id, cell->seq, cell->code, pgs_env_or_default(cell->env_json), cell->cwd,
+                       (int)cell->typescript);
+}
+
 /* The journal must replay exactly, so a gap or a repeat is refused rather
  * than stored. The context row's lock (FOR UPDATE) orders concurrent
  * appends to one journal, from this node or another: the second waits,
@@ -15,21 +34,23 @@ int pgs_cell_append(struct store *s, const char *context_id, const struct cell_r
 {
         _cleanup_tx_ PGconn *tx = NULL;
         PGS_CONN(s, db);
-        uint64_t max;
         int r;
 
         if ((r = pgs_tx_begin(db, &tx)) < 0 || (r = pgs_context_exists(db, context_id, true)) < 0 ||
-            (r = pgs_query_u64(db, &max, "SELECT COALESCE(MAX(seq), 0) FROM cells WHERE context_id = $1", "t",
-                               context_id)) < 0)
+            (r = cell_insert(db, context_id, cell)) < 0)
                 return r;
-        if (cell->seq != max + 1)
-                return -EINVAL;
-        r = pgs_run(db,
-                    "INSERT INTO cells(context_id, seq, code, env_json, cwd, typescript) "
-                    "VALUES($1, $2, $3, $4, $5, $6)",
-                    "tutttb", context_id, cell->seq, cell->code, pgs_env_or_default(cell->env_json), cell->cwd,
-                    (int)cell->typescript);
-        if (r < 0)
+        return pgs_tx_commit(&tx);
+}
+
+/* The same and the context's row, in one transaction. */
+int pgs_cell_append_row(struct store *s, const struct cell_row *cell, const struct context_row *row)
+{
+        _cleanup_tx_ PGconn *tx = NULL;
+        PGS_CONN(s, db);
+        int r;
+
+        if ((r = pgs_tx_begin(db, &tx)) < 0 || (r = pgs_context_exists(db, row->id, true)) < 0 ||
+            (r = cell_insert(db, row->id, cell)) < 0 || (r = pgs_context_update_on(db, row)) < 0)
                 return r;
         return pgs_tx_commit(&tx);
 }

@@ -52,14 +52,19 @@ int pgs_context_insert(struct store *s, const struct context_row *row)
                        STATE_ARGS(row));
 }
 
-int pgs_context_update(struct store *s, const struct context_row *row)
+int pgs_context_update_on(PGconn *db, const struct context_row *row)
 {
-        PGS_CONN(s, db);
         return pgs_run_changed(db,
                                "UPDATE contexts SET cwd = $1, env_json = $2, last_used = $3, executions = $4, "
                                "snap_taken_at = $5, snap_cells = $6, snap_bytes = $7, snap_stale = $8, build = $9 "
                                "WHERE id = $10",
                                STATE_TYPES "t", STATE_ARGS(row), row->id);
+}
+
+int pgs_context_update(struct store *s, const struct context_row *row)
+{
+        PGS_CONN(s, db);
+        return pgs_context_update_on(db, row);
 }
 
 int pgs_context_get(struct store *s, const char *id, struct context_row *ret)

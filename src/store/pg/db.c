@@ -268,6 +268,7 @@ const struct store_ops store_pg_ops = {
         .context_list = pgs_context_list,
         .context_count = pgs_context_count,
         .cell_append = pgs_cell_append,
+        .cell_append_row = pgs_cell_append_row,
         .cell_list = pgs_cell_list,
         .cells_delete = pgs_cells_delete,
         .cell_stats = pgs_cell_stats,

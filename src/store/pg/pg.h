@@ -261,6 +261,8 @@ int pgs_sandbox_usage_on_node(struct store *s, const char *node_id, uint64_t def
 
 int pgs_context_insert(struct store *s, const struct context_row *row);
 int pgs_context_update(struct store *s, const struct context_row *row);
+/* The same on a connection the caller holds (in its transaction). */
+int pgs_context_update_on(PGconn *db, const struct context_row *row);
 int pgs_context_get(struct store *s, const char *id, struct context_row *ret);
 int pgs_context_delete(struct store *s, const char *id);
 int pgs_context_list(struct store *s, const char *sandbox_id, struct store_rows *out);
@@ -270,6 +272,7 @@ int pgs_context_count(struct store *s, const char *sandbox_id, uint64_t *ret);
 int pgs_context_exists(PGconn *db, const char *id, bool for_update);
 
 int pgs_cell_append(struct store *s, const char *context_id, const struct cell_row *cell);
+int pgs_cell_append_row(struct store *s, const struct cell_row *cell, const struct context_row *row);
 int pgs_cell_list(struct store *s, const char *context_id, struct store_rows *out);
 int pgs_cells_delete(struct store *s, const char *context_id);
 int pgs_cell_stats(struct store *s, const char *context_id, uint64_t *ret_count, uint64_t *ret_bytes);

@@ -6,39 +6,53 @@
 
 #include "store/sqlite/sqlite.h"
 
-static int cell_max_seq(sqlite3 *db, const char *context_id, uint64_t *ret)
+/* Under the caller's transaction: reading MAX(seq) and inserting must not
+ * interleave with another writer. Both statements are kept prepared (one
+ * pair per executed cell). */
+static int cell_insert(struct store *s, const char *context_id, const struct cell_row *cell)
 {
-        return sq_query_u64(db, "SELECT COALESCE(MAX(seq), 0) FROM cells WHERE context_id = ?", context_id, ret);
-}
-
-/* The journal must replay exactly, so a gap or a repeat is refused rather
- * than stored; reading MAX(seq) and inserting share one transaction. */
-int sq_cell_append(struct store *s, const char *context_id, const struct cell_row *cell)
-{
-        _cleanup_tx_ sqlite3 *tx = NULL;
-        sqlite3 *db = sq_db(s);
         uint64_t max;
         int r;
 
-        r = sq_tx_begin(db, &tx);
-        if (r < 0)
-                return r;
-        r = sq_context_exists(db, context_id);
-        if (r < 0)
-                return r;
-        r = cell_max_seq(db, context_id, &max);
+        r = sq_hot_query_u64(s, SQ_HOT_CELL_MAX_SEQ, "SELECT COALESCE(MAX(seq), 0) FROM cells WHERE context_id = ?",
+                             context_id, &max);
         if (r < 0)
                 return r;
         if (cell->seq != max + 1)
                 return -EINVAL;
-        r = sq_run(db,
-                   "INSERT INTO cells(context_id, seq, code, env_json, cwd, typescript) "
-                   "VALUES(?, ?, ?, ?, ?, ?)",
-                   "tutttb", context_id, cell->seq, cell->code, sq_env_or_default(cell->env_json),
-                   cell->cwd, (int)cell->typescript);
-        if (r < 0)
+        return sq_hot_run(s, SQ_HOT_CELL_INSERT,
+                          "INSERT INTO cells(context_id, seq, code, env_json, cwd, typescript) "
+                          "VALUES(?, ?, ?, ?, ?, ?)",
+                          "tutttb", context_id, cell->seq, cell->code, sq_env_or_default(cell->env_json), cell->cwd,
+                          (int)cell->typescript);
+}
+
+/* The journal must replay exactly, so a gap or a repeat is refused rather
+ * than stored. */
+int sq_cell_append(struct store *s, const char *context_id, const struct cell_row *cell)
+{
+        _cleanup_tx_ sqlite3 *tx = NULL;
+        int r;
+
+        if ((r = sq_hot_tx_begin(s, &tx)) < 0 ||
+            (r = sq_context_exists(sq_db(s), context_id)) < 0 ||
+            (r = cell_insert(s, context_id, cell)) < 0)
                 return r;
-        return sq_tx_commit(&tx);
+        return sq_hot_tx_commit(s, &tx);
+}
+
+/* One commit for the cell and its context's row (the row's UPDATE also
+ * says whether the context exists). */
+int sq_cell_append_row(struct store *s, const struct cell_row *cell, const struct context_row *row)
+{
+        _cleanup_tx_ sqlite3 *tx = NULL;
+        int r;
+
+        if ((r = sq_hot_tx_begin(s, &tx)) < 0 ||
+            (r = sq_context_update(s, row)) < 0 ||
+            (r = cell_insert(s, row->id, cell)) < 0)
+                return r;
+        return sq_hot_tx_commit(s, &tx);
 }
 
 /* Columns: seq, code, env_json, cwd, typescript. One allocation holds the

@@ -52,13 +52,14 @@ int sq_context_insert(struct store *s, const struct context_row *row)
                       row->created_at, STATE_ARGS(row));
 }
 
+/* Kept prepared: every executed cell writes its context's row. */
 int sq_context_update(struct store *s, const struct context_row *row)
 {
-        return sq_run_changed(sq_db(s),
-                              "UPDATE contexts SET cwd = ?, env_json = ?, last_used = ?, executions = ?, "
-                              "snap_taken_at = ?, snap_cells = ?, snap_bytes = ?, snap_stale = ?, build = ? "
-                              "WHERE id = ?",
-                              STATE_TYPES "t", STATE_ARGS(row), row->id);
+        return sq_hot_run_changed(s, SQ_HOT_CONTEXT_UPDATE,
+                                  "UPDATE contexts SET cwd = ?, env_json = ?, last_used = ?, executions = ?, "
+                                  "snap_taken_at = ?, snap_cells = ?, snap_bytes = ?, snap_stale = ?, build = ? "
+                                  "WHERE id = ?",
+                                  STATE_TYPES "t", STATE_ARGS(row), row->id);
 }
 
 int sq_context_get(struct store *s, const char *id, struct context_row *ret)

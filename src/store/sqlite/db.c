@@ -97,8 +97,10 @@ static void sq_close(struct store *s)
 {
         struct sq_store *q = (struct sq_store *)s;
 
-        /* Statements are per call, so none are outstanding here and the
-         * plain close cannot fail with SQLITE_BUSY. */
+        /* Statements are per call but the kept ones (finalized here), so
+         * none are outstanding and the plain close cannot fail with
+         * SQLITE_BUSY. */
+        sq_hot_done(q);
         sqlite3_close(q->db);
         free(q->wal);
         free(q);
@@ -162,6 +164,8 @@ static int sq_open(const char *url, const char *rest, struct store **ret, struct
  * drop it. Per connection, so it is switched back after the write. */
 static int sq_lazy_commit(struct store *s, bool on)
 {
+        /* Not a kept statement: this PRAGMA takes effect when it is
+         * prepared, not when it is stepped. */
         int rc = sqlite3_exec(sq_db(s), on ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL", NULL, NULL,
                               NULL);
         return rc == SQLITE_OK ? 0 : sq_errno(rc);
@@ -332,6 +336,7 @@ const struct store_ops store_sqlite_ops = {
         .context_list = sq_context_list,
         .context_count = sq_context_count,
         .cell_append = sq_cell_append,
+        .cell_append_row = sq_cell_append_row,
         .cell_list = sq_cell_list,
         .cells_delete = sq_cells_delete,
         .cell_stats = sq_cell_stats,

@@ -29,10 +29,21 @@
 #include "base/util.h"
 #include "store/backend.h"
 
+/* The slots of the kept statements (hot.c). */
+enum sq_hot {
+        SQ_HOT_BEGIN,
+        SQ_HOT_COMMIT,
+        SQ_HOT_CELL_MAX_SEQ,
+        SQ_HOT_CELL_INSERT,
+        SQ_HOT_CONTEXT_UPDATE,
+        SQ_HOT_N
+};
+
 struct sq_store {
         struct store base;   /* first: the core's part */
         sqlite3 *db;
         char *wal;           /* "<file>-wal" (store_sync), NULL in memory */
+        sqlite3_stmt *hot[SQ_HOT_N];
 };
 
 static inline sqlite3 *sq_db(struct store *s)
@@ -68,6 +79,8 @@ int sq_bind_u64(sqlite3_stmt *st, int idx, uint64_t v);   /* -ERANGE above INT64
 int sq_bind_bool(sqlite3_stmt *st, int idx, bool v);
 int sq_step(sqlite3_stmt *st);           /* 1 row, 0 done, -errno */
 int sq_step_done(sqlite3_stmt *st);      /* a statement that returns no rows */
+/* Binds the arguments after types (below) from parameter idx on. */
+int sq_bind_va(sqlite3_stmt *st, int idx, const char *types, va_list ap);
 
 /* The helpers below prepare sql and bind the arguments that follow types
  * to its parameters 1, 2, ...: types has one letter per argument, 't' for
@@ -104,6 +117,19 @@ static inline const char *sq_env_or_default(const char *env_json)
 {
         return env_json ? env_json : "{}";
 }
+
+/* ---- hot.c: statements kept prepared (the per-cell journal write) ---- */
+
+/* Each runs the slot's statement, prepared from sql on its first use and
+ * reset after every use; as sq_run, sq_run_changed, sq_query_u64 (the
+ * last with one text argument). */
+int sq_hot_run(struct store *s, enum sq_hot slot, const char *sql, const char *types, ...);
+int sq_hot_run_changed(struct store *s, enum sq_hot slot, const char *sql, const char *types, ...);
+int sq_hot_query_u64(struct store *s, enum sq_hot slot, const char *sql, const char *arg, uint64_t *ret);
+int sq_hot_tx_begin(struct store *s, sqlite3 **ret_tx);
+int sq_hot_tx_commit(struct store *s, sqlite3 **tx);
+void sq_hot_resetp(sqlite3_stmt **st);
+void sq_hot_done(struct sq_store *q);
 
 /* ---- migrate.c -------------------------------------------------------- */
 
@@ -268,6 +294,7 @@ int sq_context_count(struct store *s, const char *sandbox_id, uint64_t *ret);
 int sq_context_exists(sqlite3 *db, const char *id);
 
 int sq_cell_append(struct store *s, const char *context_id, const struct cell_row *cell);
+int sq_cell_append_row(struct store *s, const struct cell_row *cell, const struct context_row *row);
 int sq_cell_list(struct store *s, const char *context_id, struct store_rows *out);
 int sq_cells_delete(struct store *s, const char *context_id);
 int sq_cell_stats(struct store *s, const char *context_id, uint64_t *ret_count, uint64_t *ret_bytes);

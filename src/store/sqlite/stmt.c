@@ -133,7 +133,7 @@ int sq_step_done(sqlite3_stmt *st)
         return r > 0 ? -EIO : r;
 }
 
-static int bind_va(sqlite3_stmt *st, int idx, const char *types, va_list ap)
+int sq_bind_va(sqlite3_stmt *st, int idx, const char *types, va_list ap)
 {
         int r = 0;
 
@@ -163,7 +163,7 @@ static int prepare_va(sqlite3 *db, const char *sql, sqlite3_stmt **ret, const ch
         r = sq_prepare(db, sql, &st);
         if (r < 0)
                 return r;
-        r = bind_va(st, 1, types, ap);
+        r = sq_bind_va(st, 1, types, ap);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(st);

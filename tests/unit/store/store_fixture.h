@@ -11,11 +11,14 @@
 #pragma once
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/util.h"
@@ -187,4 +190,31 @@ UNUSED static uint64_t cell_count(struct store *s, const char *ctx)
         uint64_t n = 0;
         ASSERT_OK(store_cell_each(s, id(ctx), count_cell, &n));
         return n;
+}
+
+/* Runs fn(arg) in a child that then acknowledges and waits to be killed;
+ * returns once it is dead of SIGKILL: no close, no checkpoint. What fn
+ * wrote before the acknowledgement must be in the store after it. */
+UNUSED static void write_then_kill9_child(void (*fn)(void *arg), void *arg)
+{
+        int status, acked[2];
+        char c;
+
+        test_dir();
+        id("");   /* the namespace, shared with the child */
+        ASSERT_EQ(pipe2(acked, O_CLOEXEC), 0);
+        pid_t pid = fork();
+        ASSERT_TRUE(pid >= 0);
+        if (pid == 0) {
+                fn(arg);
+                ASSERT_EQ(write(acked[1], "k", 1), 1);
+                for (;;)
+                        pause();
+        }
+        close(acked[1]);
+        ASSERT_EQ(read(acked[0], &c, 1), 1);
+        close(acked[0]);
+        ASSERT_EQ(kill(pid, SIGKILL), 0);
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }

@@ -320,6 +320,16 @@ TEST(sqlite_too_long_stored_value_not_truncated)
         store_close(s);
 }
 
+static void acked_writes(void *arg)
+{
+        struct store *s = open_sqlite();
+        store_set_journal_lazy(s, *(bool *)arg, NULL, NULL);
+        put_sandbox(s, "acked", 1, 0);
+        put_context(s, "c1", "acked", 1);
+        ASSERT_OK(append_cell(s, "c1", 1, "print(1)"));
+        ASSERT_OK(append_cell(s, "c1", 2, "print(2)"));
+}
+
 /* Writes, acknowledges, is killed (no close, no checkpoint); what was
  * acknowledged must be there. lazy: the journal writes of
  * sandbox.journal_sync=none|group, which do not wait for the disk. */
@@ -328,33 +338,9 @@ static void write_then_kill9(bool lazy)
         struct store *s;
         struct sandbox_row got = {};
         char msg[64];
-        int status, acked[2];
-        pid_t pid;
-        char c;
 
         db_path();
-        id("");   /* the namespace, shared with the child */
-        ASSERT_EQ(pipe2(acked, O_CLOEXEC), 0);
-        pid = fork();
-        ASSERT_TRUE(pid >= 0);
-        if (pid == 0) {
-                s = open_sqlite();
-                store_set_journal_lazy(s, lazy, NULL, NULL);
-                put_sandbox(s, "acked", 1, 0);
-                put_context(s, "c1", "acked", 1);
-                ASSERT_OK(append_cell(s, "c1", 1, "print(1)"));
-                ASSERT_OK(append_cell(s, "c1", 2, "print(2)"));
-                /* Acknowledge, then wait to be killed: no close, no checkpoint. */
-                ASSERT_EQ(write(acked[1], "k", 1), 1);
-                for (;;)
-                        pause();
-        }
-        close(acked[1]);
-        ASSERT_EQ(read(acked[0], &c, 1), 1);
-        close(acked[0]);
-        ASSERT_EQ(kill(pid, SIGKILL), 0);
-        ASSERT_EQ(waitpid(pid, &status, 0), pid);
-        ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        write_then_kill9_child(acked_writes, &lazy);
 
         s = open_sqlite();
         ASSERT_OK(store_sandbox_get(s, id("acked"), &got));
