@@ -17,7 +17,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import CLEAN_ENV, Client, Workdir, value_of  # noqa: E402
+from harness import CLEAN_ENV, Client, Workdir, proc_table, value_of  # noqa: E402
 
 CONC = 8
 TCK = os.sysconf("SC_CLK_TCK")
@@ -73,19 +73,7 @@ def thread_cpu(pid):
 def kthreads_cpu():
     """CPU seconds of kernel threads (children of kthreadd): namespace and
     mount teardown, RCU callbacks run there, outside every cgroup."""
-    tot = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                s = f.read()
-        except OSError:
-            continue
-        f = s[s.rindex(")") + 2:].split()
-        if f[1] == "2" or pid == "2":
-            tot += int(f[11]) + int(f[12])
-    return tot / TCK
+    return sum(t for pid, (ppid, t, _) in proc_table().items() if ppid == 2 or pid == 2) / TCK
 
 
 def read_int(path):
