@@ -339,8 +339,7 @@ void proc_reap(struct proc *p)
 {
         if (!p->alive)
                 return;
-        jail_kill(&p->jp);
-        jail_reap(&p->jp, &p->wait_status);
+        jail_kill_reap(&p->jp, &p->wait_status);
         p->alive = false;
 }
 

@@ -160,11 +160,13 @@ static struct cgroup *cgroup_take_free(struct jail_ctx *ctx, uint64_t memory_byt
         return cg;
 }
 
-/* Keeps an emptied group for the next jail with the same limits. */
-static bool cgroup_give_back(struct jail_ctx *ctx, struct cgroup *cg, uint64_t memory_bytes, uint64_t pids)
+/* Keeps an emptied group for the next jail with the same limits (empty:
+ * the caller has just seen it empty). */
+static bool cgroup_give_back(struct jail_ctx *ctx, struct cgroup *cg, uint64_t memory_bytes, uint64_t pids,
+                             bool empty)
 {
         /* A sandbox's group stays in its family (cgroup_is_nested). */
-        if (!ctx || !cg || cgroup_is_nested(cg) || !cgroup_is_empty(cg) || cgroup_reset(cg) < 0)
+        if (!ctx || !cg || cgroup_is_nested(cg) || !(empty || cgroup_is_empty(cg)) || cgroup_reset(cg) < 0)
                 return false;
         bool kept = false;
         pthread_mutex_lock(&ctx->cg_lock);
@@ -370,13 +372,36 @@ int jail_reap(struct jail_proc *p, int *ret_status)
         return 0;
 }
 
+/* A template's executor: everything it started lives in its execution's
+ * pid namespace, which the kernel empties when the executor's pid 1 (its
+ * parent, which only waits for it) exits. So the pidfd kill comes first,
+ * and the group is swept only if a look after the executor's exit finds
+ * anyone left. The sweep before the exit (jail_kill) always found the
+ * executor still listed: it read cgroup.procs of every hierarchy (v1: four
+ * opens, four pid lists), slept 1 ms and read them all again — most of the
+ * reaper's CPU per stateless request. */
+static int kill_reap_foreign(struct jail_proc *p, int *ret_status)
+{
+        syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+        int r = jail_reap(p, ret_status);
+        if (p->cg && !(p->cg_empty = cgroup_is_empty(p->cg)))
+                cgroup_kill_all(p->cg);
+        return r;
+}
+
+int jail_kill_reap(struct jail_proc *p, int *ret_status)
+{
+        if (p->pid > 0 && p->foreign && p->pidfd >= 0)
+                return kill_reap_foreign(p, ret_status);
+        jail_kill(p);
+        return jail_reap(p, ret_status);
+}
+
 void jail_proc_release(struct jail_proc *p)
 {
-        if (p->pid > 0) {
-                jail_kill(p);
-                jail_reap(p, NULL);
-        }
-        if (!cgroup_give_back(p->ctx, p->cg, p->memory_bytes, p->pids))
+        if (p->pid > 0)
+                jail_kill_reap(p, NULL);
+        if (!cgroup_give_back(p->ctx, p->cg, p->memory_bytes, p->pids, p->cg_empty))
                 cgroup_destroy(p->cg);
         p->cg = NULL;
 }

@@ -204,6 +204,7 @@ struct jail_proc {
         pid_t pid;          /* the jail's init, as seen by the daemon */
         int pidfd;          /* pollable: readable when init exited */
         struct cgroup *cg;  /* may be NULL with CGROUP_NONE */
+        bool cg_empty;      /* cg seen empty after the process exited (jail_kill_reap) */
 };
 
 /* Spawns the jail and returns once the workload has exec'd (or failed to).
@@ -234,6 +235,10 @@ void jail_kill(struct jail_proc *p);
 /* Waits for init and returns its wait status; frees the cgroup unless
  * keep_cgroup. Safe to call once per successful spawn. */
 int jail_reap(struct jail_proc *p, int *ret_status);
+/* jail_kill, then jail_reap: what releasing a finished jail takes. For a
+ * template's executor, the group is swept only when someone is left in it
+ * once the executor has exited (see release_foreign). */
+int jail_kill_reap(struct jail_proc *p, int *ret_status);
 /* Frees what jail_reap left: an emptied cgroup goes back to the reuse list
  * (reset), anything else is destroyed. NULL-safe on fields. */
 void jail_proc_release(struct jail_proc *p);

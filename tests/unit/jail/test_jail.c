@@ -661,3 +661,58 @@ TEST(jail_ctx_done_frees_everything)
                 if (access(roots[i], F_OK) == 0)
                         TAP_FAIL("cgroup root %s left behind", roots[i]);
 }
+
+/* A template's executor is not our child (jail_adopt): releasing it kills
+ * it by pidfd and sweeps its group only when someone outlived it there.
+ * Here the "executor" is a forked child of the test; with a straggler, it
+ * first forks a grandchild that holds a pipe open until it dies. */
+TEST(jail_foreign_release_sweeps_the_group_only_when_someone_is_left)
+{
+        require_jail();
+        struct jail_limits lim = sane_limits();
+        for (int straggler = 0; straggler < 2; straggler++) {
+                int p[2], go[2];
+                char c;
+                ASSERT_OK(pipe2(p, O_CLOEXEC));
+                ASSERT_OK(pipe2(go, O_CLOEXEC));
+                pid_t pid = fork();
+                ASSERT_TRUE(pid >= 0);
+                if (pid == 0) {
+                        close(p[0]);
+                        close(go[1]);
+                        if (read(go[0], &c, 1) != 1) /* in its group now */
+                                _exit(1);
+                        if (straggler && fork() == 0) {
+                                (void)!write(p[1], "s", 1);
+                                for (;;)
+                                        pause();
+                        }
+                        close(p[1]);
+                        for (;;)
+                                pause();
+                }
+                close(p[1]);
+                close(go[0]);
+                static struct jail_proc jp;
+                ASSERT_OK(jail_adopt(&g_ctx, pid, &lim, straggler ? "t-foreign-s" : "t-foreign", &jp));
+                g_proc = &jp;
+                ASSERT_EQ(write(go[1], "g", 1), 1);
+                close(go[1]);
+                if (straggler)
+                        ASSERT_EQ(read(p[0], &c, 1), 1);
+                size_t free_before = g_ctx.cg_nfree;
+                ASSERT_OK(jail_kill_reap(&jp, NULL));
+                ASSERT_EQ(jp.pid, 0);
+                ASSERT_EQ(jp.cg_empty, !straggler);
+                /* Every writer is dead: the straggler too (swept). */
+                struct pollfd pf = { p[0], POLLIN, 0 };
+                ASSERT_EQ(poll(&pf, 1, 5000), 1);
+                ASSERT_EQ(read(p[0], &c, 1), 0);
+                close(p[0]);
+                jail_proc_release(&jp);
+                g_proc = NULL;
+                if (!straggler) /* seen empty: recycled, not removed */
+                        ASSERT_EQ(g_ctx.cg_nfree, free_before + 1);
+                ASSERT_EQ(waitpid(pid, NULL, 0), pid);
+        }
+}

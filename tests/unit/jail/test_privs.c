@@ -56,6 +56,13 @@ TEST(privs_drop_becomes_the_jail_user_with_nothing_left)
         ASSERT_EQ(getgroups(0, NULL), 0);
         ASSERT_U64_EQ(caps_now(), 0);
         ASSERT_EQ(prctl(PR_CAPBSET_READ, CAP_SYS_ADMIN, 0, 0, 0), 0);
+        /* The whole bounding set, up to this kernel's last capability. */
+        char last[16] = "";
+        FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
+        ASSERT_TRUE(f && fgets(last, sizeof(last), f));
+        fclose(f);
+        for (int cap = 0; cap <= atoi(last); cap++)
+                ASSERT_EQ(prctl(PR_CAPBSET_READ, cap, 0, 0, 0), 0);
         ASSERT_EQ(prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0), 1);
         /* And there is no way back. */
         ASSERT_EQ(setuid(0), -1);
