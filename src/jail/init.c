@@ -70,7 +70,8 @@ static void confine(const struct child_args *a, bool workload)
 
 /* fds 0..3 for the workload, the report pipe at 4 (close-on-exec, so the
  * parent sees EOF once the workload has exec'd), a deferred jail's command
- * pipe at 5 (closed once read), everything else closed. */
+ * pipe at 5 (closed once read) and JAIL_INIT_BIN at 6 (its launcher),
+ * everything else closed. */
 static void setup_fds(struct child_args *a)
 {
         const struct jail_spec *s = a->spec;
@@ -83,6 +84,7 @@ static void setup_fds(struct child_args *a)
         int in = fcntl(a->devnull_fd, F_DUPFD_CLOEXEC, 10);
         int rep = fcntl(a->report_fd, F_DUPFD_CLOEXEC, 10);
         int cmd = a->cmd_fd >= 0 ? fcntl(a->cmd_fd, F_DUPFD_CLOEXEC, 10) : -1;
+        int launcher = cmd >= 0 && a->ctx->init_fd >= 0 ? fcntl(a->ctx->init_fd, F_DUPFD_CLOEXEC, 10) : -1;
         if (out < 0 || err < 0 || in < 0 || rep < 0 || (s->ctl_fd >= 0 && ctl < 0) || (a->cmd_fd >= 0 && cmd < 0))
                 jail_child_fail(a, STEP_FDS, errno);
         a->report_fd = rep;
@@ -97,7 +99,10 @@ static void setup_fds(struct child_args *a)
                 CHECK(a, STEP_FDS, dup3(cmd, 5, O_CLOEXEC));
                 a->cmd_fd = 5;
         }
-        CHECK(a, STEP_FDS, (int)syscall(SYS_close_range, cmd >= 0 ? 6U : 5U, ~0U, 0U));
+        a->launcher_fd = -1;
+        if (launcher >= 0 && dup3(launcher, 6, O_CLOEXEC) == 6)
+                a->launcher_fd = 6;
+        CHECK(a, STEP_FDS, (int)syscall(SYS_close_range, cmd >= 0 ? 7U : 5U, ~0U, 0U));
 }
 
 /* The workload's terminal, as the jail user (the slave is then its own):
@@ -206,6 +211,24 @@ static void wait_command(struct child_args *a, const char **argv, const char **e
         CHECK_R(a, STEP_COMMAND, r);
 }
 
+/* A deferred jail's workload, confined, becomes JAIL_INIT_BIN's launcher
+ * (init_main.c), which reads the command from fd 5 and execs it: the
+ * request then execs from a small static binary, not from this copy of
+ * the daemon (whose mappings would be torn down on the request path), and
+ * no copy of the daemon's memory waits in the jail. The report and
+ * command pipes stay open through this exec; the launcher closes them.
+ * Returns only if the exec failed (the caller then waits itself). */
+static void exec_launcher(const struct child_args *a)
+{
+        if (a->launcher_fd < 0 || fcntl(4, F_SETFD, 0) < 0 || fcntl(5, F_SETFD, 0) < 0)
+                return;
+        char *const argv[] = { (char *)JAIL_LAUNCHER_ARG0, NULL };
+        char *const envp[] = { NULL };
+        execve("/proc/self/fd/6", argv, envp);
+        (void)!fcntl(4, F_SETFD, FD_CLOEXEC);
+        (void)!fcntl(5, F_SETFD, FD_CLOEXEC);
+}
+
 static __attribute__((noreturn)) void exec_workload(struct child_args *a)
 {
         const struct jail_spec *s = a->spec;
@@ -236,6 +259,7 @@ static __attribute__((noreturn)) void exec_workload(struct child_args *a)
                         open_terminal(a);
         }
         if (s->deferred) {
+                exec_launcher(a);
                 wait_command(a, argv, envp, &cwd);
                 run_argv = argv;
                 run_envp = envp;

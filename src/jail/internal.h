@@ -44,6 +44,7 @@ struct child_args {
                          * host id (root mode), JAIL_UID (rootless) */
         int sysuser_fd; /* the jail's /proc/sys/user before it is made read-only, or -1 */
         int cmd_fd;     /* spec->deferred: read end of the command pipe, else -1 */
+        int launcher_fd; /* the workload's JAIL_INIT_BIN (deferred jails), or -1 */
         char root[PATHLEN];
         char tmp_opts[128];
         char ws_opts[128];
@@ -97,6 +98,10 @@ int jail_swap_in_real_workspace(void);
 __attribute__((noreturn)) void jail_child_main(struct child_args *a);
 /* init.c: finds the daemon's argv/environ area, once, for the child to blank. */
 void jail_find_host_strings(void);
+
+/* argv[0] that makes JAIL_INIT_BIN a deferred jail's launcher: fd 4 the
+ * report pipe, fd 5 the command pipe (init_main.c). */
+#define JAIL_LAUNCHER_ARG0 "launch"
 
 /* command.c: a deferred jail's command (argv, envp, cwd) on the wire. At
  * most this many bytes of strings (the kernel's own exec limit is lower). */
