@@ -179,6 +179,14 @@ static bool cgroup_give_back(struct jail_ctx *ctx, struct cgroup *cg, uint64_t m
         return kept;
 }
 
+/* The mount namespace of our child pid (jail_proc.mntns_fd), or -1. */
+static int open_mntns(pid_t pid)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+        return open(path, O_RDONLY | O_CLOEXEC);
+}
+
 int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_proc *ret,
                struct err *err)
 {
@@ -277,7 +285,7 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
         }
         *ret = (struct jail_proc){ .ctx = ctx, .memory_bytes = spec->limits.memory_bytes,
                                    .pids = spec->limits.pids, .pid = pid, .pidfd = pidfd, .cg = cg,
-                                   .cmd_fd = cmd[1], .report_fd = report[0] };
+                                   .cmd_fd = cmd[1], .report_fd = report[0], .mntns_fd = open_mntns(pid) };
         return 0;
 fail:
         for (int i = 0; i < 2; i++) {
@@ -312,7 +320,7 @@ int jail_adopt(struct jail_ctx *ctx, pid_t pid, const struct jail_limits *lim, c
         }
         *ret = (struct jail_proc){ .ctx = ctx, .foreign = true, .memory_bytes = lim->memory_bytes,
                                    .pids = lim->pids, .pid = pid, .pidfd = pidfd, .cg = cg,
-                                   .cmd_fd = -1, .report_fd = -1 };
+                                   .cmd_fd = -1, .report_fd = -1, .mntns_fd = -1 };
         return 0;
 }
 
@@ -375,6 +383,21 @@ int jail_swap_workspace(const struct jail_proc *p)
         return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
 
+/* Once a jail's init has exited, the kernel has killed and reaped every
+ * other process of its pid namespace (and of any below it) before the
+ * pidfd reads as exited: the group is empty, no need to read its members
+ * (eight cgroup files on the path of every run's end). Not for an adopted
+ * process, which is not its namespace's init. */
+static bool init_gone(const struct jail_proc *p)
+{
+        if (p->foreign)
+                return false;
+        if (p->pidfd < 0)
+                return p->pid <= 0;
+        struct pollfd pf = { p->pidfd, POLLIN, 0 };
+        return poll(&pf, 1, 0) == 1 && (pf.revents & POLLIN);
+}
+
 void jail_kill(struct jail_proc *p)
 {
         /* Signal through the pidfd: unlike a pid, it cannot name a recycled
@@ -383,7 +406,7 @@ void jail_kill(struct jail_proc *p)
                 syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
         else if (p->pid > 0)
                 kill(p->pid, SIGKILL);
-        if (p->cg)
+        if (p->cg && !init_gone(p))
                 cgroup_kill_all(p->cg);
 }
 
@@ -433,6 +456,9 @@ void jail_proc_release(struct jail_proc *p)
                 jail_reap(p, NULL);
         }
         close_command_fds(p);
+        if (p->mntns_fd > 0)
+                close(p->mntns_fd);
+        p->mntns_fd = -1;
         if (!cgroup_give_back(p->ctx, p->cg, p->memory_bytes, p->pids))
                 cgroup_destroy(p->cg);
         p->cg = NULL;

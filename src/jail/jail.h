@@ -213,6 +213,11 @@ struct jail_proc {
         /* A deferred jail until jail_start_command: the daemon's ends of
          * the command pipe and of the child's report pipe; else -1. */
         int cmd_fd, report_fd;
+        /* The jail's mount namespace, held until jail_proc_release: its
+         * teardown (unmounting the jail's tree, which waits for an RCU grace
+         * period) then happens on the releasing thread, not in init's exit
+         * that the run waits for. -1 (or 0 in a zeroed struct): none. */
+        int mntns_fd;
 };
 
 /* Spawns the jail and returns once the workload has exec'd (or failed to).
