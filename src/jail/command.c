@@ -10,8 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include <unistd.h>
-
+#include "base/io.h"
 #include "jail/internal.h"
 
 #define JAIL_CMD_MAGIC 0x53425843u /* "SBXC" */
@@ -63,23 +62,6 @@ int jail_cmd_encode(const char *const *argv, const char *const *envp, const char
         return 0;
 }
 
-/* read_all's loop, here so that the static JAIL_INIT_BIN needs no more
- * than this file. */
-static int read_full(int fd, void *buf, size_t len)
-{
-        char *p = buf;
-        while (len > 0) {
-                ssize_t n = read(fd, p, len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return n < 0 ? -errno : -EIO;
-                p += n;
-                len -= (size_t)n;
-        }
-        return 0;
-}
-
 /* The next NUL-terminated string at *off in body, or NULL past its end. */
 static const char *next_string(const char *body, size_t len, size_t *off)
 {
@@ -117,7 +99,7 @@ int jail_cmd_decode(const char *body, size_t len, uint32_t argc, uint32_t envc, 
 int jail_cmd_read(int fd, const char **argv, const char **envp, const char **ret_cwd)
 {
         struct jail_cmd_header h;
-        int r = read_full(fd, &h, sizeof(h));
+        int r = read_all(fd, &h, sizeof(h));
         if (r < 0)
                 return r;
         if (h.magic != JAIL_CMD_MAGIC || h.len == 0 || h.len > JAIL_CMD_MAX)
@@ -126,7 +108,7 @@ int jail_cmd_read(int fd, const char **argv, const char **envp, const char **ret
         char *body = mmap(NULL, h.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (body == MAP_FAILED)
                 return -errno;
-        if ((r = read_full(fd, body, h.len)) < 0)
+        if ((r = read_all(fd, body, h.len)) < 0)
                 return r;
         return jail_cmd_decode(body, h.len, h.argc, h.envc, argv, envp, ret_cwd);
 }

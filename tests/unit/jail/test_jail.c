@@ -570,6 +570,15 @@ TEST(jail_failed_exec_leaves_nothing)
         ASSERT_FIELD(&res, "alive", "yes");
 }
 
+/* Spawns spec deferred (pre-spawned: waiting for its command). */
+static void spawn_deferred(struct jail_spec *spec, struct jail_proc *p, int *out, int *err)
+{
+        struct err e = { 0 };
+        spec->deferred = true;
+        if (spawn(spec, p, out, err, &e) < 0)
+                TAP_FAIL("jail_spawn (deferred): %s", e.msg);
+}
+
 /* A deferred (pre-spawned) jail: jail_spawn returns with the workload
  * confined and waiting; jail_start_command gives it argv, env and cwd,
  * once; what it then runs sees what a spawned one sees. */
@@ -578,12 +587,10 @@ TEST(jail_deferred_runs_one_command)
         require_jail();
         struct jail_spec spec;
         base_spec(&spec, "t-deferred");
-        spec.deferred = true;
         static struct jail_proc p;
         int out, err;
         struct err e = { 0 };
-        if (spawn(&spec, &p, &out, &err, &e) < 0)
-                TAP_FAIL("jail_spawn: %s", e.msg);
+        spawn_deferred(&spec, &p, &out, &err);
         ASSERT_TRUE(p.cmd_fd > 0 && p.report_fd > 0);
         struct pollfd pfd = { p.pidfd, POLLIN, 0 };
         ASSERT_EQ(poll(&pfd, 1, 200), 0); /* waits: nothing ran, nothing exited */
@@ -619,13 +626,11 @@ TEST(jail_deferred_failures)
         require_jail();
         struct jail_spec spec;
         base_spec(&spec, "t-deferred-bad");
-        spec.deferred = true;
         static struct jail_proc p;
         int out, err;
         struct err e = { 0 };
         /* a command that cannot exec fails there, as a spawn would */
-        if (spawn(&spec, &p, &out, &err, &e) < 0)
-                TAP_FAIL("jail_spawn: %s", e.msg);
+        spawn_deferred(&spec, &p, &out, &err);
         const char *bad[] = { "/nonexistent", NULL }, *envp[] = { NULL };
         ASSERT_EQ(jail_start_command(&p, bad, envp, NULL, &e), -ENOENT);
         ASSERT_STREQ(e.msg, "jail setup failed at exec: No such file or directory");
@@ -634,14 +639,12 @@ TEST(jail_deferred_failures)
         jail_proc_release(&p);
         ASSERT_EQ(WEXITSTATUS(res.status), 127);
         /* no argv at all is refused before anything is sent */
-        if (spawn(&spec, &p, &out, &err, &e) < 0)
-                TAP_FAIL("jail_spawn: %s", e.msg);
+        spawn_deferred(&spec, &p, &out, &err);
         ASSERT_EQ(jail_start_command(&p, envp, envp, NULL, &e), -E2BIG);
         collect(&p, out, err, &res);
         jail_proc_release(&p);
         /* a jail dropped without a command just ends: nothing ran */
-        if (spawn(&spec, &p, &out, &err, &e) < 0)
-                TAP_FAIL("jail_spawn: %s", e.msg);
+        spawn_deferred(&spec, &p, &out, &err);
         close(p.cmd_fd);
         p.cmd_fd = -1;
         collect(&p, out, err, &res);
