@@ -73,15 +73,18 @@ static int process_jail(struct engine *e, const struct runtime *rt, const struct
                         struct err *err)
 {
         struct kproc *kp = pool_take(e, rt);
-        if (!kp)
-                return proc_spawn(e, spec, ret, err);
-        int r = proc_start(&kp->p, spec, err);
-        if (r < 0) {
-                engine_bury(e, &kp->p);
-                return r;
+        if (kp && proc_start(&kp->p, spec, err) == 0) {
+                *ret = &kp->p;
+                return 1;
         }
-        *ret = &kp->p;
-        return 1;
+        /* A member that died waiting (or any other failure) costs only
+         * the cold spawn, which reports what is really wrong. */
+        if (kp) {
+                log_warn("msg=\"pooled jail failed, spawning cold\" lang=%s err=\"%s\"", rt->id, err->msg);
+                err_done(err);
+                engine_bury(e, &kp->p);
+        }
+        return proc_spawn(e, spec, ret, err);
 }
 
 /* A process runtime: its argv with the code as the last argument (bash -c). */

@@ -4,7 +4,9 @@ waits for its one command. The fast path must not change what the command
 sees: these tests compare a pooled command's view of its jail with a cold
 one's (pool.shell=0), line by line, and check that pool members are used,
 used once, and that the request's code, env, cwd and stdin arrive."""
+import os
 import re
+import signal
 import time
 
 import pytest
@@ -160,3 +162,39 @@ def test_drained_pool_falls_back_to_cold_jails(pooled):
     after = shell_pool(pooled)
     assert all(o and re.fullmatch(r"\d+", o[0]) for o in outs), outs
     assert after["hits"] + after["misses"] == before["hits"] + before["misses"] + 6, (before, after)
+
+
+def descendants(pid):
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for t in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+                out += kids
+                todo += kids
+        except OSError:
+            pass
+    return out
+
+
+def test_members_that_died_waiting_are_not_used(pooled):
+    """A waiting member killed from outside (its launcher, the process that
+    would exec the command) is dropped: the request still runs, in a jail
+    that works."""
+    wait_pool_full(pooled)
+    launchers = []
+    for pid in descendants(pooled.proc.pid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read() == b"launch\0":
+                    launchers.append(pid)
+        except OSError:
+            pass
+    assert len(launchers) >= 2, launchers  # one per member (the pool may have grown)
+    for pid in launchers:
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)
+    res = pooled.execute("shell", "echo alive")
+    assert res["logs"]["stdout"] == ["alive"], res
