@@ -87,9 +87,10 @@ $(SHIM): $(SHIM_SRCS) $(wildcard src/shim/*.h src/jail/*.h src/base/*.h) $(DEPS_
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) -fPIC -shared -fvisibility=hidden -o $@ $(SHIM_SRCS)
 
-$(INIT): src/jail/init_main.c $(DEPS_STAMP)
+INIT_SRCS := src/jail/init_main.c src/jail/command.c src/base/io.c
+$(INIT): $(INIT_SRCS) src/jail/internal.h src/jail/jail.h src/base/io.h $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) -O2 -g -std=gnu11 -D_GNU_SOURCE $(WARN) -static -o $@ $<
+	$(CC) -O2 -g -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) -static -o $@ $(INIT_SRCS)
 
 $(BUILD)/unit/%: tests/unit/%.c $(TAP_OBJ) $(BUILD)/libsandboxd.a
 	@mkdir -p $(dir $@)

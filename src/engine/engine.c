@@ -15,8 +15,8 @@ static void add_runtimes(struct engine *e, bool templates)
 {
         for (size_t i = 0; i < runtime_count() && e->npools < ARRAY_SIZE(e->pools); i++) {
                 const struct runtime *rt = runtime_at(i);
-                /* Process runtimes (shell) start in a few ms: nothing to keep warm. */
-                if (!rt->version[0] || rt->kind != RUNTIME_KERNEL)
+                /* Process runtimes (shell) keep pre-spawned jails (pool.c). */
+                if (!rt->version[0])
                         continue;
                 /* A template serves its language better than a pool; it
                  * needs a second mapped uid, i.e. a privileged daemon. */

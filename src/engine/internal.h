@@ -135,6 +135,9 @@ bool pidfd_exited(int pidfd);
  * go to p); stdin, ctl_fd and the rest of spec are the caller's. Fills and
  * tracks p. */
 int proc_spawn_jail(struct engine *e, struct jail_spec *spec, struct proc *p, struct err *err);
+/* proc_spawn into a caller's zeroed p (a kproc's: its destroy is kept).
+ * On failure p holds nothing to release. */
+int proc_spawn_into(struct engine *e, const struct proc_spec *ps, struct proc *p, struct err *err);
 /* Takes the seccomp listener the workload sent on sock (within timeout_ms)
  * and has the notifier watch it for p. 0 or -errno. */
 int proc_watch_refusals(struct proc *p, int sock, int timeout_ms);

@@ -1,5 +1,6 @@
-/* Warm pools: booted kernels waiting for their single request, and the
- * background thread that keeps them filled. */
+/* Warm pools: booted kernels waiting for their single request, pre-spawned
+ * command jails of the process runtimes (shell) waiting for their single
+ * command, and the background thread that keeps them filled. */
 #include "engine/internal.h"
 
 #include <stdio.h>
@@ -162,13 +163,36 @@ static struct kproc *pool_fork(struct engine *e, const struct runtime *rt, const
         return k;
 }
 
-/* Starts one member (forked or cold, booted, counters reset), or NULL. */
+/* A process runtime's member: a jail built, attached to its cgroup and
+ * confined, its workload waiting for the command (proc_start) of the one
+ * request that takes it. The shape is run_process's (stateless.c): no
+ * sandbox, private tmpfs workspace, pipes, stdin /dev/null, the engine's
+ * limits; a kproc only to sit in the pool (no control socket). */
+static int pool_prespawn(struct engine *e, const struct runtime *rt, struct kproc **ret, struct err *err)
+{
+        struct kproc *k = kproc_new(rt, -1, -1, true, &e->opt.limits);
+        if (!k)
+                return err_set(err, ERR_INTERNAL, ENOMEM, "process start failed: out of memory");
+        struct proc_spec spec = { .io = PROC_IO_PIPES, .deferred = true };
+        int r = proc_spawn_into(e, &spec, &k->p, err);
+        if (r < 0) {
+                kproc_free(k);
+                return r;
+        }
+        *ret = k;
+        return 0;
+}
+
+/* Starts one member (forked, cold and booted, or pre-spawned; counters
+ * reset), or NULL. */
 static struct kproc *pool_start_member(struct engine *e, const struct runtime *rt, unsigned *failures)
 {
         struct err err = { 0 };
         int r = 0;
-        struct kproc *k = pool_fork(e, rt, &e->opt.limits);
-        if (!k) {
+        struct kproc *k = NULL;
+        if (rt->kind == RUNTIME_PROCESS)
+                r = pool_prespawn(e, rt, &k, &err);
+        else if (!(k = pool_fork(e, rt, &e->opt.limits))) {
                 r = kproc_spawn(e, rt, "once", NULL, false, &e->opt.limits, &k, &err);
                 if (r == 0 && (r = kproc_wait_ready(k, 10000)) < 0)
                         kproc_step_err(&err, "boot", r);

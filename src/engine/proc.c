@@ -192,26 +192,48 @@ static int spawn_with_terminal(struct engine *e, struct jail_spec *spec, struct 
         return 0;
 }
 
-int proc_spawn(struct engine *e, const struct proc_spec *ps, struct proc **ret, struct err *err)
+/* ps's argv and envp into argv (JAIL_MAX_ARGS + 1 slots) and envp
+ * (JAIL_MAX_ENV + 1), NULL-terminated, within the jail's limits. */
+static int copy_command(const struct proc_spec *ps, const char **argv, const char **envp, struct err *err)
 {
-        const struct exec_limits *lim = ps->limits ? ps->limits : engine_limits(e);
-        _cleanup_(spec_binds_close) struct jail_spec spec = { .workspace_dir = ps->workspace_dir, .cwd = ps->cwd,
-                                                              .replay_fd = -1, .ctl_fd = -1 };
         size_t n = 0;
-        for (; ps->argv[n]; n++) {
+        for (; ps->argv && ps->argv[n]; n++) {
                 if (n >= JAIL_MAX_ARGS)
                         return err_set(err, ERR_INVALID, E2BIG, "process start failed at argv: more than %d arguments",
                                        JAIL_MAX_ARGS);
-                spec.argv[n] = ps->argv[n];
+                argv[n] = ps->argv[n];
         }
         if (n == 0)
                 return err_set(err, ERR_INVALID, EINVAL, "process start failed at argv: no program given");
+        argv[n] = NULL;
         for (n = 0; ps->envp && ps->envp[n]; n++) {
                 if (n >= JAIL_MAX_ENV)
                         return err_set(err, ERR_INVALID, E2BIG,
                                        "process start failed at env: more than %d variables", JAIL_MAX_ENV);
-                spec.envp[n] = ps->envp[n];
+                envp[n] = ps->envp[n];
         }
+        envp[n] = NULL;
+        return 0;
+}
+
+int proc_start(struct proc *p, const struct proc_spec *ps, struct err *err)
+{
+        const char *argv[JAIL_MAX_ARGS + 1], *envp[JAIL_MAX_ENV + 1];
+        int r = copy_command(ps, argv, envp, err);
+        if (r < 0)
+                return r;
+        return jail_start_command(&p->jp, argv, envp, ps->cwd, err);
+}
+
+int proc_spawn_into(struct engine *e, const struct proc_spec *ps, struct proc *p, struct err *err)
+{
+        const struct exec_limits *lim = ps->limits ? ps->limits : engine_limits(e);
+        _cleanup_(spec_binds_close) struct jail_spec spec = { .workspace_dir = ps->workspace_dir, .cwd = ps->cwd,
+                                                              .replay_fd = -1, .ctl_fd = -1,
+                                                              .deferred = ps->deferred };
+        int r = ps->deferred ? 0 : copy_command(ps, spec.argv, spec.envp, err);
+        if (r < 0)
+                return r;
         spec.limits = engine_jail_limits(e, lim);
         spec.pty = ps->io == PROC_IO_PTY;
         spec.pty_rows = ps->rows;
@@ -219,23 +241,30 @@ int proc_spawn(struct engine *e, const struct proc_spec *ps, struct proc **ret, 
         _cleanup_close_ int tree = -1;
         if (ps->where) {
                 where_apply(ps->where, &spec);
-                int r = workspace_tree(e, ps->where->ws, &tree, err);
+                r = workspace_tree(e, ps->where->ws, &tree, err);
                 if (r == 0 && !e->jail.userns)
                         r = where_binds(ps->where, &spec, err);
                 if (r < 0)
                         return r;
                 spec.workspace_tree_fd = tree;
         }
+        p->group = ps->where ? kproc_group_ref(ps->where->group) : NULL;
+        r = spec.pty ? spawn_with_terminal(e, &spec, p, err) : spawn_with_pipes(e, &spec, ps, p, err);
+        if (r < 0) {
+                kproc_group_unref(p->group);
+                p->group = NULL;
+        }
+        return r;
+}
+
+int proc_spawn(struct engine *e, const struct proc_spec *ps, struct proc **ret, struct err *err)
+{
         _cleanup_free_ struct proc *p = calloc(1, sizeof(*p));
         if (!p)
                 return err_set(err, ERR_INTERNAL, ENOMEM, "process start failed: out of memory");
-        p->group = ps->where ? kproc_group_ref(ps->where->group) : NULL;
-        int r = spec.pty ? spawn_with_terminal(e, &spec, p, err)
-                         : spawn_with_pipes(e, &spec, ps, p, err);
-        if (r < 0) {
-                kproc_group_unref(p->group);
+        int r = proc_spawn_into(e, ps, p, err);
+        if (r < 0)
                 return r;
-        }
         *ret = TAKE_PTR(p);
         return 0;
 }

@@ -36,6 +36,10 @@ struct proc_spec {
          * id, parent cgroup; the process takes a reference on the group).
          * NULL: workspace_dir as given, fresh namespace, stateless id. */
         const struct kproc_where *where;
+        /* Pre-spawn: the jail is built and the workload confined now, but
+         * it waits for its command (argv, envp and cwd here are ignored)
+         * until proc_start. One command per jail, never a second. */
+        bool deferred;
 };
 
 struct proc;
@@ -43,6 +47,12 @@ struct proc;
 /* Spawns the jail; returns once the workload has exec'd. 0 or -errno
  * (err: the failing step, as jail_spawn). */
 int proc_spawn(struct engine *e, const struct proc_spec *spec, struct proc **ret, struct err *err);
+
+/* Runs spec's argv, envp and cwd (the rest of spec is the one p was
+ * spawned with) in p, spawned with spec.deferred; returns once the
+ * workload has exec'd, as proc_spawn. Once per process. 0 or -errno (err
+ * set); on failure the caller frees p. */
+int proc_start(struct proc *p, const struct proc_spec *spec, struct err *err);
 
 /* The daemon's ends, non-blocking, -1 when absent. With PROC_IO_PTY,
  * stdout is the terminal master (read and write) and the others are -1. */

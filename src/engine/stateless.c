@@ -1,4 +1,5 @@
-/* One stateless execution end to end: a fresh jail, one run, teardown. */
+/* One stateless execution end to end: a fresh jail (pre-spawned or made
+ * now), one run, teardown. */
 #include "engine/internal.h"
 
 #include <stdio.h>
@@ -64,6 +65,28 @@ static size_t add_guest_env(json_t *env, const char **envp, size_t n, size_t max
         return n;
 }
 
+/* The jail for one process: a pool member pre-spawned for exactly this
+ * shape (private tmpfs workspace, its own netns, the engine's limits,
+ * pipes, stdin /dev/null: pool.c) given its command now, else a cold one.
+ * Either way a jail no command ran in before. */
+static int process_jail(struct engine *e, const struct runtime *rt, const struct proc_spec *spec, struct proc **ret,
+                        struct err *err)
+{
+        struct kproc *kp = pool_take(e, rt);
+        if (kp && proc_start(&kp->p, spec, err) == 0) {
+                *ret = &kp->p;
+                return 1;
+        }
+        /* A member that died waiting (or any other failure) costs only
+         * the cold spawn, which reports what is really wrong. */
+        if (kp) {
+                log_warn("msg=\"pooled jail failed, spawning cold\" lang=%s err=\"%s\"", rt->id, err->msg);
+                err_done(err);
+                engine_bury(e, &kp->p);
+        }
+        return proc_spawn(e, spec, ret, err);
+}
+
 /* A process runtime: its argv with the code as the last argument (bash -c). */
 static int run_process(struct engine *e, const struct runtime *rt, const char *code, json_t *env,
                        struct exec_outcome *o, struct err *err)
@@ -82,11 +105,16 @@ static int run_process(struct engine *e, const struct runtime *rt, const char *c
                 add_guest_env(env, envp, nenv, JAIL_MAX_ENV, scratch, 64 * KiB);
         struct proc_spec spec = { .argv = argv, .envp = envp, .io = PROC_IO_PIPES };
         struct proc *p = NULL;
-        int r = proc_spawn(e, &spec, &p, err);
+        uint64_t t0 = now_ns();
+        int r = process_jail(e, rt, &spec, &p, err);
         if (r < 0)
                 return r;
+        bool pooled = r > 0;
+        uint64_t t1 = now_ns();
         if ((r = proc_run(p, NULL, 0, &e->opt.limits, o)) < 0)
                 run_err(err, r);
+        log_debug("msg=\"stateless\" lang=%s pooled=%d take_ms=%.2f run_ms=%.2f", rt->id, pooled,
+                  (double)(t1 - t0) / 1e6, (double)(now_ns() - t1) / 1e6);
         proc_bury(p);
         return r;
 }

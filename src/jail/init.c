@@ -69,7 +69,9 @@ static void confine(const struct child_args *a, bool workload)
 }
 
 /* fds 0..3 for the workload, the report pipe at 4 (close-on-exec, so the
- * parent sees EOF once the workload has exec'd), everything else closed. */
+ * parent sees EOF once the workload has exec'd), a deferred jail's command
+ * pipe at 5 (closed once read) and JAIL_INIT_BIN at 6 (its launcher),
+ * everything else closed. */
 static void setup_fds(struct child_args *a)
 {
         const struct jail_spec *s = a->spec;
@@ -81,7 +83,9 @@ static void setup_fds(struct child_args *a)
         int ctl = s->ctl_fd >= 0 ? fcntl(s->ctl_fd, F_DUPFD_CLOEXEC, 10) : -1;
         int in = fcntl(a->devnull_fd, F_DUPFD_CLOEXEC, 10);
         int rep = fcntl(a->report_fd, F_DUPFD_CLOEXEC, 10);
-        if (out < 0 || err < 0 || in < 0 || rep < 0 || (s->ctl_fd >= 0 && ctl < 0))
+        int cmd = a->cmd_fd >= 0 ? fcntl(a->cmd_fd, F_DUPFD_CLOEXEC, 10) : -1;
+        int launcher = cmd >= 0 && a->ctx->init_fd >= 0 ? fcntl(a->ctx->init_fd, F_DUPFD_CLOEXEC, 10) : -1;
+        if (out < 0 || err < 0 || in < 0 || rep < 0 || (s->ctl_fd >= 0 && ctl < 0) || (a->cmd_fd >= 0 && cmd < 0))
                 jail_child_fail(a, STEP_FDS, errno);
         a->report_fd = rep;
         CHECK(a, STEP_FDS, dup2(in, 0));
@@ -91,7 +95,14 @@ static void setup_fds(struct child_args *a)
                 CHECK(a, STEP_FDS, dup2(ctl, 3));
         CHECK(a, STEP_FDS, dup3(rep, 4, O_CLOEXEC));
         a->report_fd = 4;
-        CHECK(a, STEP_FDS, (int)syscall(SYS_close_range, 5U, ~0U, 0U));
+        if (cmd >= 0) {
+                CHECK(a, STEP_FDS, dup3(cmd, 5, O_CLOEXEC));
+                a->cmd_fd = 5;
+        }
+        a->launcher_fd = -1;
+        if (launcher >= 0 && dup3(launcher, 6, O_CLOEXEC) == 6)
+                a->launcher_fd = 6;
+        CHECK(a, STEP_FDS, (int)syscall(SYS_close_range, cmd >= 0 ? 7U : 5U, ~0U, 0U));
 }
 
 /* The workload's terminal, as the jail user (the slave is then its own):
@@ -184,9 +195,45 @@ static void enter_sandbox_userns(const struct child_args *a)
         set_userns_limits(a, a->sysuser_fd, false);
 }
 
+/* A deferred jail's workload, confined like any other: says it is ready,
+ * then waits for its command on fd 5. A daemon that drops the pool
+ * member closes the pipe: the jail then just exits. */
+static void wait_command(struct child_args *a, const char **argv, const char **envp, const char **cwd)
+{
+        struct child_report ready = { STEP_COMMAND, 0 };
+        if (write(a->report_fd, &ready, sizeof(ready)) != (ssize_t)sizeof(ready))
+                _exit(127);
+        int r = jail_cmd_read(a->cmd_fd, argv, envp, cwd);
+        close(a->cmd_fd);
+        a->cmd_fd = -1;
+        if (r == -EIO)
+                _exit(127); /* EOF: no command ever comes */
+        CHECK_R(a, STEP_COMMAND, r);
+}
+
+/* A deferred jail's workload, confined, becomes JAIL_INIT_BIN's launcher
+ * (init_main.c), which reads the command from fd 5 and execs it: the
+ * request then execs from a small static binary, not from this copy of
+ * the daemon (whose mappings would be torn down on the request path), and
+ * no copy of the daemon's memory waits in the jail. The report and
+ * command pipes stay open through this exec; the launcher closes them.
+ * Returns only if the exec failed (the caller then waits itself). */
+static void exec_launcher(const struct child_args *a)
+{
+        if (a->launcher_fd < 0 || fcntl(4, F_SETFD, 0) < 0 || fcntl(5, F_SETFD, 0) < 0)
+                return;
+        char *const argv[] = { (char *)JAIL_LAUNCHER_ARG0, NULL };
+        char *const envp[] = { NULL };
+        execve("/proc/self/fd/6", argv, envp);
+        (void)!fcntl(4, F_SETFD, FD_CLOEXEC);
+        (void)!fcntl(5, F_SETFD, FD_CLOEXEC);
+}
+
 static __attribute__((noreturn)) void exec_workload(struct child_args *a)
 {
         const struct jail_spec *s = a->spec;
+        const char *argv[JAIL_MAX_ARGS + 1], *envp[JAIL_MAX_ENV + 1];
+        const char *const *run_argv = s->argv, *const *run_envp = s->envp, *cwd = s->cwd;
         if (!s->template && !a->ctx->userns)
                 enter_sandbox_userns(a);
         setup_fds(a);
@@ -211,8 +258,14 @@ static __attribute__((noreturn)) void exec_workload(struct child_args *a)
                 if (s->pty)
                         open_terminal(a);
         }
-        CHECK(a, STEP_CHDIR, chdir(s->cwd ? s->cwd : JAIL_WORKSPACE));
-        execve(s->argv[0], (char *const *)s->argv, (char *const *)s->envp);
+        if (s->deferred) {
+                exec_launcher(a);
+                wait_command(a, argv, envp, &cwd);
+                run_argv = argv;
+                run_envp = envp;
+        }
+        CHECK(a, STEP_CHDIR, chdir(cwd ? cwd : JAIL_WORKSPACE));
+        execve(run_argv[0], (char *const *)run_argv, (char *const *)run_envp);
         jail_child_fail(a, STEP_EXEC, errno);
 }
 

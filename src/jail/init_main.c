@@ -9,16 +9,57 @@
  * here once we are not dumpable. It only reaps: when the
  * workload exits, it exits with the workload's status (128+N for signal N),
  * and the kernel ends the pid namespace, every escaped process included.
- * No privilege, no fd, not dumpable. */
+ * No privilege, no fd, not dumpable.
+ *
+ * Usage "launch" (a deferred jail's workload, confined, execs us so that
+ * no copy of the daemon waits in the jail): says "ready" on fd 4 (the
+ * report pipe), reads the command from fd 5 (jail/command.c) and execs it,
+ * reporting a failure on fd 4 as the jail's child would. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "jail/internal.h"
+
+static int report(int step, int err)
+{
+        struct child_report rep = { step, err };
+        return write(4, &rep, sizeof(rep)) == (ssize_t)sizeof(rep) ? 0 : -1;
+}
+
+static int launch(void)
+{
+        const char *argv[JAIL_MAX_ARGS + 1], *envp[JAIL_MAX_ENV + 1], *cwd = NULL;
+        if (report(STEP_COMMAND, 0) < 0)
+                return 127;
+        int r = jail_cmd_read(5, argv, envp, &cwd);
+        close(5);
+        if (r == -EIO)
+                return 127; /* dropped unused: nothing runs */
+        if (r < 0) {
+                report(STEP_COMMAND, -r);
+                return 127;
+        }
+        if (chdir(cwd ? cwd : JAIL_WORKSPACE) < 0) {
+                report(STEP_CHDIR, errno);
+                return 127;
+        }
+        /* The daemon sees EOF on the report pipe once the exec succeeded. */
+        if (fcntl(4, F_SETFD, FD_CLOEXEC) == 0)
+                execve(argv[0], (char *const *)argv, (char *const *)envp);
+        report(STEP_EXEC, errno);
+        return 127;
+}
+
 int main(int argc, char **argv)
 {
+        if (argc == 1 && strcmp(argv[0], JAIL_LAUNCHER_ARG0) == 0)
+                return launch();
         /* exec made us dumpable again; nothing may read or trace pid 1. */
         if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
                 return 255;

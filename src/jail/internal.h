@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "jail/jail.h"
@@ -18,10 +19,12 @@ enum jail_step {
         STEP_SYNC, STEP_NETNS, STEP_HOSTNAME, STEP_PRIVATE, STEP_ROOT_TMPFS, STEP_USR,
         STEP_ETC, STEP_TMP, STEP_WORKSPACE, STEP_KERNELS, STEP_DEV, STEP_PROC,
         STEP_PIVOT, STEP_RO_ROOT, STEP_FORK, STEP_FDS, STEP_RLIMIT, STEP_PRIVS,
-        STEP_LANDLOCK, STEP_SECCOMP, STEP_CHDIR, STEP_EXEC, STEP_TTY, STEP_BINDS, _STEP_MAX
+        STEP_LANDLOCK, STEP_SECCOMP, STEP_CHDIR, STEP_EXEC, STEP_TTY, STEP_BINDS, STEP_COMMAND, _STEP_MAX
 };
 
-/* What a failing child writes on the report pipe before _exit(127). */
+/* What a failing child writes on the report pipe before _exit(127). A
+ * deferred jail's workload also writes { STEP_COMMAND, 0 } once it is
+ * confined and waits for its command: "ready", not a failure. */
 struct child_report {
         int step;
         int err;
@@ -40,6 +43,8 @@ struct child_args {
         uid_t host_id;  /* owner of the jail user's files, as the child sees it: the
                          * host id (root mode), JAIL_UID (rootless) */
         int sysuser_fd; /* the jail's /proc/sys/user before it is made read-only, or -1 */
+        int cmd_fd;     /* spec->deferred: read end of the command pipe, else -1 */
+        int launcher_fd; /* the workload's JAIL_INIT_BIN (deferred jails), or -1 */
         char root[PATHLEN];
         char tmp_opts[128];
         char ws_opts[128];
@@ -93,3 +98,23 @@ int jail_swap_in_real_workspace(void);
 __attribute__((noreturn)) void jail_child_main(struct child_args *a);
 /* init.c: finds the daemon's argv/environ area, once, for the child to blank. */
 void jail_find_host_strings(void);
+
+/* argv[0] that makes JAIL_INIT_BIN a deferred jail's launcher: fd 4 the
+ * report pipe, fd 5 the command pipe (init_main.c). */
+#define JAIL_LAUNCHER_ARG0 "launch"
+
+/* command.c: a deferred jail's command (argv, envp, cwd) on the wire. At
+ * most this many bytes of strings (the kernel's own exec limit is lower). */
+#define JAIL_CMD_MAX (4u << 20)
+/* Daemon side: the message in a malloc'd buffer. -E2BIG: no argv, or
+ * more than JAIL_MAX_ARGS / JAIL_MAX_ENV / JAIL_CMD_MAX. */
+int jail_cmd_encode(const char *const *argv, const char *const *envp, const char *cwd, char **ret,
+                    size_t *ret_len);
+/* Splits a message body into argv (argc + 1 slots, NULL-terminated), envp
+ * (envc + 1) and cwd (NULL for ""); the strings point into body. Pure:
+ * -E2BIG or -EPROTO for a body that is not exactly those strings. */
+int jail_cmd_decode(const char *body, size_t len, uint32_t argc, uint32_t envc, const char **argv,
+                    const char **envp, const char **ret_cwd);
+/* The workload's side: reads one message from fd into fresh anonymous
+ * pages (no malloc) and decodes it. 0 or -errno. */
+int jail_cmd_read(int fd, const char **argv, const char **envp, const char **ret_cwd);

@@ -24,7 +24,7 @@
 static const char *const step_names[_STEP_MAX] = {
         "sync", "netns", "hostname", "private-mounts", "root-tmpfs", "bind-usr", "etc",
         "tmp", "workspace", "kernels", "dev", "proc", "pivot_root", "ro-root", "fork",
-        "fds", "rlimit", "drop-privileges", "landlock", "seccomp", "chdir", "exec", "tty", "mounts",
+        "fds", "rlimit", "drop-privileges", "landlock", "seccomp", "chdir", "exec", "tty", "mounts", "command",
 };
 
 /* Template jails map their root to the template id (the owner of their
@@ -114,7 +114,8 @@ int jail_step_err(struct err *err, const char *step, int r)
 }
 
 /* The child's side of the report is fork-safe: a step number and an errno
- * over the pipe; the names are given here. */
+ * over the pipe; the names are given here. 0 at EOF (exec'd), 1 for a
+ * deferred workload's "ready", or -errno with err set. */
 static int read_child_report(int fd, struct err *err)
 {
         struct child_report rep;
@@ -134,6 +135,8 @@ static int read_child_report(int fd, struct err *err)
                 return 0;
         if (n != (ssize_t)sizeof(rep))
                 return jail_step_err(err, "report", n < 0 ? -errno : -EIO);
+        if (rep.step == STEP_COMMAND && rep.err == 0)
+                return 1;
         const char *step = rep.step >= 0 && rep.step < _STEP_MAX ? step_names[rep.step] : "unknown";
         return jail_step_err(err, step, rep.err > 0 ? -rep.err : -EIO);
 }
@@ -178,12 +181,21 @@ static bool cgroup_give_back(struct jail_ctx *ctx, struct cgroup *cg, uint64_t m
         return kept;
 }
 
+/* The mount namespace of our child pid (jail_proc.mntns_fd), or -1. */
+static int open_mntns(pid_t pid)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+        return open(path, O_RDONLY | O_CLOEXEC);
+}
+
 int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_proc *ret,
                struct err *err)
 {
-        int sync[2] = { -1, -1 }, report[2] = { -1, -1 }, r;
+        int sync[2] = { -1, -1 }, report[2] = { -1, -1 }, cmd[2] = { -1, -1 }, r;
         struct cgroup *cg = NULL;
-        struct child_args a = { .ctx = ctx, .spec = spec, .replay_fd = spec->replay_fd, .sysuser_fd = -1 };
+        struct child_args a = { .ctx = ctx, .spec = spec, .replay_fd = spec->replay_fd, .sysuser_fd = -1,
+                                .cmd_fd = -1 };
 
         snprintf(a.root, sizeof(a.root), "%s", ctx->root_dir);
         format_opts(a.tmp_opts, sizeof(a.tmp_opts), spec->limits.tmp_bytes, spec->limits.tmp_inodes, "1777");
@@ -198,13 +210,20 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
                         return jail_step_err(err, "cgroup", r);
         }
         _cleanup_close_ int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (devnull < 0 || pipe2(sync, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0) {
+        if (devnull < 0 || pipe2(sync, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0 ||
+            (spec->deferred && pipe2(cmd, O_CLOEXEC) < 0)) {
                 r = jail_step_err(err, "pipes", -errno);
                 goto fail;
         }
+        a.cmd_fd = cmd[0];
         a.sync_fd = sync[0];
         a.report_fd = report[1];
         a.devnull_fd = spec->has_stdin ? spec->stdin_fd : devnull;
+        if (spec->deferred && (spec->pty || spec->template)) {
+                r = err_set(err, ERR_INVALID, EINVAL, "jail setup failed: a deferred jail takes no terminal "
+                            "and no template");
+                goto fail;
+        }
         if (spec->pty && (spec->ctl_fd < 0 || spec->template)) {
                 /* the master goes back over ctl_fd */
                 r = err_set(err, ERR_INVALID, EINVAL, "jail setup failed: a terminal needs a control socket "
@@ -241,6 +260,9 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
         close(sync[0]);
         close(report[1]);
         sync[0] = report[1] = -1;
+        if (cmd[0] >= 0)
+                close(cmd[0]);
+        cmd[0] = -1;
         if ((r = cgroup_attach(cg, pid)) < 0)
                 jail_step_err(err, "cgroup-attach", r);
         else if (spec->template && (r = write_template_maps(pid, jail_ids_template(ctx), a.host_id)) < 0)
@@ -251,10 +273,12 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
                 r = jail_step_err(err, "sync", -errno);
         close(sync[1]);
         sync[1] = -1;
-        if (r == 0)
-                r = read_child_report(report[0], err);
-        close(report[0]);
-        report[0] = -1;
+        if (r == 0 && (r = read_child_report(report[0], err)) >= 0 && r != (int)spec->deferred)
+                r = jail_step_err(err, "report", -EPROTO); /* exec'd without its command, or "ready" unasked */
+        if (r < 0 || !spec->deferred) {
+                close(report[0]);
+                report[0] = -1;
+        }
         if (r < 0) {
                 kill(pid, SIGKILL);
                 waitpid(pid, NULL, __WALL);
@@ -262,7 +286,8 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
                 goto fail;
         }
         *ret = (struct jail_proc){ .ctx = ctx, .memory_bytes = spec->limits.memory_bytes,
-                                   .pids = spec->limits.pids, .pid = pid, .pidfd = pidfd, .cg = cg };
+                                   .pids = spec->limits.pids, .pid = pid, .pidfd = pidfd, .cg = cg,
+                                   .cmd_fd = cmd[1], .report_fd = report[0], .mntns_fd = open_mntns(pid) };
         return 0;
 fail:
         for (int i = 0; i < 2; i++) {
@@ -270,6 +295,8 @@ fail:
                         close(sync[i]);
                 if (report[i] >= 0)
                         close(report[i]);
+                if (cmd[i] >= 0)
+                        close(cmd[i]);
         }
         cgroup_destroy(cg);
         return r;
@@ -294,8 +321,44 @@ int jail_adopt(struct jail_ctx *ctx, pid_t pid, const struct jail_limits *lim, c
                 return r;
         }
         *ret = (struct jail_proc){ .ctx = ctx, .foreign = true, .memory_bytes = lim->memory_bytes,
-                                   .pids = lim->pids, .pid = pid, .pidfd = pidfd, .cg = cg };
+                                   .pids = lim->pids, .pid = pid, .pidfd = pidfd, .cg = cg,
+                                   .cmd_fd = -1, .report_fd = -1, .mntns_fd = -1 };
         return 0;
+}
+
+/* A deferred jail's pipes, once its command went or it is torn down. A
+ * jail_proc that never spawned is all zeroes: fd 0 is never one of them. */
+static void close_command_fds(struct jail_proc *p)
+{
+        if (p->cmd_fd > 0)
+                close(p->cmd_fd);
+        if (p->report_fd > 0)
+                close(p->report_fd);
+        p->cmd_fd = p->report_fd = -1;
+}
+
+int jail_start_command(struct jail_proc *p, const char *const *argv, const char *const *envp, const char *cwd,
+                       struct err *err)
+{
+        if (p->cmd_fd <= 0 || p->report_fd <= 0)
+                return err_set(err, ERR_INVALID, EINVAL, "jail setup failed at command: not a waiting jail");
+        _cleanup_free_ char *msg = NULL;
+        size_t len = 0;
+        int r = jail_cmd_encode(argv, envp, cwd, &msg, &len);
+        if (r < 0) {
+                close_command_fds(p);
+                return err_set(err, ERR_INVALID, -r, "jail setup failed at command: %s", strerror(-r));
+        }
+        /* Blocking: the workload reads as we write (SIGPIPE is ignored). */
+        r = write_all(p->cmd_fd, msg, len);
+        close(p->cmd_fd);
+        p->cmd_fd = -1;
+        if (r < 0)
+                jail_step_err(err, "command", r);
+        else if ((r = read_child_report(p->report_fd, err)) > 0)
+                r = jail_step_err(err, "report", -EPROTO);
+        close_command_fds(p);
+        return r;
 }
 
 int jail_swap_workspace(const struct jail_proc *p)
@@ -322,6 +385,21 @@ int jail_swap_workspace(const struct jail_proc *p)
         return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
 
+/* Once a jail's init has exited, the kernel has killed and reaped every
+ * other process of its pid namespace (and of any below it) before the
+ * pidfd reads as exited: the group is empty, no need to read its members
+ * (eight cgroup files on the path of every run's end). Not for an adopted
+ * process, which is not its namespace's init. */
+static bool init_gone(const struct jail_proc *p)
+{
+        if (p->foreign)
+                return false;
+        if (p->pidfd < 0)
+                return p->pid <= 0;
+        struct pollfd pf = { p->pidfd, POLLIN, 0 };
+        return poll(&pf, 1, 0) == 1 && (pf.revents & POLLIN);
+}
+
 void jail_kill(struct jail_proc *p)
 {
         /* Signal through the pidfd: unlike a pid, it cannot name a recycled
@@ -330,7 +408,7 @@ void jail_kill(struct jail_proc *p)
                 syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
         else if (p->pid > 0)
                 kill(p->pid, SIGKILL);
-        if (p->cg)
+        if (p->cg && !init_gone(p))
                 cgroup_kill_all(p->cg);
 }
 
@@ -358,6 +436,7 @@ int jail_reap(struct jail_proc *p, int *ret_status)
                         *ret_status = 1 << 8;
                 return wait_foreign(p);
         }
+        close_command_fds(p);
         while (waitpid(p->pid, &status, __WALL) < 0) {
                 if (errno != EINTR)
                         return -errno;
@@ -401,6 +480,10 @@ void jail_proc_release(struct jail_proc *p)
 {
         if (p->pid > 0)
                 jail_kill_reap(p, NULL);
+        close_command_fds(p);
+        if (p->mntns_fd > 0)
+                close(p->mntns_fd);
+        p->mntns_fd = -1;
         if (!cgroup_give_back(p->ctx, p->cg, p->memory_bytes, p->pids, p->cg_empty))
                 cgroup_destroy(p->cg);
         p->cg = NULL;

@@ -168,6 +168,12 @@ struct jail_spec {
          * workspace when replaying, so they survive the swap). */
         struct jail_bind binds[JAIL_MAX_BINDS];
         size_t nbinds;
+        /* A pre-spawned jail: everything is built and the workload confined
+         * (uid, rlimits, Landlock, seccomp, fds) as for any spawn, but it
+         * then waits for its command (jail_start_command) instead of
+         * exec'ing argv (unused, may be empty); jail_spawn returns once it
+         * waits. Not with pty or template. */
+        bool deferred;
 };
 
 /* Without an id range (jail_ctx_set_ids not called): the templates' root. */
@@ -205,6 +211,14 @@ struct jail_proc {
         int pidfd;          /* pollable: readable when init exited */
         struct cgroup *cg;  /* may be NULL with CGROUP_NONE */
         bool cg_empty;      /* cg seen empty after the process exited (jail_kill_reap) */
+        /* A deferred jail until jail_start_command: the daemon's ends of
+         * the command pipe and of the child's report pipe; else -1. */
+        int cmd_fd, report_fd;
+        /* The jail's mount namespace, held until jail_proc_release: its
+         * teardown (unmounting the jail's tree, which waits for an RCU grace
+         * period) then happens on the releasing thread, not in init's exit
+         * that the run waits for. -1 (or 0 in a zeroed struct): none. */
+        int mntns_fd;
 };
 
 /* Spawns the jail and returns once the workload has exec'd (or failed to).
@@ -212,6 +226,14 @@ struct jail_proc {
  * failing step ("jail setup failed at pivot_root: Permission denied"). */
 int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_proc *ret,
                struct err *err);
+/* Sends a deferred jail's workload its command (argv NULL-terminated, at
+ * most JAIL_MAX_ARGS; envp the complete environment; cwd NULL for
+ * /workspace) and returns once it has exec'd it, as jail_spawn would:
+ * err names the failing step ("exec"). One command per jail: the pipe is
+ * closed after it. On failure the jail is left for the caller to kill.
+ * Returns 0 or -errno. */
+int jail_start_command(struct jail_proc *p, const char *const *argv, const char *const *envp, const char *cwd,
+                       struct err *err);
 /* Fills err for a jail start that failed at STEP with -errno r, in
  * jail_spawn's words. The reason is ERR_BUSY for exhausted resources
  * (EAGAIN, ENOMEM, EMFILE, ENFILE), ERR_NO_SPACE for ENOSPC, else

@@ -4,6 +4,7 @@ RLIMIT_DATA; workspaces are plain directories)."""
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -34,6 +35,13 @@ def test_rootless_daemon_runs_jails_and_contexts():
                    sets=["limits.memory_bytes=128M", "limits.wall_ms=5000"])
         status, ready, _ = d.get("/ready")
         assert ready["cgroup"] == "none"
+        # The shell's pre-spawned jails work rootless too: a pooled command.
+        deadline = time.monotonic() + 20
+        while d.get("/ready")[1]["pools"]["shell"]["ready"] < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        res = d.execute("shell", "id -u; pwd; echo $X", envVars={"X": "y"})
+        assert res["logs"]["stdout"][1:] == ["/workspace", "y"], res
+        assert d.get("/ready")[1]["pools"]["shell"]["hits"] == 1
         res = d.execute("python", "import os\n[os.getuid() != 0, sorted(int(p) for p in os.listdir('/proc') if p.isdigit())]")
         not_root, pids = res["results"][0]["json"]
         assert not_root and max(pids) < 10

@@ -137,8 +137,8 @@ def test_languages_lists_shell(daemon):
 
 def test_pool_keys_are_checked_against_runtimes():
     """pool.<lang> is a table in the config: any well-formed id parses, and
-    the daemon refuses to start on one that names no runtime (shell is one,
-    though it keeps no pool: each request is a fresh bash)."""
+    the daemon refuses to start on one that names no runtime (shell is one:
+    its pool holds pre-spawned jails, each for one fresh bash)."""
     import subprocess
     import tempfile
     from conftest import BIN, Daemon
@@ -150,7 +150,7 @@ def test_pool_keys_are_checked_against_runtimes():
     try:
         status, body, _ = d.get("/ready")
         assert status == 200
-        assert "shell" not in body["pools"]
+        assert body["pools"]["shell"]["target"] == 3
         assert body["pools"]["perl"]["target"] == 1 and body["pools"]["python"]["target"] == 0
         assert d.execute("shell", "echo ok")["logs"]["stdout"] == ["ok"]
     finally:

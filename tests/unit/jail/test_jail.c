@@ -570,6 +570,98 @@ TEST(jail_failed_exec_leaves_nothing)
         ASSERT_FIELD(&res, "alive", "yes");
 }
 
+/* Spawns spec deferred (pre-spawned: waiting for its command). */
+static void spawn_deferred(struct jail_spec *spec, struct jail_proc *p, int *out, int *err)
+{
+        struct err e = { 0 };
+        spec->deferred = true;
+        if (spawn(spec, p, out, err, &e) < 0)
+                TAP_FAIL("jail_spawn (deferred): %s", e.msg);
+}
+
+/* A deferred (pre-spawned) jail: jail_spawn returns with the workload
+ * confined and waiting; jail_start_command gives it argv, env and cwd,
+ * once; what it then runs sees what a spawned one sees. */
+TEST(jail_deferred_runs_one_command)
+{
+        require_jail();
+        struct jail_spec spec;
+        base_spec(&spec, "t-deferred");
+        static struct jail_proc p;
+        int out, err;
+        struct err e = { 0 };
+        spawn_deferred(&spec, &p, &out, &err);
+        ASSERT_TRUE(p.cmd_fd > 0 && p.report_fd > 0);
+        struct pollfd pfd = { p.pidfd, POLLIN, 0 };
+        ASSERT_EQ(poll(&pfd, 1, 200), 0); /* waits: nothing ran, nothing exited */
+        const char *argv[] = { "/bin/sh", "-c",
+                               "echo arg=$0; echo v=$V; echo env=$(env | wc -l); echo pwd=$(pwd);"
+                               "echo uid=$(id -u); echo fds=$(ls /proc/self/fd | tr '\\n' ' ');"
+                               "echo seccomp=$(grep '^Seccomp:' /proc/self/status | tr -d ' \\t' | cut -d: -f2)",
+                               "zero", NULL };
+        const char *envp[] = { "PATH=/usr/bin:/bin", "V=with space", NULL };
+        if (jail_start_command(&p, argv, envp, "/tmp", &e) < 0)
+                TAP_FAIL("jail_start_command: %s", e.msg);
+        ASSERT_EQ(p.cmd_fd, -1);
+        ASSERT_EQ(p.report_fd, -1);
+        /* once: the pipe is gone */
+        ASSERT_EQ(jail_start_command(&p, argv, envp, NULL, &e), -EINVAL);
+        err_done(&e);
+        struct run res;
+        collect(&p, out, err, &res);
+        jail_proc_release(&p);
+        g_proc = NULL;
+        ASSERT_TRUE(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 0);
+        ASSERT_FIELD(&res, "arg", "zero");
+        ASSERT_FIELD(&res, "v", "with space");
+        ASSERT_FIELD(&res, "env", "3"); /* PATH, V and the shell's PWD: nothing else */
+        ASSERT_FIELD(&res, "pwd", "/tmp");
+        ASSERT_FIELD(&res, "uid", "65534");
+        ASSERT_FIELD(&res, "fds", "0 1 2 3"); /* 3: ls's own directory */
+        ASSERT_FIELD(&res, "seccomp", "2");
+}
+
+TEST(jail_deferred_failures)
+{
+        require_jail();
+        struct jail_spec spec;
+        base_spec(&spec, "t-deferred-bad");
+        static struct jail_proc p;
+        int out, err;
+        struct err e = { 0 };
+        /* a command that cannot exec fails there, as a spawn would */
+        spawn_deferred(&spec, &p, &out, &err);
+        const char *bad[] = { "/nonexistent", NULL }, *envp[] = { NULL };
+        ASSERT_EQ(jail_start_command(&p, bad, envp, NULL, &e), -ENOENT);
+        ASSERT_STREQ(e.msg, "jail setup failed at exec: No such file or directory");
+        struct run res;
+        collect(&p, out, err, &res);
+        jail_proc_release(&p);
+        ASSERT_EQ(WEXITSTATUS(res.status), 127);
+        /* no argv at all is refused before anything is sent */
+        spawn_deferred(&spec, &p, &out, &err);
+        ASSERT_EQ(jail_start_command(&p, envp, envp, NULL, &e), -E2BIG);
+        collect(&p, out, err, &res);
+        jail_proc_release(&p);
+        /* a jail dropped without a command just ends: nothing ran */
+        spawn_deferred(&spec, &p, &out, &err);
+        close(p.cmd_fd);
+        p.cmd_fd = -1;
+        collect(&p, out, err, &res);
+        jail_proc_release(&p);
+        g_proc = NULL;
+        ASSERT_EQ(WEXITSTATUS(res.status), 127);
+        ASSERT_EQ(res.out_len + res.err_len, 0);
+        /* and a terminal cannot be deferred */
+        spec.pty = true;
+        ASSERT_EQ(spawn(&spec, &p, &out, &err, &e), -EINVAL);
+        g_proc = NULL;
+        close(out);
+        close(err);
+        err_done(&e);
+        ASSERT_TRUE(!group_dir_exists("t-deferred-bad"));
+}
+
 TEST(jail_bad_cwd_fails_at_chdir)
 {
         require_jail();
