@@ -258,6 +258,10 @@ static const char *const lost_names[] = {
 static int spawn_interpreter(struct sandbox_mgr *m, struct context *c, bool overlay, const struct exec_limits *lim,
                              struct err *err)
 {
+        if (!overlay && warm_runtime_adopt(m, c, lim)) {
+                lru_add(m, c); /* its jail was registered when it started */
+                return 0;
+        }
         struct err why = { 0 };
         struct kproc_workspace ws = { .dir = c->sbx->ws.mount, .fd = c->ws_fd };
         struct kproc_where where = { .ws = &ws, .netns_fd = c->sbx->netns_fd, .host_id = c->sbx->row.host_id,

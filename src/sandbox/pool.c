@@ -246,6 +246,12 @@ static bool pool_step(struct sandbox_mgr *m, uint64_t room)
                 step_shed(m);
                 return true;
         }
+        bool rt_quiet = now_ns() < p->quiet_until;
+        bg_thread_unlock(&p->bg);
+        bool rt = warm_runtime_step(m, rt_quiet);
+        bg_thread_lock(&p->bg);
+        if (rt)
+                return true;
         bool quiet = p->ready.n > 0 && now_ns() < p->quiet_until;
         if (p->ready.n < room && m->opt.pool.new_id && !quiet)
                 return step_fill(m, room);
@@ -305,7 +311,9 @@ int pool_start(struct sandbox_mgr *m)
         m->pool_reserved = reserved;
         pthread_mutex_unlock(&m->lock);
         p->active = m->opt.pool.target > 0 && m->opt.pool.new_id;
-        if (!p->active && p->adopt.n == 0)
+        /* The runtime API's warm sandboxes (warm_runtime.c) are a class,
+         * filled, repaired and shed by this loop too. */
+        if (!p->active && p->adopt.n == 0 && !m->opt.warm_runtime && m->class_rows == 0)
                 return 0; /* disabled, and nothing left to clean up */
         log_info("msg=\"warm pool\" target=%llu adopting=%zu", (unsigned long long)m->opt.pool.target,
                  p->adopt.n);

@@ -715,6 +715,25 @@ int store_cell_append(struct store *s, const char *context_id, const struct cell
         return s->ops->cell_append(s, context_id, cell);
 }
 
+int store_sandbox_rekey(struct store *s, const char *old_id, const struct sandbox_row *row)
+{
+        int r;
+
+        if (!s || !row)
+                return -EINVAL;
+        if ((r = check_id(old_id)) < 0 || (r = check_id(row->id)) < 0 || (r = check_id(row->org_id)) < 0 ||
+            (r = check_str(row->warm_class, sizeof(row->warm_class))) < 0 ||
+            (r = check_str(row->node_id, sizeof(row->node_id))) < 0)
+                return r;
+        STORE_GUARD(s);
+        JOURNAL_WRITE(s);
+        /* The old row first: the two never coexist, even in a WAL cut
+         * short by a power loss (a prefix of its commits survives), so
+         * no two sandboxes ever share the host id. */
+        r = s->ops->sandbox_delete(s, old_id);
+        return r < 0 && r != -ENOENT ? r : s->ops->sandbox_put(s, row);
+}
+
 void store_set_journal_lazy(struct store *s, bool lazy, void (*written)(void *userdata), void *userdata)
 {
         if (!s)

@@ -403,6 +403,10 @@ int store_sandbox_touch(struct store *s, const char *id, uint64_t last_used, uin
 int store_sandbox_set_env(struct store *s, const char *id, const char *env_json);
 /* Deletes the sandbox and (ON DELETE CASCADE) its contexts and cells. */
 int store_sandbox_delete(struct store *s, const char *id);
+/* Stores row under its id in place of old_id's row (a warm sandbox taken
+ * under a tenant's id: same host id, no contexts yet). Written like a
+ * journal write (store_set_journal_lazy): it is on a request path. */
+int store_sandbox_rekey(struct store *s, const char *old_id, const struct sandbox_row *row);
 /* Calls fn for each sandbox with 0 < expires_at <= now (ids only), ordered
  * by expires_at then id. Like every *_each below, the rows are read first
  * and fn runs afterwards, outside any store lock: fn may call the store
