@@ -242,15 +242,17 @@ static int prepare(struct sandbox_mgr *m, const char *id, unsigned flags)
         return r;
 }
 
-/* Whether one more warm sandbox fits in the caps (as a warm class's). */
-static bool room(struct sandbox_mgr *m)
+/* Tenants' sandboxes and every warm class's against the limit the pools
+ * fill up to: < 0 past it (one must go: tenants need the room), 0 at it,
+ * > 0 room for one more. 0 when the store cannot count. */
+static int room(struct sandbox_mgr *m)
 {
         uint64_t n = 0, reserved = 0;
         pthread_mutex_lock(&m->lock);
         int r = sandbox_tenant_usage(m, &n, &reserved);
-        bool ok = r == 0 && n + m->class_rows < pool_limit(m, n, reserved);
+        uint64_t have = n + m->class_rows, limit = r == 0 ? pool_limit(m, n, reserved) : have;
         pthread_mutex_unlock(&m->lock);
-        return ok;
+        return have > limit ? -1 : have < limit;
 }
 
 /* The first of ids that is not ready (left by a previous run, or its
@@ -278,7 +280,8 @@ bool warm_runtime_step(struct sandbox_mgr *m, bool quiet)
         if (class_list(m, &ids) < 0)
                 return false;
         uint64_t target = m->opt.warm_runtime;
-        if (ids.n > target) {
+        int fits = room(m);
+        if (ids.n > target || (ids.n && fits < 0)) {
                 pool_destroy(m, ids.ids[ids.n - 1]); /* the newest: its kernel with it */
                 return true;
         }
@@ -289,7 +292,7 @@ bool warm_runtime_step(struct sandbox_mgr *m, bool quiet)
         quiet = quiet && m->warm_rt.ready > 0;
         pthread_mutex_unlock(&m->lock);
         char id[STORE_ID_MAX];
-        if (ids.n < target && !quiet && room(m) && new_id(id))
+        if (ids.n < target && !quiet && fits > 0 && new_id(id))
                 return prepare(m, id, 0) == 0;
         return false;
 }
