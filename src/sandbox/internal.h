@@ -106,6 +106,7 @@ struct sbx_pool {
         bool active;                 /* filling toward the target (false: disabled or paused) */
         bool kick;                   /* look again now (a take, a yield, a prime) */
         uint64_t quiet_until;        /* now_ns(): no refill before, while some are warm */
+        uint64_t defer_until;        /* now_ns(): no work at all before (warm_runtime_take) */
 };
 
 struct sandbox_mgr {

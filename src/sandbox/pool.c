@@ -265,6 +265,13 @@ static void pool_loop(void *arg)
         uint64_t period_ms = m->opt.pool.refresh_ms ? m->opt.pool.refresh_ms : POOL_DEFAULT_REFRESH_MS;
         bg_thread_lock(&p->bg);
         while (bg_thread_running(&p->bg)) {
+                /* A warm runtime sandbox was just taken: its first cell runs
+                 * now, and even counting the caps would take the manager
+                 * lock it needs (and CPU) from it. */
+                if (now_ns() < p->defer_until) {
+                        bg_thread_wait(&p->bg, p->defer_until);
+                        continue;
+                }
                 /* The caps are read without the pool lock (it is taken last). */
                 bg_thread_unlock(&p->bg);
                 uint64_t room = pool_room(m);

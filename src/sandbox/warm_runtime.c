@@ -30,6 +30,8 @@
 #include "runtimes/runtime.h"
 
 #define WARM_KERNEL_LANG "python"
+/* After a take the refill loop does nothing this long (pool.c). */
+#define WARM_TAKE_QUIET_MS 300
 
 /* The limits a context of s runs with (context.c run_cell). */
 static struct exec_limits context_limits(const struct sandbox_mgr *m, const struct sandbox *s)
@@ -135,7 +137,9 @@ static int take_locked(struct sandbox_mgr *m, struct sandbox *s, const char *id)
                 log_warn("msg=\"cannot take a warm sandbox\" sandbox=%s err=\"%s\"", old_id, strerror(-r));
                 return r;
         }
+        store_journal_scope(true); /* as its row */
         sandbox_emit(m, s, "sandbox.created", json_pack("{s:b}", "warm", true));
+        store_journal_scope(false);
         return 0;
 }
 
@@ -145,14 +149,6 @@ static int class_list(struct sandbox_mgr *m, struct id_list *ret)
         int r = store_sandbox_each_in_class(m->store, SBX_POOL_ORG, SBX_RUNTIME_CLASS, id_list_add, ret);
         ids_keep_owned(m, ret);
         return r;
-}
-
-static void kick_refill(struct sandbox_mgr *m)
-{
-        bg_thread_lock(&m->pool.bg);
-        m->pool.kick = true;
-        bg_thread_wake(&m->pool.bg);
-        bg_thread_unlock(&m->pool.bg);
 }
 
 void warm_runtime_take(struct sandbox_mgr *m, const char *id)
@@ -181,11 +177,13 @@ void warm_runtime_take(struct sandbox_mgr *m, const char *id)
                 sandbox_put(m, s);
         }
         if (r == 0) {
+                /* The taker's first cell runs now: the refill comes after
+                 * it, not under its feet (pool_loop). */
                 bg_thread_lock(&m->pool.bg);
-                /* The taker's first cell runs now: no refill under its feet. */
-                m->pool.quiet_until = now_ns() + 300 * 1000000ULL;
+                m->pool.quiet_until = m->pool.defer_until = now_ns() + WARM_TAKE_QUIET_MS * 1000000ULL;
+                m->pool.kick = true;
+                bg_thread_wake(&m->pool.bg);
                 bg_thread_unlock(&m->pool.bg);
-                kick_refill(m);
         }
 }
 

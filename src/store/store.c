@@ -634,12 +634,29 @@ int store_context_insert(struct store *s, const struct context_row *row)
             (r = check_str(row->language, sizeof(row->language))) < 0)
                 return r;
         STORE_GUARD(s);
+        SCOPED_JOURNAL_WRITE(s);
         return s->ops->context_insert(s, row);
 }
 
-/* Turns lazy commits on for the scope of one journal write: under the
+/* store_journal_scope: this thread's context inserts and events follow
+ * the journal's mode too. */
+static __thread bool journal_scope;
+
+void store_journal_scope(bool on)
+{
+        journal_scope = on;
+}
+
+bool store_core_lazy_on(struct store *s, bool scoped)
+{
+        if (!s->journal_lazy || (scoped && !journal_scope))
+                return false;
+        return s->ops->lazy_commit(s, true) == 0;
+}
+
+/* Lazy commits are on for the scope of one journal write: under the
  * guard, and off again (the owner told) before the guard is released. */
-static void lazy_off(struct store **sp)
+void store_core_lazy_off(struct store **sp)
 {
         struct store *s = *sp;
         if (!s)
@@ -648,8 +665,6 @@ static void lazy_off(struct store **sp)
         if (s->lazy_written)
                 s->lazy_written(s->lazy_userdata);
 }
-#define JOURNAL_WRITE(s) \
-        _cleanup_(lazy_off) struct store *lazy_ = (s)->journal_lazy && (s)->ops->lazy_commit(s, true) == 0 ? (s) : NULL
 
 int store_context_update(struct store *s, const struct context_row *row)
 {

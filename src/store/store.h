@@ -552,6 +552,11 @@ int store_cell_stats(struct store *s, const char *context_id, uint64_t *ret_coun
  * under the store's lock (it must not call the store): the caller's cue to
  * store_sync soon. */
 void store_set_journal_lazy(struct store *s, bool lazy, void (*written)(void *userdata), void *userdata);
+/* On (until off): this thread's context inserts and event appends are
+ * written like journal writes (lazily when the journal is lazy): a request
+ * whose own rows are (a new sandbox's first execute: its context, and the
+ * sandbox.created of a warm sandbox taken) writes them as its cells. */
+void store_journal_scope(bool on);
 /* Makes every commit so far durable (SQLite: fdatasync of the WAL). Takes
  * no store lock, so a background flusher never stalls the writers. */
 int store_sync(struct store *s);
