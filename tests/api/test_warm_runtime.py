@@ -43,6 +43,26 @@ def wait_ready(d, n, timeout=60):
     raise AssertionError(f"warm sandboxes never reached {n}: {warm(d)}")
 
 
+def descendants(pid):
+    """Every process below pid (through /proc/<pid>/task/*/children)."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
 def warm_dirs(data):
     return sorted(n for n in os.listdir(os.path.join(data, "mnt")) if n.startswith("wrt-"))
 
@@ -156,17 +176,20 @@ def test_javascript_first_then_python_adopts():
 
 
 def test_kill_dash_nine_keeps_state_and_shrinks_on_restart():
-    d = start()
-    data = d.data_dir
-    keep = d.tmp
-    s = sid()
+    s, d = sid(), start()
+    data, keep = d.data_dir, d.tmp
     try:
         run(d, s, "z = 5\nopen('/workspace/kept.txt', 'w').write('durable')")
         assert warm(d)["adopted"] == 1
+        procs = descendants(d.proc.pid)
+        assert len(procs) >= 3  # the adopted kernel and two warm ones, at least
         d.tmp = None
-        d.proc.send_signal(signal.SIGKILL)
-        d.proc.wait()
-        d.log.close()
+        d.stop(signal.SIGKILL)
+        # Nothing of the killed daemon outlives it: warm kernels included.
+        end = time.time() + 20
+        while time.time() < end and any(os.path.exists(f"/proc/{p}") for p in procs):
+            time.sleep(0.1)
+        assert not [p for p in procs if os.path.exists(f"/proc/{p}")]
         d2 = start(2, data_dir=data)
         try:
             assert out(run(d2, s, "print(z * 2, open('/workspace/kept.txt').read())")) == "10 durable"
