@@ -570,8 +570,11 @@ static int sandbox_teardown(struct sandbox_mgr *m, struct sandbox *s, bool delet
         sessions_kill(s);
         sandbox_jails_kill(s);
         mounts_drop_all(s);
-        int r = delete_row ? store_sandbox_delete(m->store, s->row.id) : 0;
+        /* The files before the row: while the row exists the id is taken,
+         * so a sandbox made anew under it (a warm one moved there above
+         * all) never has its fresh mount removed by this destroy. */
         int k = workspace_destroy(&s->ws);
+        int r = delete_row ? store_sandbox_delete(m->store, s->row.id) : 0;
         if (tenant_gone) /* a warm one never had a replica */
                 replica_forget(m, s->row.id);
         pthread_mutex_unlock(&s->lock);

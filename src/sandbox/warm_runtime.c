@@ -49,7 +49,8 @@ static void kernel_free(struct sandbox_mgr *m, struct sandbox *s)
         kproc_free(s->warm_kp);
         s->warm_kp = NULL;
         pthread_mutex_lock(&m->lock);
-        m->warm_rt.ready -= m->warm_rt.ready ? 1 : 0;
+        if (s->warm) /* a taken sandbox's left "ready" when it was taken */
+                m->warm_rt.ready -= m->warm_rt.ready ? 1 : 0;
         pthread_mutex_unlock(&m->lock);
 }
 
@@ -120,11 +121,14 @@ static int take_locked(struct sandbox_mgr *m, struct sandbox *s, const char *id)
                 s->row.warm_class[0] = '\0';
                 s->row.created_at = s->row.last_used = s->saved_last_used = now;
                 s->row.expires_at = sandbox_expiry_for(&m->opt, now);
-                m->warm_rt.taken++;
                 /* The row moves while nobody can load the old one: a lookup
                  * of the warm id in between would load a second sandbox
                  * with the same host id. */
                 r = store_sandbox_rekey(m->store, old_id, &s->row);
+                if (r == 0) {
+                        m->warm_rt.taken++;
+                        m->warm_rt.ready -= m->warm_rt.ready ? 1 : 0; /* its kernel is the taker's */
+                }
         }
         pthread_mutex_unlock(&m->lock);
         err_done(&err);
@@ -192,14 +196,16 @@ bool warm_runtime_adopt(struct sandbox_mgr *m, struct context *c, const struct e
         struct sandbox *s = c->sbx;
         bool bare = !c->mounts || c->mounts->n == 0;
         pthread_mutex_lock(&s->lock);
+        /* What a cold start would make: python, the same limits, no
+         * bucket mounts to bind, no egress (a tenant org's: its kernels
+         * get the proxy's DNS). */
         bool fits = s->warm_kp && c->rt && strcmp(c->rt->id, WARM_KERNEL_LANG) == 0 && bare && !s->warm &&
-                    memcmp(&s->warm_lim, lim, sizeof(*lim)) == 0;
+                    !s->egress && memcmp(&s->warm_lim, lim, sizeof(*lim)) == 0;
         if (fits && !kproc_alive(s->warm_kp))
                 fits = false, kernel_free(m, s);
         if (fits) {
                 c->kp = TAKE_PTR(s->warm_kp);
                 pthread_mutex_lock(&m->lock);
-                m->warm_rt.ready -= m->warm_rt.ready ? 1 : 0;
                 m->warm_rt.adopted++;
                 pthread_mutex_unlock(&m->lock);
         }
