@@ -67,8 +67,8 @@ def warm_dirs(data):
     return sorted(n for n in os.listdir(os.path.join(data, "mnt")) if n.startswith("wrt-"))
 
 
-def start(n=2, data_dir=None):
-    d = Daemon(sets=FAST_LIMITS + [f"sandbox.warm_runtime={n}"], data_dir=data_dir)
+def start(n=2, data_dir=None, extra=()):
+    d = Daemon(sets=FAST_LIMITS + [f"sandbox.warm_runtime={n}", *extra], data_dir=data_dir)
     if n:
         wait_ready(d, n)
     return d
@@ -209,3 +209,27 @@ def test_kill_dash_nine_keeps_state_and_shrinks_on_restart():
     finally:
         unmount_under(data)
         keep.cleanup()
+
+
+def test_adopted_kernel_shares_the_sandbox_memory_limit():
+    """The warm kernel runs in the sandbox's own cgroup, as a cold first
+    context would: with a 160 MiB sandbox limit, the adopted context and a
+    second one never both hold 96 MiB."""
+    d = start(extra=["sandbox.memory_bytes=160M", "limits.memory_bytes=256M"])
+    try:
+        s = sid()
+        eat = "x = bytearray(b'\\x01') * (96 << 20)\nprint(len(x) >> 20)"
+        assert out(run(d, s, eat)) == "96"
+        assert warm(d)["adopted"] == 1
+        status, ctx, _ = d.post(f"/languages/python/sandboxes/{s}/contexts", {})
+        assert status == 201, ctx
+        status, second, _ = d.post(f"/languages/python/sandboxes/{s}/execute", {"code": eat, "contextId": ctx["id"]})
+        assert status == 200, second
+        if not second.get("error"):
+            # The limit's OOM killer took the first (the adopted kernel).
+            status, first, _ = d.post(f"/languages/python/sandboxes/{s}/execute", {"code": "print(len(x) >> 20)"})
+            assert status == 200 and (first.get("error") or first["context"]["restored"]), first
+        else:
+            assert second["error"]["name"] in ("ExecutionLimitError", "MemoryError"), second
+    finally:
+        d.cleanup()
