@@ -1,6 +1,8 @@
 #include "sandbox/workspace.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <spawn.h>
 #include <linux/loop.h>
 #include <stdio.h>
@@ -286,9 +288,21 @@ int workspace_destroy(struct workspace *ws)
         return r < 0 ? r : k;
 }
 
+static void *detach_old(void *path)
+{
+        umount2(path, MNT_DETACH);
+        rmdir(path);
+        free(path);
+        return NULL;
+}
+
 /* The same filesystem mounted at to, then gone from from: one ext4
  * instance throughout (a second mount of the image would be another). A
- * mount point cannot be renamed, and MS_MOVE refuses a shared parent. */
+ * mount point cannot be renamed, and MS_MOVE refuses a shared parent. The
+ * old one is detached by a thread of its own: an unmount waits for an RCU
+ * grace period (up to several ms on a busy host), and nothing needs it
+ * gone now (a daemon killed meanwhile leaves a second mount point of the
+ * same filesystem, detached at the next clean stop). */
 static int move_mount_point(const char *from, const char *to)
 {
         if (mkdir(to, 0700) < 0 && errno != EEXIST)
@@ -298,8 +312,14 @@ static int move_mount_point(const char *from, const char *to)
                 rmdir(to);
                 return r;
         }
-        umount2(from, MNT_DETACH);
-        rmdir(from);
+        char *old = strdup(from);
+        pthread_t t;
+        if (old && pthread_create(&t, NULL, detach_old, old) == 0)
+                pthread_detach(t);
+        else if (old)
+                detach_old(old);
+        else
+                umount2(from, MNT_DETACH);
         return 0;
 }
 
