@@ -554,7 +554,7 @@ static int sandbox_teardown(struct sandbox_mgr *m, struct sandbox *s, bool delet
         pthread_mutex_lock(&m->lock);
         if (s->warm && !s->deleted)
                 pool_forget(m, s); /* once, however many times it is wiped */
-        bool tenant_gone = delete_row && !s->warm && !s->deleted;
+        bool tenant_gone = delete_row && !s->warm && !s->deleted, warm = s->warm;
         sandbox_unhash(m, s);
         pthread_mutex_unlock(&m->lock);
         if (tenant_gone)
@@ -570,11 +570,16 @@ static int sandbox_teardown(struct sandbox_mgr *m, struct sandbox *s, bool delet
         sessions_kill(s);
         sandbox_jails_kill(s);
         mounts_drop_all(s);
-        /* The files before the row: while the row exists the id is taken,
-         * so a sandbox made anew under it (a warm one moved there above
-         * all) never has its fresh mount removed by this destroy. */
+        /* A tenant's files before its row: while the row exists the id is
+         * taken, so a sandbox made anew under it (a warm one moved there
+         * above all) never has its fresh mount removed by this destroy. A
+         * warm one's id is never reused, and its row goes first: it left
+         * the pool's counts above, and until the row goes the tenants'
+         * count would include it. */
+        int r = delete_row && warm ? store_sandbox_delete(m->store, s->row.id) : 0;
         int k = workspace_destroy(&s->ws);
-        int r = delete_row ? store_sandbox_delete(m->store, s->row.id) : 0;
+        if (delete_row && !warm)
+                r = store_sandbox_delete(m->store, s->row.id);
         if (tenant_gone) /* a warm one never had a replica */
                 replica_forget(m, s->row.id);
         pthread_mutex_unlock(&s->lock);
