@@ -517,6 +517,25 @@ int store_sandbox_delete(struct store *s, const char *id)
         STORE_CALL(s, true, id, s->ops->sandbox_delete(s, id));
 }
 
+int store_sandbox_rekey(struct store *s, const char *old_id, const struct sandbox_row *row)
+{
+        int r;
+
+        if (!s || !row)
+                return -EINVAL;
+        if ((r = check_id(old_id)) < 0 || (r = check_id(row->id)) < 0 || (r = check_id(row->org_id)) < 0 ||
+            (r = check_str(row->warm_class, sizeof(row->warm_class))) < 0 ||
+            (r = check_str(row->node_id, sizeof(row->node_id))) < 0)
+                return r;
+        STORE_GUARD(s);
+        JOURNAL_WRITE(s);
+        /* The old row first: the two never coexist, even in a WAL cut
+         * short by a power loss (a prefix of its commits survives), so
+         * no two sandboxes ever share the host id. */
+        r = s->ops->sandbox_delete(s, old_id);
+        return r < 0 && r != -ENOENT ? r : s->ops->sandbox_put(s, row);
+}
+
 /* Each *_each reads its rows into a store_rows under the lock (the
  * backend's list op) and walks them after releasing it. */
 static int each_id(const struct store_rows *l, int r, void (*fn)(const char *id, void *userdata), void *userdata)
@@ -728,25 +747,6 @@ int store_cell_append(struct store *s, const char *context_id, const struct cell
         STORE_GUARD(s);
         JOURNAL_WRITE(s);
         return s->ops->cell_append(s, context_id, cell);
-}
-
-int store_sandbox_rekey(struct store *s, const char *old_id, const struct sandbox_row *row)
-{
-        int r;
-
-        if (!s || !row)
-                return -EINVAL;
-        if ((r = check_id(old_id)) < 0 || (r = check_id(row->id)) < 0 || (r = check_id(row->org_id)) < 0 ||
-            (r = check_str(row->warm_class, sizeof(row->warm_class))) < 0 ||
-            (r = check_str(row->node_id, sizeof(row->node_id))) < 0)
-                return r;
-        STORE_GUARD(s);
-        JOURNAL_WRITE(s);
-        /* The old row first: the two never coexist, even in a WAL cut
-         * short by a power loss (a prefix of its commits survives), so
-         * no two sandboxes ever share the host id. */
-        r = s->ops->sandbox_delete(s, old_id);
-        return r < 0 && r != -ENOENT ? r : s->ops->sandbox_put(s, row);
 }
 
 void store_set_journal_lazy(struct store *s, bool lazy, void (*written)(void *userdata), void *userdata)
