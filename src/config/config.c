@@ -104,6 +104,7 @@ static const struct cfg_opt opts[] = {
          * differ on a power loss (docs/contexts.md). */
         STR("sandbox.journal_sync", journal_sync, "group", "when a journaled context cell reaches the disk: group (flushed off the reply path within journal_sync_ms), none (when the kernel writes back) or always (fsync before the reply); all three survive kill -9 of the daemon (docs/contexts.md)"),
         U64("sandbox.journal_sync_ms", journal_sync_ms, 100, 0, 60000, "journal_sync=group: the longest a cell waits for its flush (one fdatasync per period at most)"),
+        U64("sandbox.warm_runtime", warm_runtime, 2, 0, 64, "sandboxes kept ready for the runtime API's implicit creation (a new id's first call), each with a python kernel started in it: the first call costs what a warm context's does (0 disables; docs/contexts.md)"),
         U64("sandbox.max_sandboxes", max_sandboxes, 1000, 1, 1000000, "sandboxes at once (429 SANDBOX_LIMIT_EXCEEDED beyond)"),
         U64("sandbox.max_disk_bytes", max_disk_bytes, 64 * GiB, 64 * KiB, UINT64_MAX / 2, "workspace quotas of all sandboxes together, reserved in full when each is created (507 INSUFFICIENT_STORAGE beyond)"),
         /* Issue 11: a bridge sandbox stands in for a container, whose

@@ -140,6 +140,7 @@ struct config {
         char journal_sync[16];          /* group | none | always */
         uint64_t journal_sync_ms;
         uint64_t workspace_images;      /* pool.workspace_images */
+        uint64_t warm_runtime;          /* sandbox.warm_runtime */
         uint64_t max_sandboxes;
         uint64_t max_disk_bytes;
 

@@ -258,6 +258,10 @@ static const char *const lost_names[] = {
 static int spawn_interpreter(struct sandbox_mgr *m, struct context *c, bool overlay, const struct exec_limits *lim,
                              struct err *err)
 {
+        if (!overlay && warm_runtime_adopt(m, c, lim)) {
+                lru_add(m, c); /* its jail was registered when it started */
+                return 0;
+        }
         struct err why = { 0 };
         struct kproc_workspace ws = { .dir = c->sbx->ws.mount, .fd = c->ws_fd };
         struct kproc_where where = { .ws = &ws, .netns_fd = c->sbx->netns_fd, .host_id = c->sbx->row.host_id,
@@ -360,7 +364,13 @@ static struct context *resolve_context(struct sandbox_mgr *m, struct sandbox *s,
         for (struct context *c = s->contexts; c; c = c->next)
                 if (strcmp(c->row.binding, binding) == 0)
                         return c; /* list is ordered by createdAt: the oldest */
-        return context_new(m, s, rt, binding, FILES_ROOT, NULL, NULL, err);
+        /* Made by the execute that runs its first cell: written as its
+         * cells are (sandbox.journal_sync), a power loss keeps both or
+         * neither (a WAL keeps a prefix of its commits). */
+        store_journal_scope(true);
+        struct context *c = context_new(m, s, rt, binding, FILES_ROOT, NULL, NULL, err);
+        store_journal_scope(false);
+        return c;
 }
 
 /* Effective env: sandbox < context < call (null unsets). */

@@ -82,6 +82,10 @@ struct sandbox {
         int *jails;                  /* pidfds of its jails that may still run (s->lock), */
         size_t njails, jails_cap;    /* for mounts made after they started */
         uint64_t saved_last_used;    /* row.last_used as the store has it (s->lock) */
+        /* A warm sandbox of the runtime API's (warm_runtime.c): the kernel
+         * its first python context adopts, started with warm_lim (s->lock). */
+        struct kproc *warm_kp;
+        struct exec_limits warm_lim;
         struct sandbox *hnext;
 };
 
@@ -102,6 +106,7 @@ struct sbx_pool {
         bool active;                 /* filling toward the target (false: disabled or paused) */
         bool kick;                   /* look again now (a take, a yield, a prime) */
         uint64_t quiet_until;        /* now_ns(): no refill before, while some are warm */
+        uint64_t defer_until;        /* now_ns(): no work at all before (warm_runtime_take) */
 };
 
 struct sandbox_mgr {
@@ -130,6 +135,7 @@ struct sandbox_mgr {
         struct bg_thread flusher;    /* journal.c: sandbox.journal_sync=group */
         bool journal_dirty;          /* flusher's lock: a lazy commit not flushed yet */
         struct ws_pool *ws_pool;     /* ready workspace images; NULL: none */
+        struct sbx_warm_runtime_stats warm_rt; /* manager lock (warm_runtime.c) */
 };
 
 /* replica_sched.c (sandbox/replica.h) */
@@ -292,6 +298,29 @@ uint64_t pool_warm_quota(const struct sandbox_mgr *m);
 /* warm + assigned the pools may reach, given the tenants' sandboxes and
  * the disk their quotas reserve. */
 uint64_t pool_limit(const struct sandbox_mgr *m, uint64_t assigned, uint64_t reserved);
+/* registry.c: s (caller holds s->lock and m->lock) is found under id
+ * from now on, its row's id set. -EEXIST when id is loaded or stored. */
+int sandbox_rekey_hash(struct sandbox_mgr *m, struct sandbox *s, const char *id);
+
+/* warm_runtime.c: the runtime API's warm sandboxes (sandbox.warm_runtime). */
+/* Before the default org's sandbox id is looked up: when it does not exist
+ * yet, a warm sandbox becomes it (workspace, host id, namespace, cgroup and
+ * a started python kernel), else nothing happens (the lookup creates it
+ * cold). Never fails: any problem means the cold path. */
+void warm_runtime_take(struct sandbox_mgr *m, const char *id);
+/* c's interpreter is about to be started fresh (caller holds c->run_lock,
+ * not s->lock): takes the sandbox's warm kernel instead when it is what
+ * that start would make (python, limits lim, no bucket mounts). */
+bool warm_runtime_adopt(struct sandbox_mgr *m, struct context *c, const struct exec_limits *lim);
+/* One unit of the refill loop's work (pool.c), no lock held: one past the
+ * target destroyed, or a warm sandbox's kernel restarted, or (unless quiet
+ * while some are ready: a take's first cell is running) a new one
+ * prepared. false: nothing to do. */
+bool warm_runtime_step(struct sandbox_mgr *m, bool quiet);
+/* s goes away (caller holds s->lock or s is unreachable): its warm kernel
+ * is killed. */
+void warm_runtime_drop(struct sandbox_mgr *m, struct sandbox *s);
+
 /* orgs.c: the stored view of a sandbox (no env, contexts or usage). */
 void sandbox_info_fill(const struct sandbox_row *row, struct sbx_info *ret);
 

@@ -83,7 +83,10 @@ enum replay_verdict journal_replay(struct sandbox_mgr *m, struct context *c, con
         json_decref(rp.org_env);
         if (rp.too_long)
                 return REPLAY_TOO_LONG;
-        if (rp.cells > 0 && kproc_alive(c->kp) && kproc_end_replay(c->kp) < 0)
+        /* Even after no cell (a journal deleted under it: its sandbox
+         * destroyed meanwhile): the kernel must never keep the throw-away
+         * workspace. */
+        if (kproc_alive(c->kp) && kproc_end_replay(c->kp) < 0)
                 rp.bad++;
         return rp.bad ? REPLAY_FAILED : REPLAY_OK;
 }

@@ -246,6 +246,12 @@ static bool pool_step(struct sandbox_mgr *m, uint64_t room)
                 step_shed(m);
                 return true;
         }
+        bool rt_quiet = now_ns() < p->quiet_until;
+        bg_thread_unlock(&p->bg);
+        bool rt = warm_runtime_step(m, rt_quiet);
+        bg_thread_lock(&p->bg);
+        if (rt)
+                return true;
         bool quiet = p->ready.n > 0 && now_ns() < p->quiet_until;
         if (p->ready.n < room && m->opt.pool.new_id && !quiet)
                 return step_fill(m, room);
@@ -259,6 +265,13 @@ static void pool_loop(void *arg)
         uint64_t period_ms = m->opt.pool.refresh_ms ? m->opt.pool.refresh_ms : POOL_DEFAULT_REFRESH_MS;
         bg_thread_lock(&p->bg);
         while (bg_thread_running(&p->bg)) {
+                /* A warm runtime sandbox was just taken: its first cell runs
+                 * now, and even counting the caps would take the manager
+                 * lock it needs (and CPU) from it. */
+                if (now_ns() < p->defer_until) {
+                        bg_thread_wait(&p->bg, p->defer_until);
+                        continue;
+                }
                 /* The caps are read without the pool lock (it is taken last). */
                 bg_thread_unlock(&p->bg);
                 uint64_t room = pool_room(m);
@@ -305,7 +318,9 @@ int pool_start(struct sandbox_mgr *m)
         m->pool_reserved = reserved;
         pthread_mutex_unlock(&m->lock);
         p->active = m->opt.pool.target > 0 && m->opt.pool.new_id;
-        if (!p->active && p->adopt.n == 0)
+        /* The runtime API's warm sandboxes (warm_runtime.c) are a class,
+         * filled, repaired and shed by this loop too. */
+        if (!p->active && p->adopt.n == 0 && !m->opt.warm_runtime && m->class_rows == 0)
                 return 0; /* disabled, and nothing left to clean up */
         log_info("msg=\"warm pool\" target=%llu adopting=%zu", (unsigned long long)m->opt.pool.target,
                  p->adopt.n);

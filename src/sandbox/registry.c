@@ -68,6 +68,7 @@ void env_merge(json_t *base, json_t *delta)
 
 void sandbox_free(struct sandbox_mgr *m, struct sandbox *s)
 {
+        warm_runtime_drop(m, s);
         sessions_free(s);
         while (s->contexts) {
                 struct context *c = s->contexts;
@@ -256,6 +257,7 @@ static int sandbox_load(struct sandbox_mgr *m, const char *id, bool create, cons
 }
 
 static bool sandbox_exists(struct sandbox_mgr *m, const char *id);
+static void sandbox_unhash(struct sandbox_mgr *m, struct sandbox *s);
 
 /* The loaded sandbox id, or NULL; caller holds m->lock. */
 static struct sandbox *hash_find(struct sandbox_mgr *m, const char *id)
@@ -264,6 +266,20 @@ static struct sandbox *hash_find(struct sandbox_mgr *m, const char *id)
         while (s && strcmp(s->row.id, id) != 0)
                 s = s->hnext;
         return s;
+}
+
+int sandbox_rekey_hash(struct sandbox_mgr *m, struct sandbox *s, const char *id)
+{
+        _cleanup_(sandbox_row_done) struct sandbox_row row = { 0 };
+        if (hash_find(m, id) || store_sandbox_get(m->store, id, &row) != -ENOENT)
+                return -EEXIST;
+        sandbox_unhash(m, s);
+        s->deleted = false;
+        snprintf(s->row.id, sizeof(s->row.id), "%s", id);
+        unsigned h = hash_id(id);
+        s->hnext = m->buckets[h];
+        m->buckets[h] = s;
+        return 0;
 }
 
 /* ---- references ---- */
@@ -434,6 +450,9 @@ static void sandbox_touch(struct sandbox_mgr *m, struct sandbox *s)
 
 struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err *err)
 {
+        /* A new sandbox with the defaults: a warm one becomes it. */
+        if (m->opt.warm_runtime && sbx_id_valid(id) && !sandbox_exists(m, id))
+                warm_runtime_take(m, id);
         struct sandbox *s = sandbox_get(m, id, err);
         if (!s)
                 return NULL;
@@ -535,7 +554,7 @@ static int sandbox_teardown(struct sandbox_mgr *m, struct sandbox *s, bool delet
         pthread_mutex_lock(&m->lock);
         if (s->warm && !s->deleted)
                 pool_forget(m, s); /* once, however many times it is wiped */
-        bool tenant_gone = delete_row && !s->warm && !s->deleted;
+        bool tenant_gone = delete_row && !s->warm && !s->deleted, warm = s->warm;
         sandbox_unhash(m, s);
         pthread_mutex_unlock(&m->lock);
         if (tenant_gone)
@@ -551,8 +570,16 @@ static int sandbox_teardown(struct sandbox_mgr *m, struct sandbox *s, bool delet
         sessions_kill(s);
         sandbox_jails_kill(s);
         mounts_drop_all(s);
-        int r = delete_row ? store_sandbox_delete(m->store, s->row.id) : 0;
+        /* A tenant's files before its row: while the row exists the id is
+         * taken, so a sandbox made anew under it (a warm one moved there
+         * above all) never has its fresh mount removed by this destroy. A
+         * warm one's id is never reused, and its row goes first: it left
+         * the pool's counts above, and until the row goes the tenants'
+         * count would include it. */
+        int r = delete_row && warm ? store_sandbox_delete(m->store, s->row.id) : 0;
         int k = workspace_destroy(&s->ws);
+        if (delete_row && !warm)
+                r = store_sandbox_delete(m->store, s->row.id);
         if (tenant_gone) /* a warm one never had a replica */
                 replica_forget(m, s->row.id);
         pthread_mutex_unlock(&s->lock);

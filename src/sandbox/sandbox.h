@@ -21,6 +21,9 @@
 /* The owner of warm (prepared, unassigned) sandboxes: no tenant's org, so
  * no tenant sees them (a lookup by id answers "not found"). */
 #define SBX_POOL_ORG "_warm_pool"
+/* The warm class of the runtime API's warm sandboxes (sandbox.warm_runtime):
+ * default limits, a python kernel started in each. */
+#define SBX_RUNTIME_CLASS "_runtime"
 /* The journal's size is also reported in the seed's 64 KiB "pages". */
 #define SBX_JOURNAL_PAGE_BYTES (64 * 1024)
 
@@ -93,6 +96,9 @@ struct sandbox_options {
         uint64_t files_max_depth;        /* levels a recursive delete enters */
         struct exec_limits limits;       /* one execution in a context */
         struct sbx_pool_options pool;
+        /* Warm sandboxes the runtime API's implicit creation takes
+         * (warm_runtime.c), each with a python kernel started; 0: none. */
+        uint64_t warm_runtime;
         /* Cluster mode (issue 16): this node's id, stamped on the sandboxes
          * it creates; the store sweeps then touch only its own. "": off. */
         char node_id[STORE_ID_MAX];
@@ -369,6 +375,14 @@ int sbx_pool_stats(struct sandbox_mgr *m, struct sbx_pool_stats *ret, struct err
 int sbx_pool_shutdown_prewarmed(struct sandbox_mgr *m, struct err *err);
 /* (Re)starts the refill loop: it fills toward the target now. */
 void sbx_pool_prime(struct sandbox_mgr *m);
+
+/* The runtime API's warm sandboxes (sandbox.warm_runtime): ready = warm
+ * ones holding a started kernel; taken = new sandboxes that were warm ones;
+ * adopted = first contexts that took the warm kernel. */
+struct sbx_warm_runtime_stats {
+        uint64_t ready, taken, adopted;
+};
+void sbx_warm_runtime_stats(struct sandbox_mgr *m, struct sbx_warm_runtime_stats *ret);
 
 /* ---- warm classes (warm_class.c) ----
  * Warm sandboxes prepared with limits of their own (a class: the

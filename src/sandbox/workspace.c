@@ -1,6 +1,8 @@
 #include "sandbox/workspace.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <spawn.h>
 #include <linux/loop.h>
 #include <stdio.h>
@@ -265,6 +267,15 @@ static int remove_mount_dir(const char *path)
         return r == -ENOENT ? 0 : r;
 }
 
+/* <data>/sandboxes/<id>: the directory of an image. */
+static void dir_of_image(const char *image, char dir[4096])
+{
+        snprintf(dir, 4096, "%s", image);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+                *slash = '\0';
+}
+
 int workspace_destroy(struct workspace *ws)
 {
         workspace_close(ws);
@@ -272,12 +283,67 @@ int workspace_destroy(struct workspace *ws)
                 umount2(ws->mount, MNT_DETACH); /* a stale mount from a previous run */
         int r = remove_mount_dir(ws->mount);
         char dir[4096];
-        snprintf(dir, sizeof(dir), "%s", ws->image);
-        char *slash = strrchr(dir, '/');
-        if (slash)
-                *slash = '\0';
+        dir_of_image(ws->image, dir);
         int k = rm_rf(dir);
         return r < 0 ? r : k;
+}
+
+static void *detach_old(void *path)
+{
+        umount2(path, MNT_DETACH);
+        rmdir(path);
+        free(path);
+        return NULL;
+}
+
+/* The same filesystem mounted at to, then gone from from: one ext4
+ * instance throughout (a second mount of the image would be another). A
+ * mount point cannot be renamed, and MS_MOVE refuses a shared parent. The
+ * old one is detached by a thread of its own: an unmount waits for an RCU
+ * grace period (up to several ms on a busy host), and nothing needs it
+ * gone now (a daemon killed meanwhile leaves a second mount point of the
+ * same filesystem, detached at the next clean stop). */
+static int move_mount_point(const char *from, const char *to)
+{
+        if (mkdir(to, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        if (mount(from, to, NULL, MS_BIND, NULL) < 0) {
+                int r = -errno;
+                rmdir(to);
+                return r;
+        }
+        char *old = strdup(from);
+        pthread_t t;
+        if (old && pthread_create(&t, NULL, detach_old, old) == 0)
+                pthread_detach(t);
+        else if (old)
+                detach_old(old);
+        else
+                umount2(from, MNT_DETACH);
+        return 0;
+}
+
+int workspace_move(struct workspace *ws, const char *data_dir, const char *id)
+{
+        struct workspace to;
+        workspace_init(&to, data_dir, id);
+        to.plain = ws->plain;
+        /* Only a crash in the middle of a move leaves anything there, and
+         * its sandbox never existed. */
+        workspace_destroy(&to);
+        char from_dir[4096], to_dir[4096];
+        dir_of_image(ws->image, from_dir);
+        dir_of_image(to.image, to_dir);
+        if (rename(from_dir, to_dir) < 0)
+                return -errno;
+        int r = ws->plain ? (rename(ws->mount, to.mount) < 0 ? -errno : 0) : move_mount_point(ws->mount, to.mount);
+        if (r < 0) {
+                (void)rename(to_dir, from_dir);
+                return r;
+        }
+        snprintf(ws->image, sizeof(ws->image), "%s", to.image);
+        snprintf(ws->mount, sizeof(ws->mount), "%s", to.mount);
+        return 0;
 }
 
 void workspace_unmount_all(const char *data_dir)

@@ -33,6 +33,10 @@ uint64_t workspace_image_free_bytes(int fd);
 void workspace_close(struct workspace *ws);
 /* Unmounts and deletes everything the workspace holds. */
 int workspace_destroy(struct workspace *ws);
+/* Moves an open (mounted) workspace to sandbox id's paths under data_dir,
+ * its contents and every jail's view of it untouched (a warm sandbox
+ * taken under a tenant's id). 0, or -errno with ws where it was. */
+int workspace_move(struct workspace *ws, const char *data_dir, const char *id);
 /* Shutdown: detaches every workspace mount under <data>/mnt, including ones
  * a killed daemon left and this run never used. At start-up such mounts are
  * kept and reused (workspace_open): detaching one and mounting its image

@@ -27,6 +27,16 @@ void store_core_unlockp(pthread_mutex_t **m);
  * (statements, transactions) have all run by then. */
 #define STORE_GUARD(s) _cleanup_(store_core_unlockp) UNUSED pthread_mutex_t *store_guard_ = store_core_lock(s)
 
+/* A write committed like a journal write (store_set_journal_lazy) for the
+ * scope: always, or with SCOPED_ only inside a store_journal_scope of the
+ * calling thread. Under the guard, declared after it. */
+bool store_core_lazy_on(struct store *s, bool scoped);
+void store_core_lazy_off(struct store **sp);
+#define JOURNAL_WRITE(s) \
+        _cleanup_(store_core_lazy_off) struct store *lazy_ = store_core_lazy_on(s, false) ? (s) : NULL
+#define SCOPED_JOURNAL_WRITE(s) \
+        _cleanup_(store_core_lazy_off) struct store *lazy_ = store_core_lazy_on(s, true) ? (s) : NULL
+
 /* The frame of most public functions: the arguments checked once for every
  * backend, then the backend's op run under the guard. */
 #define STORE_CALL(s, args_ok, id, call)                \

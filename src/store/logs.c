@@ -39,6 +39,7 @@ int store_event_append(struct store *s, const struct event_row *row, uint64_t ke
             (r = store_core_check_str(row->sandbox_id, sizeof(row->sandbox_id))) < 0)
                 return r;
         STORE_GUARD(s);
+        SCOPED_JOURNAL_WRITE(s);
         return s->ops->event_append(s, row, keep, not_before, ret_id);
 }
 

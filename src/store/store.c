@@ -517,6 +517,25 @@ int store_sandbox_delete(struct store *s, const char *id)
         STORE_CALL(s, true, id, s->ops->sandbox_delete(s, id));
 }
 
+int store_sandbox_rekey(struct store *s, const char *old_id, const struct sandbox_row *row)
+{
+        int r;
+
+        if (!s || !row)
+                return -EINVAL;
+        if ((r = check_id(old_id)) < 0 || (r = check_id(row->id)) < 0 || (r = check_id(row->org_id)) < 0 ||
+            (r = check_str(row->warm_class, sizeof(row->warm_class))) < 0 ||
+            (r = check_str(row->node_id, sizeof(row->node_id))) < 0)
+                return r;
+        STORE_GUARD(s);
+        JOURNAL_WRITE(s);
+        /* The old row first: the two never coexist, even in a WAL cut
+         * short by a power loss (a prefix of its commits survives), so
+         * no two sandboxes ever share the host id. */
+        r = s->ops->sandbox_delete(s, old_id);
+        return r < 0 && r != -ENOENT ? r : s->ops->sandbox_put(s, row);
+}
+
 /* Each *_each reads its rows into a store_rows under the lock (the
  * backend's list op) and walks them after releasing it. */
 static int each_id(const struct store_rows *l, int r, void (*fn)(const char *id, void *userdata), void *userdata)
@@ -634,12 +653,29 @@ int store_context_insert(struct store *s, const struct context_row *row)
             (r = check_str(row->language, sizeof(row->language))) < 0)
                 return r;
         STORE_GUARD(s);
+        SCOPED_JOURNAL_WRITE(s);
         return s->ops->context_insert(s, row);
 }
 
-/* Turns lazy commits on for the scope of one journal write: under the
+/* store_journal_scope: this thread's context inserts and events follow
+ * the journal's mode too. */
+static __thread bool journal_scope;
+
+void store_journal_scope(bool on)
+{
+        journal_scope = on;
+}
+
+bool store_core_lazy_on(struct store *s, bool scoped)
+{
+        if (!s->journal_lazy || (scoped && !journal_scope))
+                return false;
+        return s->ops->lazy_commit(s, true) == 0;
+}
+
+/* Lazy commits are on for the scope of one journal write: under the
  * guard, and off again (the owner told) before the guard is released. */
-static void lazy_off(struct store **sp)
+void store_core_lazy_off(struct store **sp)
 {
         struct store *s = *sp;
         if (!s)
@@ -648,8 +684,6 @@ static void lazy_off(struct store **sp)
         if (s->lazy_written)
                 s->lazy_written(s->lazy_userdata);
 }
-#define JOURNAL_WRITE(s) \
-        _cleanup_(lazy_off) struct store *lazy_ = (s)->journal_lazy && (s)->ops->lazy_commit(s, true) == 0 ? (s) : NULL
 
 int store_context_update(struct store *s, const struct context_row *row)
 {

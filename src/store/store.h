@@ -403,6 +403,10 @@ int store_sandbox_touch(struct store *s, const char *id, uint64_t last_used, uin
 int store_sandbox_set_env(struct store *s, const char *id, const char *env_json);
 /* Deletes the sandbox and (ON DELETE CASCADE) its contexts and cells. */
 int store_sandbox_delete(struct store *s, const char *id);
+/* Stores row under its id in place of old_id's row (a warm sandbox taken
+ * under a tenant's id: same host id, no contexts yet). Written like a
+ * journal write (store_set_journal_lazy): it is on a request path. */
+int store_sandbox_rekey(struct store *s, const char *old_id, const struct sandbox_row *row);
 /* Calls fn for each sandbox with 0 < expires_at <= now (ids only), ordered
  * by expires_at then id. Like every *_each below, the rows are read first
  * and fn runs afterwards, outside any store lock: fn may call the store
@@ -554,6 +558,11 @@ int store_cell_stats(struct store *s, const char *context_id, uint64_t *ret_coun
  * under the store's lock (it must not call the store): the caller's cue to
  * store_sync soon. */
 void store_set_journal_lazy(struct store *s, bool lazy, void (*written)(void *userdata), void *userdata);
+/* On (until off): this thread's context inserts and event appends are
+ * written like journal writes (lazily when the journal is lazy): a request
+ * whose own rows are (a new sandbox's first execute: its context, and the
+ * sandbox.created of a warm sandbox taken) writes them as its cells. */
+void store_journal_scope(bool on);
 /* Makes every commit so far durable (SQLite: fdatasync of the WAL). Takes
  * no store lock, so a background flusher never stalls the writers. */
 int store_sync(struct store *s);

@@ -13,6 +13,10 @@ import pytest
 
 from conftest import FAST_LIMITS, Daemon, unmount_under
 
+# New sandboxes made cold: a warm runtime sandbox (test_warm_runtime.py)
+# took its image earlier, and would hide which image a new one takes.
+COLD = FAST_LIMITS + ["sandbox.warm_runtime=0"]
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="workspace images need root")
 
 MIB = 1024 * 1024
@@ -61,7 +65,7 @@ def image_of(d, s):
 
 
 def test_new_sandboxes_take_fresh_ready_images_and_the_pool_refills():
-    d = Daemon()
+    d = Daemon(sets=COLD)
     try:
         before = wait_for(lambda: (r := ready(d)) and len(r) == 4 and r, "4 ready images")
         a, b = sid(), sid()
@@ -87,7 +91,7 @@ def test_new_sandboxes_take_fresh_ready_images_and_the_pool_refills():
 
 
 def test_leftover_images_of_a_killed_daemon_are_deleted_not_reused():
-    d = Daemon()
+    d = Daemon(sets=COLD)
     data, keep = d.data_dir, d.tmp
     try:
         wait_for(lambda: len(ready(d)) == 4, "4 ready images")
@@ -102,7 +106,7 @@ def test_leftover_images_of_a_killed_daemon_are_deleted_not_reused():
         with open(os.path.join(data, "wspool", "0-999.img.tmp"), "wb") as f:
             f.write(b"half made")
         os.utime(os.path.join(data, "wspool", "0-999.img.tmp"), (old, old))
-        d2 = Daemon(data_dir=data)
+        d2 = Daemon(sets=COLD, data_dir=data)
         try:
             wait_for(lambda: len(ready(d2)) == 4, "4 new ready images")
             names = os.listdir(os.path.join(data, "wspool"))
@@ -121,7 +125,7 @@ def test_leftover_images_of_a_killed_daemon_are_deleted_not_reused():
 
 def test_images_stay_within_the_disk_cap_and_never_refuse_a_sandbox():
     # Room for two default workspaces (16 MiB) and no bridge one (256 MiB).
-    d = Daemon(sets=FAST_LIMITS + [f"sandbox.max_disk_bytes={40 * MIB}"])
+    d = Daemon(sets=COLD + [f"sandbox.max_disk_bytes={40 * MIB}"])
     try:
         wait_for(lambda: len(ready(d)) == 2, "2 ready images")
         time.sleep(1.5)  # the filler re-checks its room every second
@@ -142,7 +146,7 @@ def test_images_stay_within_the_disk_cap_and_never_refuse_a_sandbox():
 
 
 def test_pool_off_formats_on_the_request_path():
-    d = Daemon(sets=FAST_LIMITS + ["pool.workspace_images=0"])
+    d = Daemon(sets=COLD + ["pool.workspace_images=0"])
     try:
         s = sid()
         status, res = run(d, s, "print(1)")

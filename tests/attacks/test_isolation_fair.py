@@ -305,6 +305,11 @@ def test_row_12_abstract_sockets_are_per_sandbox():
 
 # ---- row 6, per sandbox: one quota and one memory limit for all its contexts ----
 
+# These count every sandbox group of the daemon: no warm sandboxes (their
+# groups, each holding a started kernel) beside the test's own. The warm
+# path's own check of the shared limit: tests/api/test_warm_runtime.py.
+NO_WARM = ("sandbox.warm_runtime=0",)
+
 def daemon_root(pid, ctrl):
     """The daemon's cgroup root in controller ctrl's v1 hierarchy, or its
     unified (v2) group."""
@@ -334,7 +339,7 @@ SPIN = "import subprocess\np = subprocess.Popen(['sh', '-c', 'while :; do :; don
 
 
 def test_row_06_sandbox_quota_covers_all_its_contexts():
-    d = daemon("sandbox.cpu_quota_percent=40", "limits.cpu_ms=60000", "pool.size=0", "pool.zygote=false")
+    d = daemon("sandbox.cpu_quota_percent=40", "limits.cpu_ms=60000", "pool.size=0", "pool.zygote=false", *NO_WARM)
     try:
         a, b = sid(), sid()
         for c in (new_context(d, a), new_context(d, a)):
@@ -361,7 +366,7 @@ def test_row_06_sandbox_quota_covers_all_its_contexts():
 
 
 def test_row_06_sandbox_memory_limit_across_contexts():
-    d = daemon("sandbox.memory_bytes=160M", "pool.size=0", "pool.zygote=false")
+    d = daemon("sandbox.memory_bytes=160M", "pool.size=0", "pool.zygote=false", *NO_WARM)
     try:
         a, b = sid(), sid()
         c1, c2 = new_context(d, a), new_context(d, a)
@@ -390,7 +395,7 @@ def test_row_06_sandbox_memory_limit_across_contexts():
 
 
 def test_row_06_sandbox_group_removed_with_the_sandbox():
-    d = daemon("pool.size=0", "pool.zygote=false")
+    d = daemon("pool.size=0", "pool.zygote=false", *NO_WARM)
     try:
         a, b = sid(), sid()
         assert value(sbx(d, a, "1", contextId=new_context(d, a))) == "1"

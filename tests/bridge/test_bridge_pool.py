@@ -14,6 +14,10 @@ import pytest
 
 from bridge_common import FAST_LIMITS, Daemon, api, exec_sse, new_sandbox
 
+# The runtime API's warm sandboxes (a warm class, sandbox.warm_runtime) off:
+# they would take room under the caps and images these tests count.
+NO_RT = FAST_LIMITS + ["sandbox.warm_runtime=0"]
+
 KEY = "p00l-k3y"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 REFRESH_MS = 200
@@ -66,7 +70,7 @@ def still(d, pred, seconds, headers=AUTH):
 
 @pytest.fixture(scope="module")
 def pooled():
-    d = Daemon(env=pool_env(2, SANDBOX_API_KEY=KEY))
+    d = Daemon(sets=NO_RT, env=pool_env(2, SANDBOX_API_KEY=KEY))
     yield d
     d.cleanup()
 
@@ -190,7 +194,7 @@ def test_shutdown_prewarmed_empties_and_prime_refills(pooled):
 
 
 def test_max_instances_bounds_warm_plus_assigned():
-    d = Daemon(env=pool_env(2, WARM_POOL_MAX_INSTANCES=2, WARM_POOL_SCALE_BATCH_SIZE=99))
+    d = Daemon(sets=NO_RT, env=pool_env(2, WARM_POOL_MAX_INSTANCES=2, WARM_POOL_SCALE_BATCH_SIZE=99))
     try:
         st = wait_stats(d, lambda s: s["warm"] == 2, headers=None)
         assert st["maxInstances"] == 2
@@ -215,7 +219,7 @@ def test_max_instances_bounds_warm_plus_assigned():
 
 def test_warm_sandboxes_never_take_a_tenants_place():
     # Two sandboxes at most: the pool fills both slots, yet two tenants fit.
-    d = Daemon(sets=FAST_LIMITS + ["sandbox.max_sandboxes=2"], env=pool_env(2))
+    d = Daemon(sets=NO_RT + ["sandbox.max_sandboxes=2"], env=pool_env(2))
     try:
         wait_stats(d, lambda s: s["warm"] == 2, headers=None)
         for name in ("tenant-one", "tenant-two"):
@@ -237,7 +241,7 @@ def test_a_restart_adopts_warm_sandboxes_or_removes_them():
     tmp = tempfile.mkdtemp(prefix="sandboxd-pool-")
     d = None
     try:
-        d = Daemon(data_dir=tmp, env=pool_env(2))
+        d = Daemon(sets=NO_RT, data_dir=tmp, env=pool_env(2))
         wait_stats(d, lambda s: s["warm"] == 2, headers=None)
         tenant = new_sandbox(d)
         assert exec_sse(d, tenant, ["sh", "-c", "echo mine > f"])[5] == 0
@@ -247,7 +251,7 @@ def test_a_restart_adopts_warm_sandboxes_or_removes_them():
         # A crash (no clean shutdown): the next run adopts the same warm
         # sandboxes, it does not make new ones.
         d.stop(sig=signal.SIGKILL)
-        d = Daemon(data_dir=tmp, env=pool_env(2))
+        d = Daemon(sets=NO_RT, data_dir=tmp, env=pool_env(2))
         st = wait_stats(d, lambda s: s["warm"] == 2, headers=None)
         assert st["assigned"] == 1
         assert images(d) == warm | {tenant}
@@ -261,7 +265,7 @@ def test_a_restart_adopts_warm_sandboxes_or_removes_them():
         d.stop()
         # The pool disabled: the warm ones left behind are destroyed (rows
         # and images); the tenants' stay.
-        d = Daemon(data_dir=tmp)
+        d = Daemon(sets=NO_RT, data_dir=tmp)
         wait_images(d, lambda ids: ids == {tenant, taken})
         st = stats(d, headers=None)
         assert (st["warm"], st["assigned"]) == (0, 2)
@@ -276,7 +280,7 @@ def test_a_restart_adopts_warm_sandboxes_or_removes_them():
 
 
 def test_warm_sandboxes_never_expire_but_taken_ones_do():
-    d = Daemon(sets=FAST_LIMITS + ["sandbox.idle_ttl_ms=600"], env=pool_env(2))
+    d = Daemon(sets=NO_RT + ["sandbox.idle_ttl_ms=600"], env=pool_env(2))
     try:
         wait_stats(d, lambda s: s["warm"] == 2, headers=None)
         warm = images(d)

@@ -152,11 +152,15 @@ static void h_ready(struct http_request *req, struct http_response *res)
                 res->retry_after = 1;
                 return;
         }
-        http_json(res, 200, json_pack("{s:s, s:s, s:I, s:o, s:I}", "status", "ready", "cgroup",
+        struct sbx_warm_runtime_stats w;
+        sbx_warm_runtime_stats(app->sandboxes, &w);
+        http_json(res, 200, json_pack("{s:s, s:s, s:I, s:o, s:I, s:{s:I, s:I, s:I}}", "status", "ready", "cgroup",
                                       cgroup_backend_name(engine_cgroup_backend(app->engine)), "uptimeMs",
                                       (json_int_t)(wall_ms() - app->started_ms), "pools",
                                       pool_stats_json(app->engine), "residentContexts",
-                                      (json_int_t)sbx_resident_count(app->sandboxes)));
+                                      (json_int_t)sbx_resident_count(app->sandboxes), "warmSandboxes", "ready",
+                                      (json_int_t)w.ready, "taken", (json_int_t)w.taken, "adopted",
+                                      (json_int_t)w.adopted));
 }
 
 static const struct route routes[] = {

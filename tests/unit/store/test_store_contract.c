@@ -223,6 +223,42 @@ TEST(contract_sandbox_host_ids)
         store_close(s);
 }
 
+/* A warm sandbox taken under a tenant's id: the row moves, host id and
+ * all, and the old one is gone (two rows never share a host id). */
+TEST(contract_sandbox_rekey)
+{
+        struct store *s = open_store();
+        struct sandbox_row row = { .created_at = 1, .last_used = 1, .host_id = 3000000007U };
+        struct sandbox_row got = {};
+        uint32_t idv = 0;
+
+        put_sandbox(s, "rk-old", 1, 0);
+        ASSERT_OK(store_sandbox_get(s, id("rk-old"), &got));
+        row = got;
+        got.env_json = NULL;
+        row.host_id = 3000000007U;
+        ASSERT_OK(store_sandbox_put(s, &row));
+        snprintf(row.id, sizeof(row.id), "%s", id("rk-new"));
+        snprintf(row.warm_class, sizeof(row.warm_class), "moved");
+        ASSERT_OK(store_sandbox_rekey(s, id("rk-old"), &row));
+        ASSERT_EQ(store_sandbox_get(s, id("rk-old"), &got), -ENOENT);
+        ASSERT_OK(store_sandbox_get(s, id("rk-new"), &got));
+        ASSERT_EQ(got.host_id, 3000000007U);
+        ASSERT_STREQ(got.warm_class, "moved");
+        sandbox_row_done(&got);
+        /* The host id is held once: the next free one is its successor. */
+        ASSERT_OK(store_sandbox_free_host_id(s, 3000000007U, 2, &idv));
+        ASSERT_EQ(idv, 3000000008U);
+        /* An old row already gone is no error; a bad id is. */
+        snprintf(row.id, sizeof(row.id), "%s", id("rk-new2"));
+        ASSERT_OK(store_sandbox_rekey(s, id("rk-none"), &row));
+        ASSERT_EQ(store_sandbox_rekey(s, "", &row), -EINVAL);
+        ASSERT_OK(store_sandbox_delete(s, id("rk-new")));
+        ASSERT_OK(store_sandbox_delete(s, id("rk-new2")));
+        sandbox_row_done(&row);
+        store_close(s);
+}
+
 TEST(contract_sandbox_put_keeps_contexts)
 {
         struct store *s = open_store();
