@@ -355,7 +355,10 @@ static void sandbox_options_from_config(const struct config *cfg, struct sandbox
                 .journal_sync_ms = cfg->journal_sync_ms,
                 .max_sandboxes = cfg->max_sandboxes,
                 .max_disk_bytes = cfg->max_disk_bytes,
-                .warm_runtime = cfg->warm_runtime,
+                /* Not in cluster mode: a take re-keys a row that placement
+                 * and the lease epoch own, and heartbeats would count the
+                 * warm sandboxes as load (docs/contexts.md). */
+                .warm_runtime = cfg->cluster_node_id[0] ? 0 : cfg->warm_runtime,
                 .workspace_bytes = cfg->workspace_bytes,
                 .workspace_inodes = cfg->workspace_inodes,
                 .workspace_images = cfg->workspace_images,
