@@ -2,8 +2,10 @@
 measured in one run with the rows interleaved (ratios, not absolutes: the
 machine is shared):
 
-  a. a new sandbox and its first execution, with ready workspace images
-     (pool.workspace_images, default 4) and without (0): the runtime API's
+  a. a new sandbox and its first execution, with warm sandboxes (the
+     runtime API's sandbox.warm_runtime, default 2: a prepared sandbox with
+     a started python kernel), with ready workspace images only
+     (pool.workspace_images, default 4) and without either: the runtime API's
      `POST /languages/python/sandboxes/<new id>/execute` of `print(1)`, and
      the bridge's `POST /v1/sandbox` + `POST /v1/sandbox/:id/exec` of
      `echo 1`; a third daemon runs as before this change (no image pool,
@@ -36,12 +38,14 @@ BEGIN, END = "<!-- fast:begin -->", "<!-- fast:end -->"
 PROFILES = {"full": dict(ws_n=30, new_n=30, new_rounds=5, new_budget_s=150, ctx_n=300, ctx_rounds=6, ctx_budget_s=60),
             "quick": dict(ws_n=3, new_n=3, new_rounds=1, new_budget_s=20, ctx_n=20, ctx_rounds=2, ctx_budget_s=10)}
 DAEMONS = {"pool": [],
-           "nopool": ["pool.workspace_images=0"],
-           "before": ["pool.workspace_images=0", "sandbox.journal_sync=always"],
+           "images": ["sandbox.warm_runtime=0"],
+           "nopool": ["pool.workspace_images=0", "sandbox.warm_runtime=0"],
+           "before": ["pool.workspace_images=0", "sandbox.journal_sync=always", "sandbox.warm_runtime=0"],
            "none": ["sandbox.journal_sync=none"]}
-NEW_ROWS = [("api-pool", "runtime API, ready images (default)"),
-            ("api-nopool", "runtime API, pool.workspace_images=0"),
-            ("api-before", "runtime API, as before (no images, journal_sync=always)"),
+NEW_ROWS = [("api-pool", "runtime API, warm sandboxes (default, `sandbox.warm_runtime=2`)"),
+            ("api-images", "runtime API, sandbox.warm_runtime=0: ready images only"),
+            ("api-nopool", "runtime API, sandbox.warm_runtime=0, pool.workspace_images=0"),
+            ("api-before", "runtime API, as before (no warm sandboxes, no images, journal_sync=always)"),
             ("bridge-pool", "bridge, ready images (default)"),
             ("bridge-nopool", "bridge, pool.workspace_images=0"),
             ("bridge-before", "bridge, as before (no images, journal_sync=always)")]
@@ -52,9 +56,25 @@ CTX_ROWS = [("group", "sandbox.journal_sync=group (default)"),
             ("always", "sandbox.journal_sync=always (fsync per cell, as before)")]
 
 
+def warm_ready(daemon, timeout=30):
+    """Untimed: waits until the daemon's warm sandboxes (GET /ready
+    warmSandboxes, when it keeps any) are all ready again, then lets it go
+    idle: a sample is a new sandbox on an idle daemon whose pools are full."""
+    want = 0 if any(kv.startswith("sandbox.warm_runtime=0") for kv in daemon.sets) else 2
+    deadline = time.monotonic() + timeout
+    while want:
+        status, st = daemon.client.request("GET", "/ready")
+        if status == 200 and st.get("warmSandboxes", {}).get("ready", 0) >= want:
+            break
+        if time.monotonic() > deadline:
+            raise BenchError(f"warm sandboxes not ready within {timeout} s: {st.get('warmSandboxes')}")
+        time.sleep(0.01)
+    daemon.settle()
+
+
 def new_api(daemon):
     def fn():
-        daemon.settle()
+        warm_ready(daemon)
         sid = "fp" + uuid.uuid4().hex[:12]
         t0 = time.perf_counter()
         status, res = daemon.client.request("POST", f"/languages/python/sandboxes/{sid}/execute", {"code": "print(1)"})
@@ -111,10 +131,11 @@ def measure(p, work, binary, out):
         for d in ds.values():
             d.settle()
         # One untimed new sandbox each: one-time costs (first cgroup, caches) out of the figures.
-        for k in ("pool", "nopool", "before"):
+        for k in ("pool", "images", "nopool", "before"):
             new_api(ds[k])()
+        for k in ("pool", "nopool", "before"):
             new_bridge(ds[k])()
-        rows = [V(f"api-{k}", new_api(ds[k]), p["new_n"]) for k in ("pool", "nopool", "before")]
+        rows = [V(f"api-{k}", new_api(ds[k]), p["new_n"]) for k in ("pool", "images", "nopool", "before")]
         rows += [V(f"bridge-{k}", new_bridge(ds[k]), p["new_n"]) for k in ("pool", "nopool", "before")]
         out["new"] = {k: summary(v) for k, v in
                       interleaved(rows, p["new_rounds"], 0, p["new_budget_s"]).items() if v}
