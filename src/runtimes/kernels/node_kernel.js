@@ -477,18 +477,27 @@ function runGuest(req) {
   return { value, isAsync: prep.isAsync, hasResult: prep.hasResult };
 }
 
+function sameEnv(env) {
+  const have = Object.keys(process.env);
+  const want = Object.keys(env);
+  if (have.length !== want.length) return false;
+  for (let i = 0; i < have.length; i++) {
+    const v = env[want[i]];
+    if (have[i] !== want[i] || typeof v !== 'string' || process.env[have[i]] !== v) return false;
+  }
+  return true;
+}
+
 function applyEnvAndCwd(req) {
   const env = req.env && typeof req.env === 'object' ? req.env : {};
-  // Each process.env write is a setenv(3) through a C++ interceptor: only the
-  // keys that go or change are touched (usually none: the daemon's env repeats).
-  for (const k of Object.keys(process.env)) {
-    if (!Object.prototype.hasOwnProperty.call(env, k)) delete process.env[k];
-  }
-  for (const [k, v] of Object.entries(env)) {
-    try {
-      const s = String(v);
-      if (process.env[k] !== s) process.env[k] = s;
-    } catch { /* invalid name */ }
+  // Each process.env write is a setenv(3) through a C++ interceptor: an env
+  // that already is the requested one, keys in the same order, is left alone
+  // (the usual case: a pool member booted with the env the daemon sends).
+  if (!sameEnv(env)) {
+    for (const k of Object.keys(process.env)) delete process.env[k];
+    for (const [k, v] of Object.entries(env)) {
+      try { process.env[k] = String(v); } catch { /* invalid name */ }
+    }
   }
   if (typeof req.cwd === 'string' && req.cwd) process.chdir(req.cwd);
 }
