@@ -257,6 +257,22 @@ join(',', $<, hex($st{CapEff}), $st{NoNewPrivs}, $st{Seccomp}, scalar(@pids) < 1
         d.cleanup()
 
 
+def test_warmed_pool_members_get_fresh_randomness():
+    """Pool members forked from the perl template seed in their warm-up
+    (after the fork) and skip the request's reseed: still one sequence each."""
+    d = Daemon(sets=["pool.size=2", "limits.wall_ms=4000"])
+    try:
+        pl = []
+        for _ in range(6):
+            deadline = time.time() + 20
+            while _perl_pool(d)["ready"] < 1 and time.time() < deadline:
+                time.sleep(0.05)
+            pl.append(d.execute("perl", "join ',', map { int(rand(2**31)) } 1..2")["results"][0]["text"])
+        assert len(set(pl)) == 6, pl
+    finally:
+        d.cleanup()
+
+
 def test_template_children_get_fresh_randomness_and_real_signals():
     """Executors are forked below the interpreter (the fork-server shim), so
     the kernels must reseed, and the executor must not be its namespace's

@@ -669,3 +669,47 @@ def test_ruby_repl(repl):
     assert ok(k.run("class Foo; def hi = 'hi'; end; nil", replay=True)) == []
     assert ok(k.run("Foo.new.hi")) == [{"text": "\"hi\""}]
     assert k.close() == 0
+
+
+# ---------------------------------------------------------------------------------------
+# The daemon's request shape (compact JSON, raw UTF-8: the Perl kernel's fast path, which
+# must decode exactly like JSON::PP) and an environment that changes between requests (the
+# kernels skip rewriting an environment that already is the requested one).
+
+ESCAPES = {
+    "perl": 'my $s = "\u00e9\u20ac\t\\\\\\"/";\n[$s, length($s), $ENV{FOO}, join(",", sort keys %ENV)]',
+    "javascript": 'var s = "\u00e9\u20ac\t\\\\\\"/";\n[s, s.length, process.env.FOO ?? null,'
+                  ' Object.keys(process.env).join(",")]',
+    "ruby": 's = "\u00e9\u20ac\t\\\\\\"/"\n[s, s.bytesize, ENV["FOO"], ENV.keys.join(",")]',
+}
+
+
+def send_raw(k, line):
+    k.sock.sendall(line + b"\n")
+    resp = k._read_line()
+    k._drain()
+    k.out = {"stdout": b"", "stderr": b""}
+    return resp
+
+
+@pytest.mark.parametrize("lang", sorted(ESCAPES))
+def test_compact_requests_with_escapes_and_changing_env(lang, repl):
+    k = repl(lang)
+    code = ESCAPES[lang]
+    length = 6 if lang == "javascript" else 9  # characters / UTF-8 bytes
+    sorted_keys = lang == "perl"
+    for env, foo, keys in [({"FOO": "1", "PATH": "/usr/bin:/bin"}, "1", "FOO,PATH"),
+                           ({"PATH": "/usr/bin:/bin", "FOO": "2"}, "2", "PATH,FOO"),
+                           ({"PATH": "/usr/bin:/bin", "FOO": "2"}, "2", "PATH,FOO"),
+                           ({}, None, "")]:
+        req = {"code": code, "env": env, "cwd": k.workspace, "resultLimit": 65536,
+               "typescript": False, "replay": False}
+        want = [{"json": ["\u00e9\u20ac\t\\\"/", length, foo, "FOO,PATH" if keys and sorted_keys else keys]}]
+        lines = [json.dumps(req, separators=(",", ":"), ensure_ascii=False).encode(),
+                 json.dumps(req, separators=(",", ":")).encode().replace(b"/", b"\\/"),
+                 json.dumps(req).encode()]
+        for line in lines:
+            assert ok(send_raw(k, line)) == want, line
+    # Shapes the fast path leaves to JSON::PP: still answered, or refused as bad requests.
+    assert ok(send_raw(k, b'{"code":"1+1","resultLimit":6.5e4,"env":{"A":"\\ud83d\\ude00"}}')) == [{"text": "2"}]
+    assert err(send_raw(k, b'{"code":"1+1",}'))["name"] == "EngineError"

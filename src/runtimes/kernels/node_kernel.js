@@ -477,11 +477,27 @@ function runGuest(req) {
   return { value, isAsync: prep.isAsync, hasResult: prep.hasResult };
 }
 
+function sameEnv(env) {
+  const have = Object.keys(process.env);
+  const want = Object.keys(env);
+  if (have.length !== want.length) return false;
+  for (let i = 0; i < have.length; i++) {
+    const v = env[want[i]];
+    if (have[i] !== want[i] || typeof v !== 'string' || process.env[have[i]] !== v) return false;
+  }
+  return true;
+}
+
 function applyEnvAndCwd(req) {
   const env = req.env && typeof req.env === 'object' ? req.env : {};
-  for (const k of Object.keys(process.env)) delete process.env[k];
-  for (const [k, v] of Object.entries(env)) {
-    try { process.env[k] = String(v); } catch { /* invalid name */ }
+  // Each process.env write is a setenv(3) through a C++ interceptor: an env
+  // that already is the requested one, keys in the same order, is left alone
+  // (the usual case: a pool member booted with the env the daemon sends).
+  if (!sameEnv(env)) {
+    for (const k of Object.keys(process.env)) delete process.env[k];
+    for (const [k, v] of Object.entries(env)) {
+      try { process.env[k] = String(v); } catch { /* invalid name */ }
+    }
   }
   if (typeof req.cwd === 'string' && req.cwd) process.chdir(req.cwd);
 }
@@ -620,9 +636,16 @@ function serveNext() {
 installConsole();
 trackStdStreams();
 installGlobals();
-// Warm up the real path once (acorn, vm compile) so the first request pays
-// no lazy loading, then announce readiness.
-runCell({ code: '1+1', env: { ...process.env } }).then(() => {
+// Warm up the real path (request parse, acorn, vm compile, answer) so the
+// first request pays no lazy loading, then announce readiness. A once-mode
+// kernel serves one request, all of it in V8's interpreter: repeating the
+// warm-up feeds the inline caches and gets the hot functions (acorn's above
+// all) baseline-compiled before the request, not during it.
+const WARMUP_RUNS = 20;
+(async () => {
+  const sample = kJSON.stringify({ code: '1+1', env: { ...process.env }, cwd: process.cwd(), resultLimit: 65536 });
+  for (let i = 0; i < WARMUP_RUNS; i++) await runCell(kJSON.parse(sample));
+})().then(() => {
   send('{"ready":true}');
   serveNext();
 });

@@ -22,6 +22,7 @@ use JSON::PP ();
 
 our $guest_code;
 my $KERNEL_PID = $$;
+my $seeded_after_fork;
 
 # `exit` in guest code ends the cell, not the kernel (exit 0: no error). A forked guest
 # child really exits.
@@ -33,10 +34,14 @@ BEGIN {
     };
 }
 
-# POSIX is loaded only when needed (start-up time).
 sub hard_exit { require POSIX; POSIX::_exit($_[0]); }
 
 my $MODE = $ARGV[0] // 'once';
+# A once-mode kernel ends with hard_exit right after its answer: loading POSIX
+# there costs milliseconds of CPU per request (the daemon is still replying),
+# so it is loaded at boot, before `ready` (in a template: once for all its
+# forks). A repl kernel exits at teardown only, where start-up time matters more.
+require POSIX if $MODE ne 'repl';
 # A template (docs/kernel-protocol.md) is a once-mode kernel whose first read
 # of fd 3 becomes the fork server (libsandboxd-forkserver is preloaded). Its
 # executors are forks perl never saw: perl caches $$ and only its own fork()
@@ -62,6 +67,9 @@ binmode($ctl);
 }
 
 # Wire JSON: requests are decoded to character strings, responses encoded as UTF-8.
+# JSON::PP is pure Perl (decoding one request line costs ~0.1-0.3 ms), so the
+# daemon's own request shape has a fast path (fast_request) and the answer is
+# built by hand (json_string, encode_response); JSON::PP judges everything else.
 my $WIRE = JSON::PP->new->utf8->canonical;
 # Result JSON: byte strings in guest data are emitted unchanged (normally UTF-8 already).
 my $RESULT_JSON = JSON::PP->new->latin1->canonical->allow_nonref;
@@ -166,17 +174,115 @@ sub error_of {
     return { name => to_chars($name), message => to_chars($msg), traceback => [] };
 }
 
+my %ESCAPE = ('"' => '\"', '\\' => '\\\\', "\n" => '\n', "\r" => '\r', "\t" => '\t',
+              "\f" => '\f', "\b" => '\b');
+
+# A JSON string literal of characters (as JSON::PP writes it: only '"', '\' and
+# control characters escaped).
+sub json_string {
+    my ($s) = @_;
+    $s =~ s/(["\\\x00-\x1f])/$ESCAPE{$1} \/\/ sprintf('\\u%04x', ord $1)/ge;
+    return '"' . $s . '"';
+}
+
 sub encode_response {
     my ($results_json, $error, $cwd) = @_;    # $results_json: characters
-    my $tail = $WIRE->encode({ error => $error, cwd => to_chars($cwd) });    # UTF-8 bytes
-    # $tail is '{"cwd":...,"error":...}'; splice the results in front.
-    utf8::encode($results_json);
-    return '{"results":' . $results_json . ',' . substr($tail, 1);
+    my $err = 'null';
+    if ($error) {    # traceback is always [] in this kernel
+        $err = '{"message":' . json_string($error->{message}) . ',"name":' . json_string($error->{name})
+            . ',"traceback":[]}';
+    }
+    my $line = '{"results":' . $results_json . ',"cwd":' . json_string(to_chars($cwd)) . ',"error":' . $err . '}';
+    utf8::encode($line);    # characters → UTF-8 bytes
+    return $line;
+}
+
+# The daemon's requests (compact JSON, one flat object whose values are
+# strings, integers, booleans, null, or — env — a flat object of strings)
+# decoded without JSON::PP: a hash like JSON::PP's (booleans as 1/0), or
+# undef for anything else, which JSON::PP then decodes or rejects.
+my %UNESCAPE = ('"' => '"', '\\' => '\\', '/' => '/', b => "\b", f => "\f", n => "\n", r => "\r",
+                t => "\t");
+
+# The raw contents of the string literal at pos($$ref), pos moved past it; or
+# undef. (index, not a regex: a regex group repeated per escape stops at
+# 65534 repetitions, and long code has that many.)
+sub scan_string {
+    my ($ref) = @_;
+    my $start = pos($$ref) // 0;
+    return undef unless substr($$ref, $start, 1) eq '"';
+    my $i = $start + 1;
+    while (1) {
+        my $q = index($$ref, '"', $i);
+        return undef if $q < 0;
+        my $k = $q;
+        $k-- while substr($$ref, $k - 1, 1) eq '\\';
+        if (($q - $k) % 2 == 0) {    # not escaped
+            pos($$ref) = $q + 1;
+            return substr($$ref, $start + 1, $q - $start - 1);
+        }
+        $i = $q + 1;
+    }
+}
+
+# A string literal's contents as characters, or undef (raw control characters,
+# invalid UTF-8, unknown escapes, surrogate escapes: JSON::PP's to judge).
+sub json_chars {
+    my ($s) = @_;
+    return undef if $s =~ /[\x00-\x1f]/ || !utf8::decode($s);
+    return $s if index($s, '\\') < 0;
+    my $bad;
+    $s =~ s{\\(?:u([0-9a-fA-F]{4})|([\"\\/bfnrt]))?}{
+        if (defined $2) { $UNESCAPE{$2} }
+        elsif (defined $1 && (hex($1) & 0xF800) != 0xD800) { chr(hex $1) }
+        else { $bad = 1; '' }
+    }ge;
+    return $bad ? undef : $s;
+}
+
+# Members of the object at pos($$ref) (just past its '{') up to its '}'. One
+# regex per member for the common shapes (sub calls cost as much as matching).
+sub fast_members {
+    my ($ref, $strings_only) = @_;
+    my %h;
+    return \%h if $$ref =~ /\G\}/gc;
+    while (1) {
+        $$ref =~ /\G"([^"\\\x00-\x1f]*+)":(?:"([^"\\\x00-\x1f]*+)"|(-?(?:0|[1-9][0-9]{0,14})(?=[,}])|true|false|null)|(\{))?/gc
+            or return undef;
+        my ($key, $str, $lit, $obj) = ($1, $2, $3, $4);
+        return undef unless utf8::decode($key);
+        if (defined $str) {
+            return undef unless utf8::decode($str);
+            $h{$key} = $str;
+        } elsif (defined $lit || defined $obj) {
+            return undef if $strings_only;
+            $h{$key} = !defined $lit ? (fast_members($ref, 1) // return undef)
+                : $lit eq 'true' ? 1 : $lit eq 'false' ? 0 : $lit eq 'null' ? undef : $lit + 0;
+        } else {    # a string with escapes (code usually has some)
+            my $raw = scan_string($ref) // return undef;
+            $h{$key} = json_chars($raw) // return undef;
+        }
+        next if $$ref =~ /\G,/gc;
+        return \%h if $$ref =~ /\G\}/gc;
+        return undef;
+    }
+}
+
+sub fast_request {
+    my ($ref) = @_;
+    pos($$ref) = 0;
+    return undef unless $$ref =~ /\G\{/gc;
+    my $req = fast_members($ref, 0);
+    return defined $req && $$ref =~ /\G\n?\z/gc ? $req : undef;
 }
 
 sub handle {
     my ($req) = @_;
-    if ($req->{reseed}) { srand(); }
+    # A pool member's warm-up runs after its fork (docs/kernel-protocol.md):
+    # seeding there already gave this process its own sequence, so the real
+    # request's reseed costs nothing (srand reads /dev/urandom: 3 syscalls).
+    if ($req->{warmup}) { srand(); $seeded_after_fork = 1; }
+    elsif ($req->{reseed} && !$seeded_after_fork) { srand(); }
     my $env = ref $req->{env} eq 'HASH' ? $req->{env} : {};
     my %new;
     for my $k (keys %$env) {
@@ -239,7 +345,7 @@ sub handle {
     }
     my $entry = $kind eq 'json'
         ? '[{"json":' . $payload . '}]'
-        : '[{"text":' . JSON::PP->new->allow_nonref->encode($payload) . '}]';
+        : '[{"text":' . json_string($payload) . '}]';
     return encode_response($entry, undef, confined_cwd());
 }
 
@@ -251,7 +357,7 @@ sub main {
         my $line = read_line();
         last unless defined $line;
         next unless $line =~ /\S/;
-        my $req = eval { $WIRE->decode($line) };
+        my $req = fast_request(\$line) // eval { $WIRE->decode($line) };
         if (ref $req ne 'HASH') {
             my $msg = $@ || 'request must be an object';
             $msg =~ s/\s+\z//;

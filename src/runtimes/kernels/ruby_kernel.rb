@@ -107,6 +107,11 @@ module SandboxKernel
     end
 
     def replace_env(env)
+      # Every ENV write is a setenv(3): an environment that already is the
+      # requested one, keys in the same order, is left alone (the usual case: a
+      # pool member booted with the env the daemon sends).
+      return if ENV.to_a == env.to_a
+
       ENV.clear
       env.each do |k, v|
         ENV[k.to_s] = v.to_s
