@@ -146,14 +146,17 @@ def test_put_again_is_a_new_version_and_drops_its_warm_sandboxes(snap):
 def cgroup_limits(daemon_pid, run):
     """While run() executes code in a sandbox, the memory limit and CPU
     quota (fraction of a CPU) of the sandbox's cgroup, read on the host:
-    the parent group of a jail process of this daemon."""
+    the parent group of a jail process of this daemon that run() started
+    (processes older than run() — the warm sandboxes' idle kernels, pool
+    members — are someone else's)."""
     found = {}
+    older = set(filter(str.isdigit, os.listdir("/proc")))
     t = threading.Thread(target=run)
     t.start()
     marker = f"/sandboxd-{daemon_pid}-"
     deadline = time.time() + 15
     while not found and time.time() < deadline and t.is_alive():
-        for pid in filter(str.isdigit, os.listdir("/proc")):
+        for pid in set(filter(str.isdigit, os.listdir("/proc"))) - older:
             try:
                 with open(f"/proc/{pid}/cgroup") as f:
                     lines = f.read().splitlines()
