@@ -69,6 +69,7 @@ void env_merge(json_t *base, json_t *delta)
 void sandbox_free(struct sandbox_mgr *m, struct sandbox *s)
 {
         sessions_free(s);
+        spare_drop(m, s);
         while (s->contexts) {
                 struct context *c = s->contexts;
                 s->contexts = c->next;
@@ -549,6 +550,7 @@ static int sandbox_teardown(struct sandbox_mgr *m, struct sandbox *s, bool delet
                         kproc_kill(c->kp);
         }
         sessions_kill(s);
+        spare_drop(m, s);
         sandbox_jails_kill(s);
         mounts_drop_all(s);
         int r = delete_row ? store_sandbox_delete(m->store, s->row.id) : 0;
