@@ -12,7 +12,8 @@
  * matches what the command would get (spare_take), else it is dropped and
  * the command spawns cold; anything that changes the site explicitly drops
  * it too (mounts, deletion, unload, shutdown). One command per spare, so
- * every command still gets a jail no command ran in before.
+ * every command still gets a jail no command ran in before. A sandbox with
+ * bucket mounts gets none (spare_make says why).
  *
  * Idle sandboxes hold none: a spare older than SPARE_IDLE_MS without a
  * command is dropped, so only the recently used and the warm keep one. Its
@@ -91,7 +92,10 @@ struct proc *spare_take(struct sandbox_mgr *m, struct sandbox *s, const struct c
 static void spare_make(struct sandbox_mgr *m, struct sandbox *s)
 {
         bool stdin_pipe = s->spare_stdin_pipe, side_channel = s->spare_side_channel;
-        if (s->deleted || s->spare || !s->ws.mounted)
+        /* A bucket mount's point is resolved in the workspace when the jail
+         * is built, and the guest may move directories on its way after
+         * that: such a sandbox's commands are built cold, when they run. */
+        if (s->deleted || s->spare || !s->ws.mounted || s->mounts)
                 return;
         struct err err = { 0 };
         _cleanup_(command_site_done) struct command_site cs;
