@@ -64,11 +64,9 @@ struct proc *spare_take(struct sandbox_mgr *m, struct sandbox *s, const struct c
         struct proc *p = s->spare;
         if (!p || memcmp(&k, &s->spare_key, sizeof(k)) != 0) {
                 __atomic_fetch_add(&m->spares.misses, 1, __ATOMIC_RELAXED);
-                /* Kept for a command of its shape only if the site is the same. */
-                k.stdin_pipe = s->spare_key.stdin_pipe;
-                k.side_channel = s->spare_key.side_channel;
-                if (p && memcmp(&k, &s->spare_key, sizeof(k)) != 0)
-                        spare_drop(m, s);
+                /* Stale, or of another stdin shape: the next one is built
+                 * for this command's (spare_want). */
+                spare_drop(m, s);
                 return NULL;
         }
         s->spare = NULL;

@@ -207,3 +207,24 @@ def test_warm_pool_sandboxes_come_with_a_spare():
         assert not base & daemon_children(dm)
     finally:
         dm.cleanup()
+
+
+def test_a_spare_follows_the_commands_shape(d):
+    """A session's command (fd 3: its state channel) and a plain one get
+    different jails: a spare of the other shape is dropped (a miss, the
+    command cold) and the next spare has the latest command's shape."""
+    sid = mk(d)
+    run(d, sid, "true")
+    wait_held(d)
+    h = {"Session-Id": "sp"}
+    before = spares(d)
+    status, _, _, out, _, code = exec_sse(d, sid, ["export", "SPX=kept"], headers=h)
+    after = spares(d)
+    assert (status, code) == (200, 0), out
+    assert after["misses"] == before["misses"] + 1 and after["hits"] == before["hits"], (before, after)
+    wait_held(d)
+    before = spares(d)
+    status, _, _, out2, _, code = exec_sse(d, sid, ["printenv", "SPX"], headers=h)
+    after = spares(d)
+    assert (status, code, out2) == (200, 0, b"kept\n"), out2
+    assert after["hits"] == before["hits"] + 1, (before, after)
