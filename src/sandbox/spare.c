@@ -15,9 +15,10 @@
  * every command still gets a jail no command ran in before. A sandbox with
  * bucket mounts gets none (spare_make says why).
  *
- * Idle sandboxes hold none: a spare older than SPARE_IDLE_MS without a
- * command is dropped, so only the recently used and the warm keep one. Its
- * init and waiting launcher are two processes in the sandbox's group. */
+ * Idle sandboxes hold none: the spare of a sandbox without a command for
+ * SPARE_IDLE_MS is dropped, so only the recently used (at most SPARE_MAX)
+ * and the warm keep one. Its init and waiting launcher are two processes
+ * (and their memory) in the sandbox's group: sandbox.pids counts them. */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -28,6 +29,9 @@
 #include "sandbox/internal.h"
 
 #define SPARE_IDLE_MS (60 * 1000)
+/* At most this many at once (a burst over many sandboxes): each is two
+ * processes, a few hundred KiB and a mount namespace. */
+#define SPARE_MAX 256
 
 static void key_of(const struct sandbox *s, const struct command_site *cs, bool stdin_pipe, bool side_channel,
                    struct spare_key *k)
@@ -93,7 +97,8 @@ static void spare_make(struct sandbox_mgr *m, struct sandbox *s)
         /* A bucket mount's point is resolved in the workspace when the jail
          * is built, and the guest may move directories on its way after
          * that: such a sandbox's commands are built cold, when they run. */
-        if (s->deleted || s->spare || !s->ws.mounted || s->mounts)
+        if (s->deleted || s->spare || !s->ws.mounted || s->mounts ||
+            __atomic_load_n(&m->spares.held, __ATOMIC_RELAXED) >= SPARE_MAX)
                 return;
         struct err err = { 0 };
         _cleanup_(command_site_done) struct command_site cs;
