@@ -12,20 +12,10 @@ import pytest
 
 from bridge_common import FAST_LIMITS, Daemon, exec_sse, new_sandbox
 
-# What a command can observe of its jail, normalised only where two fresh
-# jails must differ anyway (as tests/api/test_shell_pool.py).
-PROBE = r"""
-echo "== status"; grep -E '^(Seccomp|Seccomp_filters|NoNewPrivs|Cap(Inh|Prm|Eff|Bnd|Amb)|Uid|Gid|Groups|Umask):' /proc/self/status
-echo "== fds"; for f in /proc/self/fd/*; do echo "${f##*/} $(readlink $f)"; done | sed -E 's/[0-9]+/N/g'
-echo "== mounts"; cut -d' ' -f4- /proc/self/mountinfo | sed -E 's/ shared:[0-9]+| master:[0-9]+//g' | sort
-echo "== net"; awk 'NR>2 {print $1}' /proc/net/dev; cat /proc/net/route | wc -l
-echo "== env"; env | grep -v '^_=' | sort
-echo "== ids"; id; hostname; pwd; umask
-echo "== limits"; ulimit -a
-echo "== cgroup"; cat /proc/self/cgroup
-echo "== init"; grep -E '^(Name|Uid|Gid|NoNewPrivs|Seccomp|CapEff):' /proc/1/status; tr '\0' ' ' < /proc/1/cmdline; echo
-echo "== fs"; ls -la /workspace /tmp | sed -E 's/[A-Z][a-z]{2} +[0-9]+ +[0-9:]+//'; df -k /workspace /tmp | awk 'NR>1 {print $1, $2, $6}'
-echo "== dev"; ls /dev | sort | tr '\n' ' '; echo
+from jail_probe import PROBE as JAIL_PROBE, sections as probe_sections  # noqa: E402
+
+# Its namespaces too: fresh ones but the sandbox's network namespace.
+PROBE = JAIL_PROBE + r"""
 echo "== ns"; for n in pid net mnt ipc uts cgroup user; do echo $n $(readlink /proc/self/ns/$n); done
 """
 
@@ -71,14 +61,7 @@ def run_cold(d, sid, script, **body):
 
 
 def sections(text):
-    out, cur = {}, None
-    for line in text.splitlines():
-        if line.startswith("== "):
-            cur = line[3:]
-            out[cur] = []
-        else:
-            out[cur].append(line)
-    return out
+    return probe_sections(text.splitlines())
 
 
 def daemon_children(d):
