@@ -80,22 +80,15 @@ def daemon_children(d):
     return kids
 
 
-@pytest.fixture(scope="module")
-def daemon():
-    dm = Daemon(sets=FAST_LIMITS)
-    yield dm
-    dm.cleanup()
-
-
 @pytest.fixture
-def d(daemon):
+def d(bridge):
     """The daemon, its sandboxes deleted after each test: held counts only
     the running test's spares."""
-    assert spares(daemon)["held"] == 0
-    yield daemon
+    assert spares(bridge)["held"] == 0
+    yield bridge
     while MADE:
-        daemon.request("DELETE", f"/v1/sandbox/{MADE.pop()}")
-    assert spares(daemon)["held"] == 0
+        bridge.request("DELETE", f"/v1/sandbox/{MADE.pop()}")
+    assert spares(bridge)["held"] == 0
 
 
 MADE = []
