@@ -480,6 +480,9 @@ void spares_stop(struct sandbox_mgr *m);
 /* Asks for a spare in s of that stdin shape, made in the background.
  * s->lock held. */
 void spare_want(struct sandbox_mgr *m, struct sandbox *s, bool stdin_pipe, bool side_channel);
+/* Builds s's spare of that shape now, on the caller's (background)
+ * thread. s->lock held. */
+void spare_make_now(struct sandbox_mgr *m, struct sandbox *s, bool stdin_pipe, bool side_channel);
 /* The spare with spec's command started in it when it was built from cs
  * and spec's shape (a stale one is dropped), else NULL. s->lock held. */
 struct proc *spare_take(struct sandbox_mgr *m, struct sandbox *s, const struct command_site *cs,

@@ -74,9 +74,11 @@ int sbx_prepare(struct sandbox_mgr *m, const char *id, struct err *err)
         if (r < 0) {
                 sandbox_wipe(m, s); /* a half-made warm sandbox is of no use */
         } else {
-                /* Its first command's jail too (the bridge's /exec shape). */
+                /* Its first command's jail too (the bridge's /exec shape),
+                 * here on the refill thread: ready means with it, and a
+                 * shed never waits for it being built. */
                 pthread_mutex_lock(&s->lock);
-                spare_want(m, s, true, false);
+                spare_make_now(m, s, true, false);
                 pthread_mutex_unlock(&s->lock);
         }
         sandbox_put(m, s);

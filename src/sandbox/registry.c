@@ -550,10 +550,12 @@ static int sandbox_teardown(struct sandbox_mgr *m, struct sandbox *s, bool delet
                         kproc_kill(c->kp);
         }
         sessions_kill(s);
-        spare_drop(m, s);
         sandbox_jails_kill(s);
         mounts_drop_all(s);
         int r = delete_row ? store_sandbox_delete(m->store, s->row.id) : 0;
+        /* After the row: a warm one no longer counts as the pool's
+         * (pool_forget) and must leave the tenants' count at once. */
+        spare_drop(m, s);
         int k = workspace_destroy(&s->ws);
         if (tenant_gone) /* a warm one never had a replica */
                 replica_forget(m, s->row.id);

@@ -117,6 +117,13 @@ static void spare_make(struct sandbox_mgr *m, struct sandbox *s)
         __atomic_fetch_add(&m->spares.held, 1, __ATOMIC_RELAXED);
 }
 
+void spare_make_now(struct sandbox_mgr *m, struct sandbox *s, bool stdin_pipe, bool side_channel)
+{
+        s->spare_stdin_pipe = stdin_pipe;
+        s->spare_side_channel = side_channel;
+        spare_make(m, s);
+}
+
 void spare_want(struct sandbox_mgr *m, struct sandbox *s, bool stdin_pipe, bool side_channel)
 {
         s->spare_stdin_pipe = stdin_pipe;
