@@ -91,9 +91,29 @@ struct proc *spare_take(struct sandbox_mgr *m, struct sandbox *s, const struct c
 }
 
 /* Builds s's spare; s->lock held. */
+/* Whether s still has what k was built from (s->lock held). */
+static bool key_current(struct sandbox_mgr *m, struct sandbox *s, const struct spare_key *k)
+{
+        /* Never a site opened for a sandbox deleted meanwhile: that would
+         * make its workspace again. */
+        if (s->deleted || s->spare || !s->ws.mounted)
+                return false;
+        struct err err = { 0 };
+        _cleanup_(command_site_done) struct command_site cs;
+        struct spare_key now;
+        int r = command_site_open(m, s, &cs, &err);
+        err_done(&err);
+        if (r < 0)
+                return false;
+        key_of(s, &cs, k->stdin_pipe, k->side_channel, &now);
+        return memcmp(&now, k, sizeof(now)) == 0;
+}
+
+/* Builds s's spare. s->lock held, but released while the jail is built
+ * (tens of ms on cgroup v1): the sandbox's other requests do not wait for
+ * it. What it was built from is checked again after. */
 static void spare_make(struct sandbox_mgr *m, struct sandbox *s)
 {
-        bool stdin_pipe = s->spare_stdin_pipe, side_channel = s->spare_side_channel;
         /* A bucket mount's point is resolved in the workspace when the jail
          * is built, and the guest may move directories on its way after
          * that: such a sandbox's commands are built cold, when they run. */
@@ -101,19 +121,31 @@ static void spare_make(struct sandbox_mgr *m, struct sandbox *s)
             __atomic_load_n(&m->spares.held, __ATOMIC_RELAXED) >= SPARE_MAX)
                 return;
         struct err err = { 0 };
+        struct spare_key k;
+        struct proc *p = NULL;
         _cleanup_(command_site_done) struct command_site cs;
         int r = command_site_open(m, s, &cs, &err);
-        struct proc_spec spec = { .io = PROC_IO_PIPES, .stdin_pipe = stdin_pipe, .side_channel = side_channel,
-                                  .limits = &cs.lim, .where = &cs.where, .deferred = true };
-        if (r == 0)
-                r = proc_spawn(m->engine, &spec, &s->spare, &err);
+        if (r == 0) {
+                key_of(s, &cs, s->spare_stdin_pipe, s->spare_side_channel, &k);
+                struct proc_spec spec = { .io = PROC_IO_PIPES, .stdin_pipe = k.stdin_pipe,
+                                          .side_channel = k.side_channel, .limits = &cs.lim, .where = &cs.where,
+                                          .deferred = true };
+                pthread_mutex_unlock(&s->lock);
+                r = proc_spawn(m->engine, &spec, &p, &err);
+                pthread_mutex_lock(&s->lock);
+        }
         if (r < 0) {
                 log_debug("msg=\"no spare jail\" sandbox=%s err=\"%s\"", s->row.id, err.msg);
                 err_done(&err);
-                s->spare = NULL;
                 return;
         }
-        key_of(s, &cs, stdin_pipe, side_channel, &s->spare_key);
+        if (!key_current(m, s, &k)) { /* deleted, mounted, changed meanwhile */
+                proc_signal(p, SIGKILL);
+                proc_bury(p);
+                return;
+        }
+        s->spare = p;
+        s->spare_key = k;
         __atomic_fetch_add(&m->spares.held, 1, __ATOMIC_RELAXED);
 }
 
