@@ -145,7 +145,7 @@ static void spare_make(struct sandbox_mgr *m, struct sandbox *s)
                 return;
         }
         s->spare = p;
-        s->spare_key = k;
+        memcpy(&s->spare_key, &k, sizeof(k)); /* padding too: memcmp'd */
         __atomic_fetch_add(&m->spares.held, 1, __ATOMIC_RELAXED);
 }
 
