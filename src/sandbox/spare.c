@@ -90,7 +90,6 @@ struct proc *spare_take(struct sandbox_mgr *m, struct sandbox *s, const struct c
         return p;
 }
 
-/* Builds s's spare; s->lock held. */
 /* Whether s still has what k was built from (s->lock held). */
 static bool key_current(struct sandbox_mgr *m, struct sandbox *s, const struct spare_key *k)
 {
