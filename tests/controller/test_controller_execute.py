@@ -161,12 +161,13 @@ def test_commands_run_in_spare_jails_that_see_what_a_cold_one_sees(ctl):
              "cut -d' ' -f4- /proc/self/mountinfo | sed -E 's/ shared:[0-9]+| master:[0-9]+//g' | sort; "
              "cat /proc/self/cgroup; env | grep -v '^_=' | sort; pwd; ls -A")
     cold = run_ok(ctl, creds, sid, probe)
-    deadline = time.monotonic() + 20
-    while ctl.get("/ready")[1]["spareJails"]["held"] < 1:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    before = ctl.get("/ready")[1]["spareJails"]
-    warm = run_ok(ctl, creds, sid, probe)
-    after = ctl.get("/ready")[1]["spareJails"]
-    assert after["hits"] == before["hits"] + 1, (before, after)
+    # Other tests' sandboxes hold spares too: run until this one's is used.
+    for _ in range(100):
+        time.sleep(0.05)
+        before = ctl.get("/ready")[1]["spareJails"]
+        warm = run_ok(ctl, creds, sid, probe)
+        if ctl.get("/ready")[1]["spareJails"]["hits"] == before["hits"] + 1:
+            break
+    else:
+        raise AssertionError("no command ran in a spare jail")
     assert warm == cold and cold["exit_code"] == 0 and "FROM_CREATE=yes" in cold["stdout"], (warm, cold)
