@@ -102,11 +102,20 @@ static struct exec_limits command_limits(const struct sandbox_mgr *m, const stru
         return lim;
 }
 
+void command_site_done(struct command_site *cs)
+{
+        mount_view_done(&cs->view);
+        if (cs->fd >= 0)
+                close(cs->fd);
+        cs->fd = -1;
+}
+
 /* Caller holds s->lock: the workspace stays mounted while the jail takes
  * its copy of the mount. */
-static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct sbx_command *cmd,
-                        const struct command_env *ce, struct proc **ret, struct err *err)
+int command_site_open(struct sandbox_mgr *m, struct sandbox *s, struct command_site *cs, struct err *err)
 {
+        cs->fd = -1;
+        cs->view.n = 0;
         int r = sandbox_open_workspace(m, s, err);
         if (r < 0)
                 return r;
@@ -117,18 +126,28 @@ static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct s
         if (r < 0 && (s->row.cpu_millis || s->row.memory_bytes))
                 return err_set(err, ERR_UNAVAILABLE, -r, "Cannot enforce the sandbox's CPU and memory limits: %s",
                                strerror(-r));
-        _cleanup_close_ int fd = open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
+        cs->fd = open(s->ws.mount, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (cs->fd < 0 || fstat(cs->fd, &cs->st) < 0)
                 return err_set(err, ERR_INTERNAL, errno, "Cannot open the workspace: %s", strerror(errno));
-        struct kproc_workspace ws = { .dir = s->ws.mount, .fd = fd };
+        cs->ws = (struct kproc_workspace){ .dir = s->ws.mount, .fd = cs->fd };
+        mount_view_take(s, &cs->view);
         /* Commands may use TCP/UDP on the sandbox's own loopback (servers
          * for its tunnels); only when it has a namespace of its own. */
-        _cleanup_(mount_view_done) struct mount_view view;
-        mount_view_take(s, &view);
-        struct kproc_where where = { .ws = &ws, .netns_fd = s->netns_fd, .host_id = s->row.host_id,
-                                     .group = s->cgroup, .allow_inet = s->netns_fd >= 0, .local_dns = s->egress != NULL,
-                                     .binds = view.binds, .nbinds = view.n };
-        struct exec_limits lim = command_limits(m, s);
+        cs->where = (struct kproc_where){ .ws = &cs->ws, .netns_fd = s->netns_fd, .host_id = s->row.host_id,
+                                          .group = s->cgroup, .allow_inet = s->netns_fd >= 0,
+                                          .local_dns = s->egress != NULL, .binds = cs->view.binds,
+                                          .nbinds = cs->view.n };
+        cs->lim = command_limits(m, s);
+        return 0;
+}
+
+static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct sbx_command *cmd,
+                        const struct command_env *ce, struct proc **ret, struct err *err)
+{
+        _cleanup_(command_site_done) struct command_site cs;
+        int r = command_site_open(m, s, &cs, err);
+        if (r < 0)
+                return r;
         struct proc_spec spec = {
                 .argv = cmd->argv,
                 .envp = ce->envp,
@@ -138,16 +157,22 @@ static int spawn_locked(struct sandbox_mgr *m, struct sandbox *s, const struct s
                 .side_channel = cmd->side_channel,
                 .rows = cmd->rows,
                 .cols = cmd->cols,
-                .limits = cmd->limits ? cmd->limits : &lim,
-                .where = &where,
+                .limits = cmd->limits ? cmd->limits : &cs.lim,
+                .where = &cs.where,
         };
         struct err why = { 0 };
-        r = proc_spawn(m->engine, &spec, ret, &why);
+        /* The sandbox's spare jail when it was built for exactly this
+         * (spare.c), else a cold one; either way a jail no command ran in. */
+        if (!cmd->pty && !cmd->limits)
+                *ret = spare_take(m, s, &cs, &spec);
+        r = *ret ? 0 : proc_spawn(m->engine, &spec, ret, &why);
         if (r == 0) {
                 struct proc_fds fds;
                 proc_fds(*ret, &fds);
                 sandbox_jail_started(s, fds.exit_fd);
                 replica_dirty_command(m, s->row.id, fds.exit_fd); /* dirty until it ends */
+                if (!cmd->pty && !cmd->limits)
+                        spare_want(m, s, cmd->stdin_pipe, cmd->side_channel);
         }
         if (r < 0) {
                 err_set(err, why.reason == ERR_INVALID ? ERR_INVALID : ERR_UNAVAILABLE, -r, "Cannot start the command (%s)",

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <sys/stat.h>
 
 #include "base/thread.h"
 #include "engine/kproc.h"
@@ -61,6 +62,20 @@ struct context {
         struct context *lru_prev, *lru_next; /* resident LRU (manager lock) */
 };
 
+/* What a sandbox's spare jail (spare.c) was built from: it serves a
+ * command only while all of it is still what the command would get. */
+struct spare_key {
+        dev_t dev;                   /* the workspace mount's root */
+        ino_t ino;
+        int netns_fd;
+        bool local_dns, stdin_pipe, side_channel;
+        uid_t host_id;
+        const struct kproc_group *group;
+        const void *mounts;          /* s->mounts' head, with nbinds */
+        size_t nbinds;
+        struct exec_limits lim;
+};
+
 struct sandbox {
         struct sandbox_row row;
         json_t *env;                 /* {string: string} */
@@ -86,6 +101,9 @@ struct sandbox {
          * its first python context adopts, started with warm_lim (s->lock). */
         struct kproc *warm_kp;
         struct exec_limits warm_lim;
+        struct proc *spare;          /* a deferred jail for its next command (spare.c; s->lock) */
+        struct spare_key spare_key;  /* what it was built from */
+        bool spare_stdin_pipe, spare_side_channel; /* the shape its next spare gets */
         struct sandbox *hnext;
 };
 
@@ -97,6 +115,15 @@ struct id_list {
 /* Appends id (dropped on ENOMEM); a store_sandbox_each_* callback. */
 void id_list_add(const char *id, void *list);
 void id_list_done(struct id_list *l);
+
+/* Spare jails (spare.c): the sandboxes that want one, made off the
+ * request path by one thread; hits and misses for the stats. */
+struct sbx_spares {
+        struct bg_thread bg;         /* its lock guards want */
+        struct id_list want;
+        uint64_t hits, misses;       /* atomic */
+        uint64_t held;               /* atomic: spares alive now */
+};
 
 /* The warm pool (pool.c). */
 struct sbx_pool {
@@ -136,6 +163,7 @@ struct sandbox_mgr {
         bool journal_dirty;          /* flusher's lock: a lazy commit not flushed yet */
         struct ws_pool *ws_pool;     /* ready workspace images; NULL: none */
         struct sbx_warm_runtime_stats warm_rt; /* manager lock (warm_runtime.c) */
+        struct sbx_spares spares;    /* spare.c */
 };
 
 /* replica_sched.c (sandbox/replica.h) */
@@ -457,3 +485,37 @@ void sandbox_jails_kill(struct sandbox *s);
 void sandbox_jails_forget(struct sandbox *s);
 /* Start-up and shutdown: no bucket mount of this data dir survives. */
 void mounts_sweep(const char *data_dir);
+
+/* command.c: where a sandbox's command runs (workspace, namespace, host id,
+ * group, mounts) and with which limits; what spawn_locked and spare.c
+ * build a jail from. Caller holds s->lock, through the spawn. */
+struct command_site {
+        int fd;                      /* O_PATH of the mounted workspace */
+        struct stat st;
+        struct kproc_workspace ws;
+        struct mount_view view;
+        struct kproc_where where;
+        struct exec_limits lim;
+};
+int command_site_open(struct sandbox_mgr *m, struct sandbox *s, struct command_site *cs, struct err *err);
+void command_site_done(struct command_site *cs);
+
+/* spare.c: one pre-spawned (deferred) jail per sandbox that ran a command
+ * recently or came from the warm pool, so its next command skips the jail
+ * build (namespaces, mounts, cgroup attach). */
+struct proc_spec;
+int spares_start(struct sandbox_mgr *m);
+void spares_stop(struct sandbox_mgr *m);
+/* Asks for a spare in s of that stdin shape, made in the background.
+ * s->lock held. */
+void spare_want(struct sandbox_mgr *m, struct sandbox *s, bool stdin_pipe, bool side_channel);
+/* Builds s's spare of that shape now, on the caller's (background)
+ * thread. s->lock held. */
+void spare_make_now(struct sandbox_mgr *m, struct sandbox *s, bool stdin_pipe, bool side_channel);
+/* The spare with spec's command started in it when it was built from cs
+ * and spec's shape (a stale one is dropped), else NULL. s->lock held. */
+struct proc *spare_take(struct sandbox_mgr *m, struct sandbox *s, const struct command_site *cs,
+                        const struct proc_spec *spec);
+/* Kills and releases s's spare, if any: what it was built from changed
+ * or goes. s->lock held (or s unreachable). */
+void spare_drop(struct sandbox_mgr *m, struct sandbox *s);

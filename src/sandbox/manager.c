@@ -164,6 +164,8 @@ int sbx_mgr_new(const struct sandbox_options *opt, struct engine *engine, struct
         if (r == 0)
                 r = ws_pool_start(m);
         if (r == 0)
+                r = spares_start(m);
+        if (r == 0)
                 r = pool_start(m);
         if (r < 0) {
                 sbx_mgr_free(m);
@@ -182,6 +184,7 @@ void sbx_mgr_free(struct sandbox_mgr *m)
          * persisted while the workspaces are still there. */
         replica_sched_stop(m);
         pool_stop(m);
+        spares_stop(m);
         journal_flusher_stop(m);
         terminals_free(m->terminals);
         for (size_t i = 0; i < SBX_HASH_BUCKETS; i++) {

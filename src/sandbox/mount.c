@@ -452,6 +452,7 @@ static int mount_serialised(struct sandbox_mgr *m, struct sandbox *s, const stru
                 if (s->deleted) {
                         r = err_set(err, ERR_NOT_FOUND, ENOENT, "The sandbox was deleted");
                 } else {
+                        spare_drop(m, s); /* built without it */
                         attach_running(s, bm, owner);
                         bm->next = s->mounts;
                         s->mounts = TAKE_PTR(bm);
@@ -509,6 +510,7 @@ int sbx_unmount(struct sandbox_mgr *m, const char *id, const char *mount_path, s
                 if (strcmp((*pp)->path, path) == 0) {
                         bm = *pp;
                         *pp = bm->next;
+                        spare_drop(m, s); /* built with it */
                         break;
                 }
         pthread_mutex_unlock(&s->lock);

@@ -71,8 +71,16 @@ int sbx_prepare(struct sandbox_mgr *m, const char *id, struct err *err)
         int r = pool_on_warm(m, id, 0, &m->opt.pool.create, pool_prepare_locked, &s, err);
         if (!s)
                 return r;
-        if (r < 0)
+        if (r < 0) {
                 sandbox_wipe(m, s); /* a half-made warm sandbox is of no use */
+        } else {
+                /* Its first command's jail too (the bridge's /exec shape),
+                 * here on the refill thread: ready means with it, and a
+                 * shed never waits for it being built. */
+                pthread_mutex_lock(&s->lock);
+                spare_make_now(m, s, true, false);
+                pthread_mutex_unlock(&s->lock);
+        }
         sandbox_put(m, s);
         return r;
 }

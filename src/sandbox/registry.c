@@ -70,6 +70,7 @@ void sandbox_free(struct sandbox_mgr *m, struct sandbox *s)
 {
         warm_runtime_drop(m, s);
         sessions_free(s);
+        spare_drop(m, s);
         while (s->contexts) {
                 struct context *c = s->contexts;
                 s->contexts = c->next;
@@ -577,6 +578,10 @@ static int sandbox_teardown(struct sandbox_mgr *m, struct sandbox *s, bool delet
          * the pool's counts above, and until the row goes the tenants'
          * count would include it. */
         int r = delete_row && warm ? store_sandbox_delete(m->store, s->row.id) : 0;
+        /* After a warm one's row (it no longer counts as the pool's and
+         * must leave the tenants' count at once), before the workspace
+         * goes: the spare's jail holds the workspace. */
+        spare_drop(m, s);
         int k = workspace_destroy(&s->ws);
         if (delete_row && !warm)
                 r = store_sandbox_delete(m->store, s->row.id);

@@ -355,6 +355,13 @@ int sbx_spawn(struct sandbox_mgr *m, const char *id, const struct sbx_command *c
  * warm sandboxes left by a previous run are adopted (or destroyed when the
  * pool no longer wants them) at start. */
 
+/* Spare jails (the next command's jail of a recently used or warm
+ * sandbox, built ahead): held now, and commands that got one or not. */
+struct sbx_spare_stats {
+        uint64_t held, hits, misses;
+};
+void sbx_spare_stats(struct sandbox_mgr *m, struct sbx_spare_stats *ret);
+
 /* Prepares the warm sandbox id now (creating it in SBX_POOL_ORG if it does
  * not exist; an existing warm one is mounted and set up again, as after a
  * restart). Refused (ERR_EXISTS) for a tenant's sandbox. */

@@ -3,7 +3,9 @@
  * with its last reference, and its next request loads it again as a daemon
  * restart would. What lives only in memory keeps a sandbox loaded: a
  * mounted workspace, jails, its network namespace, egress link and cgroup,
- * bridge sessions, bucket mounts, resident interpreters, and a context's
+ * bridge sessions, bucket mounts, resident interpreters (a spare jail,
+ * spare.c, only exists while the workspace is mounted, and goes with the
+ * sandbox: sandbox_free), and a context's
  * run-time facts (why it lost its interpreter, its last restore, a stale
  * reason, cells begun). So does being the warm pool's (pool.c counts and
  * prepares those) and cluster mode, whose heartbeats report loaded

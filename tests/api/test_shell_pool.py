@@ -7,28 +7,15 @@ used once, and that the request's code, env, cwd and stdin arrive."""
 import os
 import re
 import signal
+import sys
 import time
 
 import pytest
 
 from conftest import FAST_LIMITS, Daemon
 
-# What a command can observe of its jail, normalised only where two fresh
-# jails must differ anyway (pipe and namespace inode numbers, mount ids, pids
-# of the probe's own subprocesses, times).
-PROBE = r"""
-echo "== status"; grep -E '^(Seccomp|Seccomp_filters|NoNewPrivs|Cap(Inh|Prm|Eff|Bnd|Amb)|Uid|Gid|Groups|Umask):' /proc/self/status
-echo "== fds"; for f in /proc/self/fd/*; do echo "${f##*/} $(readlink $f)"; done | sed -E 's/[0-9]+/N/g'
-echo "== mounts"; cut -d' ' -f4- /proc/self/mountinfo | sed -E 's/ shared:[0-9]+| master:[0-9]+//g' | sort
-echo "== net"; awk 'NR>2 {print $1}' /proc/net/dev; cat /proc/net/route | wc -l
-echo "== env"; env | grep -v '^_=' | sort
-echo "== ids"; id; hostname; pwd; umask
-echo "== limits"; ulimit -a
-echo "== cgroup"; cat /proc/self/cgroup
-echo "== init"; grep -E '^(Name|Uid|Gid|NoNewPrivs|Seccomp|CapEff):' /proc/1/status; tr '\0' ' ' < /proc/1/cmdline; echo
-echo "== fs"; ls -la /workspace /tmp | sed -E 's/[A-Z][a-z]{2} +[0-9]+ +[0-9:]+//'; df -k /workspace /tmp | awk 'NR>1 {print $1, $2, $6}'
-echo "== dev"; ls /dev | sort | tr '\n' ' '; echo
-"""
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from jail_probe import PROBE, sections as probe_sections  # noqa: E402
 
 
 def shell_pool(d):
@@ -70,14 +57,7 @@ def run_pooled(d, code, **extra):
 
 
 def sections(res):
-    out, cur = {}, None
-    for line in res["logs"]["stdout"]:
-        if line.startswith("== "):
-            cur = line[3:]
-            out[cur] = []
-        else:
-            out[cur].append(line)
-    return out
+    return probe_sections(res["logs"]["stdout"])
 
 
 def test_pool_is_listed_and_filled(pooled, cold):

@@ -535,3 +535,34 @@ def test_running_jails_get_a_later_mount(d, s3):
     assert status == 200 and "error" not in res, res
     assert "seen later" in res["results"][0]["text"]
     assert "restore" not in res or not res["restore"].get("restored"), "the interpreter was restarted"
+
+
+# ---- spare jails (src/sandbox/spare.c) ----
+
+def test_a_mount_made_after_the_spare_is_seen_by_the_next_command(d, s3):
+    """The sandbox's spare jail was built before the mount: the next command
+    must not get that stale view (the spare is dropped, the command cold),
+    and a sandbox with a mount gets no spare (its mount points are resolved
+    in the guest's workspace when a jail is built: at the command's start)."""
+    sid = new_sandbox(d)
+    assert sh(d, sid, "true")[0] == 0
+    # Other sandboxes hold spares too: until this one's is used, then made.
+    for _ in range(100):
+        time.sleep(0.05)
+        hits = d.get("/ready")[1]["spareJails"]["hits"]
+        assert sh(d, sid, "true")[0] == 0
+        if d.get("/ready")[1]["spareJails"]["hits"] == hits + 1:
+            break
+    else:
+        raise AssertionError("no command ran in a spare jail")
+    time.sleep(0.5)
+    held = d.get("/ready")[1]["spareJails"]["held"]
+    assert mount(d, sid, mount_body(s3, path="/workspace/late"))[0] == 200
+    assert d.get("/ready")[1]["spareJails"]["held"] == held - 1, (held, d.get("/ready")[1]["spareJails"])
+    assert jail_has_mount(d, sid, "/workspace/late")
+    time.sleep(0.3)
+    hits = d.get("/ready")[1]["spareJails"]["hits"]
+    assert jail_has_mount(d, sid, "/workspace/late")
+    assert d.get("/ready")[1]["spareJails"]["hits"] == hits
+    assert unmount(d, sid, "/workspace/late")[0] == 200
+    assert not jail_has_mount(d, sid, "/workspace/late")

@@ -150,3 +150,24 @@ def test_no_command_outlives_its_sandbox(ctl):
     # whichever comes first ends it, well before the 30 s.
     assert (res["exit_code"], res["timed_out"]) in ((124, True), (137, False)), res
     assert time.time() - t0 < 15
+
+
+def test_commands_run_in_spare_jails_that_see_what_a_cold_one_sees(ctl):
+    """After a command the sandbox's next command jail is built ahead
+    (src/sandbox/spare.c): the next execute takes it (GET /ready
+    spareJails.hits) and sees the same jail as the cold first command."""
+    creds, sid = sandbox_for(ctl, env={"FROM_CREATE": "yes"})
+    probe = ("grep -E '^(Seccomp|NoNewPrivs|CapEff|Uid):' /proc/self/status; ls -l /proc/self/fd | wc -l; "
+             "cut -d' ' -f4- /proc/self/mountinfo | sed -E 's/ shared:[0-9]+| master:[0-9]+//g' | sort; "
+             "cat /proc/self/cgroup; env | grep -v '^_=' | sort; pwd; ls -A")
+    cold = run_ok(ctl, creds, sid, probe)
+    # Other tests' sandboxes hold spares too: run until this one's is used.
+    for _ in range(100):
+        time.sleep(0.05)
+        before = ctl.get("/ready")[1]["spareJails"]
+        warm = run_ok(ctl, creds, sid, probe)
+        if ctl.get("/ready")[1]["spareJails"]["hits"] == before["hits"] + 1:
+            break
+    else:
+        raise AssertionError("no command ran in a spare jail")
+    assert warm == cold and cold["exit_code"] == 0 and "FROM_CREATE=yes" in cold["stdout"], (warm, cold)

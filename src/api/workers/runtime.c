@@ -154,13 +154,16 @@ static void h_ready(struct http_request *req, struct http_response *res)
         }
         struct sbx_warm_runtime_stats w;
         sbx_warm_runtime_stats(app->sandboxes, &w);
-        http_json(res, 200, json_pack("{s:s, s:s, s:I, s:o, s:I, s:{s:I, s:I, s:I}}", "status", "ready", "cgroup",
-                                      cgroup_backend_name(engine_cgroup_backend(app->engine)), "uptimeMs",
-                                      (json_int_t)(wall_ms() - app->started_ms), "pools",
-                                      pool_stats_json(app->engine), "residentContexts",
-                                      (json_int_t)sbx_resident_count(app->sandboxes), "warmSandboxes", "ready",
-                                      (json_int_t)w.ready, "taken", (json_int_t)w.taken, "adopted",
-                                      (json_int_t)w.adopted));
+        struct sbx_spare_stats sp;
+        sbx_spare_stats(app->sandboxes, &sp);
+        http_json(res, 200,
+                  json_pack("{s:s, s:s, s:I, s:o, s:I, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I}}", "status", "ready",
+                            "cgroup", cgroup_backend_name(engine_cgroup_backend(app->engine)), "uptimeMs",
+                            (json_int_t)(wall_ms() - app->started_ms), "pools", pool_stats_json(app->engine),
+                            "residentContexts", (json_int_t)sbx_resident_count(app->sandboxes), "warmSandboxes",
+                            "ready", (json_int_t)w.ready, "taken", (json_int_t)w.taken, "adopted",
+                            (json_int_t)w.adopted, "spareJails", "held", (json_int_t)sp.held, "hits",
+                            (json_int_t)sp.hits, "misses", (json_int_t)sp.misses));
 }
 
 static const struct route routes[] = {

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/util.h"
+#include "engine/proc.h"
 #include "sandbox/sandbox.h"
 #include "tap.h"
 
@@ -142,3 +144,38 @@ static inline const char *cell_answer(const struct exec_outcome *o)
                 snprintf(out, sizeof(out), "%s", first ? json_string_value(json_object_get(first, "text")) : "");
         return out;
 }
+
+/* Runs sh -c script in sandbox id of org_id (NULL: the default org, made
+ * on first use) as a command (sbx_spawn); its stdout (static buffer), or
+ * "ERR:<msg>". */
+static UNUSED const char *run_command(const char *id, const char *org_id, const char *script, json_t *env)
+{
+        static char out[1024];
+        const char *argv[] = { "/bin/sh", "-c", script, NULL };
+        struct sbx_command cmd = { .argv = argv, .env = env, .org_id = org_id };
+        struct proc *p = NULL;
+        struct err e = { 0 };
+        if (sbx_spawn(g.mgr, id, &cmd, &p, &e) < 0) {
+                snprintf(out, sizeof(out), "ERR:%s", e.msg);
+                err_done(&e);
+                return out;
+        }
+        size_t len = 0;
+        for (;;) {
+                struct proc_fds fds;
+                proc_fds(p, &fds);
+                struct pollfd pf = { fds.stdout_fd, POLLIN, 0 };
+                ASSERT_TRUE(poll(&pf, 1, 10000) > 0);
+                ssize_t n = proc_read(p, 1, out + len, sizeof(out) - 1 - len);
+                if (n > 0)
+                        len += (size_t)n;
+                else if (n != -EAGAIN && n != -EINTR)
+                        break;
+        }
+        out[len] = '\0';
+        struct proc_status st;
+        ASSERT_OK(proc_wait(p, 10000, &st));
+        proc_free(p);
+        return out;
+}
+

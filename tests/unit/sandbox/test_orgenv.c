@@ -4,9 +4,6 @@
  * never ask for it; a failing hook starts nothing; a context's journal
  * never holds it and its replay gets it again. Needs root (skips
  * otherwise). */
-#include <poll.h>
-
-#include "engine/proc.h"
 #include "sandbox_fixture.h"
 
 static int hook_calls;
@@ -40,33 +37,7 @@ static void org_sandbox(const char *id, const char *env_json)
 /* Runs sh -c script in sandbox id; its stdout (static), or "ERR:<msg>". */
 static const char *command(const char *id, const char *script, json_t *env)
 {
-        static char out[1024];
-        const char *argv[] = { "/bin/sh", "-c", script, NULL };
-        struct sbx_command cmd = { .argv = argv, .env = env, .org_id = strcmp(id, "sb-default") ? "org_t" : NULL };
-        struct proc *p = NULL;
-        struct err e = { 0 };
-        if (sbx_spawn(g.mgr, id, &cmd, &p, &e) < 0) {
-                snprintf(out, sizeof(out), "ERR:%s", e.msg);
-                err_done(&e);
-                return out;
-        }
-        size_t len = 0;
-        for (;;) {
-                struct proc_fds fds;
-                proc_fds(p, &fds);
-                struct pollfd pf = { fds.stdout_fd, POLLIN, 0 };
-                ASSERT_TRUE(poll(&pf, 1, 10000) > 0);
-                ssize_t n = proc_read(p, 1, out + len, sizeof(out) - 1 - len);
-                if (n > 0)
-                        len += (size_t)n;
-                else if (n != -EAGAIN && n != -EINTR)
-                        break;
-        }
-        out[len] = '\0';
-        struct proc_status st;
-        ASSERT_OK(proc_wait(p, 10000, &st));
-        proc_free(p);
-        return out;
+        return run_command(id, strcmp(id, "sb-default") ? "org_t" : NULL, script, env);
 }
 
 /* Runs code in context cid of sandbox id (org_t's unless "sb-default"). */
