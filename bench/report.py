@@ -158,8 +158,8 @@ def report(out, profile, argv_bin, elapsed):
         s = out["minimal"]
         L.append("### 3. Cheapest jailed execution")
         L.append("")
-        L.append("A jailed `/bin/true` over HTTP is `POST /execute/shell` of `/bin/true` (`bash -c` in a fresh jail per "
-                 "request, same limits as every language); `POST /execute/perl` of `1` is the cheapest interpreter.")
+        L.append("A jailed `/bin/true` over HTTP is `POST /execute/shell` of `/bin/true` (`bash -c` in a jail of its own per "
+                 "request, built before the request by the shell pool, `pool.shell`; same limits as every language); `POST /execute/perl` of `1` is the cheapest interpreter.")
         L.append("")
         L.append("| row | n | p50 ms | p99 ms | × bare `/bin/true` (p50 / p99) | × bwrap `/bin/true` |")
         L.append("| --- | ---: | ---: | ---: | ---: | ---: |")

@@ -114,7 +114,7 @@ def section_latency(p, daemons, out):
 
 def section_minimal(p, daemons, out):
     """3. Cheapest jailed execution: a jailed /bin/true over HTTP
-    (`POST /execute/shell`, a fresh jail per request, no interpreter) and
+    (`POST /execute/shell`, a jail of its own per request, no interpreter) and
     perl `1` vs bwrap /bin/true vs /bin/true."""
     variants = daemon_variants(p, daemons, "/execute/perl", "1", "1", p["min_n"])
     main = daemons["main"]
