@@ -361,8 +361,9 @@ def check_exec(status, res, expect, what):
 
 def health_timer(client):
     """GET /health: the HTTP round trip with no execution, the floor under
-    every daemon row (after an idle pause it includes this VM's wake-up of an
-    idle CPU, which the idle-daemon rows pay too)."""
+    every daemon row (after an idle pause too: the idle-daemon rows pay
+    whatever waking the daemon costs, which the Echo row separates from
+    what waking the machine costs)."""
     def fn():
         t0 = time.perf_counter()
         status, _ = client.request("GET", "/health")

@@ -27,24 +27,13 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (DOC, V, BenchError, Workdir, check_exec, exec_timer, fmt_ms, fmt_x,  # noqa: E402
+from harness import (DOC, V, BenchError, Workdir, check_exec, exec_timer, fmt_ms, fmt_x, health_timer,  # noqa: E402
                      interleaved, ratio, summary, write_marked)
 
 BEGIN, END = "<!-- floor:begin -->", "<!-- floor:end -->"
 PROFILES = {"full": dict(n=400, rounds=8, budget_s=90, strace_n=50),
             "quick": dict(n=20, rounds=2, budget_s=10, strace_n=5)}
 ROWS = [("health", "`GET /health`"), ("ctx", "warm context `x + 1`"), ("stateless", "stateless python `1+1`")]
-
-
-def health_timer(client):
-    def fn():
-        t0 = time.perf_counter()
-        status, _ = client.request("GET", "/health")
-        dt = time.perf_counter() - t0
-        if status != 200:
-            raise BenchError(f"GET /health: HTTP {status}")
-        return dt
-    return fn
 
 
 def ctx_path(daemon):
