@@ -77,8 +77,8 @@ def daemon_variants(p, daemons, path, code, expect, n):
     vs = [V("sandboxd", fn, n, main.settle),
           V("sandboxd-paced", paced(main, exec_timer(main.client, path, code, expect)), p["paced_n"]),
           V("health-paced", paced(main, health_timer(main.client)), p["paced_n"])]
-    if daemons.get("echo"):
-        vs.append(V("echo-paced", paced(main, daemons["echo"].timer()), p["paced_n"]))
+    if daemons.get("canned"):
+        vs.append(V("canned-paced", paced(main, daemons["canned"].timer()), p["paced_n"]))
     if nopool:
         fn0 = exec_timer(nopool.client, path, code, expect)
         fn0()
@@ -89,7 +89,7 @@ def daemon_variants(p, daemons, path, code, expect, n):
 def section_latency(p, daemons, out):
     """1. One trivial execution per request, per language."""
     rows = {}
-    daemons = dict(daemons, echo=Echo())
+    daemons = dict(daemons, canned=CannedHttp())
     for lang, code, expect, bare, matched in LANGS:
         path = f"/execute/{lang}"
         variants = daemon_variants(p, daemons, path, code, expect, p["lat_n"])
@@ -108,7 +108,7 @@ def section_latency(p, daemons, out):
         extra = "".join(f"  {k[9:]} {fmt_ms(st[k]['p50'])} ms" for k in ("sandboxd-paced", "sandboxd-nopool") if k in st)
         print(f"  {lang:<10} sandboxd {fmt_ms(st['sandboxd']['p50'])} ms{extra}  bare {fmt_ms(st['bare-default']['p50'])} ms"
               f"  bwrap {fmt_ms(st['bwrap-default']['p50'])} ms  (n={st['sandboxd']['n']})", flush=True)
-    daemons["echo"].close()
+    daemons["canned"].close()
     out["latency"] = rows
 
 
