@@ -71,8 +71,9 @@ static void log_refusal(struct notifier *n, const struct notify_watch *w, const 
 }
 
 /* One pending notification (epoll said so, so RECV does not block): the
- * policy's errno, counted before the answer wakes the caller, so a run's
- * count is complete once the guest has moved on. Never CONTINUE. */
+ * policy's errno, counted and logged before the answer wakes the caller, so
+ * a run's count and log are complete once the guest has moved on. Never
+ * CONTINUE. */
 static void answer(struct notifier *n, struct notify_watch *w)
 {
         struct seccomp_notif req;
@@ -83,9 +84,12 @@ static void answer(struct notifier *n, struct notify_watch *w)
         if (e == 0)
                 e = ENOSYS; /* cannot happen: only refusals notify */
         uint64_t count = __atomic_add_fetch(&w->count, 1, __ATOMIC_RELAXED);
+        /* Logged before the answer too (a faster run path let the answer
+         * reach the client before this thread wrote the line). At most
+         * NOTIFY_LOG_PER_S lines a second: it costs the guest little. */
+        log_refusal(n, w, &req, e);
         struct seccomp_notif_resp resp = { .id = req.id, .val = 0, .error = -e, .flags = 0 };
         (void)ioctl(w->fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
-        log_refusal(n, w, &req, e);
         if (count >= NOTIFY_MAX_PER_PROC) {
                 log_warn("msg=\"syscall refusals no longer counted (cap reached)\" count=%" PRIu64 " %s", count,
                          w->label);
