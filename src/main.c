@@ -321,13 +321,18 @@ static void drain_and_stop(struct app *app)
 {
         uint64_t deadline = now_ms() + app->cfg->drain_timeout_ms;
         http_server_drain(app->srv);
-        log_info("msg=\"draining\" busy=%zu timeout_ms=%llu", http_server_busy(app->srv),
-                 (unsigned long long)app->cfg->drain_timeout_ms);
-        while (http_server_busy(app->srv) > 0 && now_ms() < deadline)
-                usleep(20000);
-        if (http_server_busy(app->srv) > 0)
-                log_warn("msg=\"drain timeout; killing remaining executions\" busy=%zu", http_server_busy(app->srv));
+        /* No queued request starts during the drain: one started when a
+         * draining execution gave its slot back would be killed below and
+         * recorded as answered, instead of staying queued for the next
+         * start. Those already running are waited for like requests. */
         ctl_queue_halt(app);
+        log_info("msg=\"draining\" busy=%zu queued_running=%u timeout_ms=%llu", http_server_busy(app->srv),
+                 ctl_queue_running(app), (unsigned long long)app->cfg->drain_timeout_ms);
+        while ((http_server_busy(app->srv) > 0 || ctl_queue_running(app) > 0) && now_ms() < deadline)
+                usleep(20000);
+        if (http_server_busy(app->srv) > 0 || ctl_queue_running(app) > 0)
+                log_warn("msg=\"drain timeout; killing remaining executions\" busy=%zu queued_running=%u",
+                         http_server_busy(app->srv), ctl_queue_running(app));
         engine_kill_all(app->engine);
         http_server_stop(app->srv);
         app->srv = NULL;

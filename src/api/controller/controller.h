@@ -205,6 +205,9 @@ void ctl_queue_fail_dead(struct app *app, bool at_start, uint32_t status, const 
 int ctl_queue_start(struct app *app);
 void ctl_queue_halt(struct app *app);
 void ctl_queue_stop(struct app *app);
+/* Queued requests being run now (a drain waits for them as for HTTP
+ * requests: they are not the HTTP server's). 0 without a queue. */
+unsigned ctl_queue_running(struct app *app);
 /* ---- making sandboxes (sandboxes.c; templates and checkpoints too) ---- */
 /* A fresh sandbox id: a random (version 4) UUID, as the seed's (and
  * sbx_id_valid's). 0 or -EIO. */

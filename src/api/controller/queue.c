@@ -560,6 +560,17 @@ void ctl_queue_halt(struct app *app)
         q->runner_started = false;
 }
 
+unsigned ctl_queue_running(struct app *app)
+{
+        struct ctl_queue *q = app->ctl_queue;
+        if (!q)
+                return 0;
+        pthread_mutex_lock(&q->lock);
+        unsigned n = q->inflight;
+        pthread_mutex_unlock(&q->lock);
+        return n;
+}
+
 /* After the HTTP server stopped (no budgeted handler runs any more, so
  * none can give a slot back): the queued requests still running end (the
  * engine killed their processes), then the queue goes. */
