@@ -553,8 +553,18 @@ int sandbox_open_workspace(struct sandbox_mgr *m, struct sandbox *s, struct err 
 static int sandbox_teardown(struct sandbox_mgr *m, struct sandbox *s, bool delete_row)
 {
         pthread_mutex_lock(&m->lock);
-        if (s->warm && !s->deleted)
+        int r = 0;
+        bool warm_row_gone = false;
+        if (s->warm && !s->deleted) {
                 pool_forget(m, s); /* once, however many times it is wiped */
+                /* Its row in the same step: between the two, the tenants'
+                 * count (stored rows minus the pool's) would take it for a
+                 * tenant's and refuse a tenant's create at the cap. */
+                if (delete_row) {
+                        r = store_sandbox_delete(m->store, s->row.id);
+                        warm_row_gone = true;
+                }
+        }
         bool tenant_gone = delete_row && !s->warm && !s->deleted, warm = s->warm;
         sandbox_unhash(m, s);
         pthread_mutex_unlock(&m->lock);
@@ -577,7 +587,8 @@ static int sandbox_teardown(struct sandbox_mgr *m, struct sandbox *s, bool delet
          * warm one's id is never reused, and its row goes first: it left
          * the pool's counts above, and until the row goes the tenants'
          * count would include it. */
-        int r = delete_row && warm ? store_sandbox_delete(m->store, s->row.id) : 0;
+        if (delete_row && warm && !warm_row_gone)
+                r = store_sandbox_delete(m->store, s->row.id);
         /* After a warm one's row (it no longer counts as the pool's and
          * must leave the tenants' count at once), before the workspace
          * goes: the spare's jail holds the workspace. */
