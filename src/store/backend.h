@@ -281,6 +281,7 @@ struct store {
         const struct store_ops *ops;
         pthread_mutex_t lock;   /* used when ops->serialize */
         bool journal_lazy;      /* store_set_journal_lazy */
+        bool lazy_left;         /* serialized: still committing lazily after a journal write (journal_mode.c) */
         void (*lazy_written)(void *userdata);
         void *lazy_userdata;
 };

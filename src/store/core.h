@@ -24,18 +24,22 @@ void store_core_unlockp(pthread_mutex_t **m);
 #define CHECK_FIELD(row, f) store_core_check_str((row)->f, sizeof((row)->f))
 
 /* Held until the end of the enclosing scope; the backend's own cleanups
- * (statements, transactions) have all run by then. */
+ * (statements, transactions) have all run by then. Every write under it
+ * waits for the disk (store_core_strict). */
 #define STORE_GUARD(s) _cleanup_(store_core_unlockp) UNUSED pthread_mutex_t *store_guard_ = store_core_lock(s)
 
-/* A write committed like a journal write (store_set_journal_lazy) for the
- * scope: always, or with SCOPED_ only inside a store_journal_scope of the
- * calling thread. Under the guard, declared after it. */
+/* The guard of a write committed like a journal write
+ * (store_set_journal_lazy): always, or with SCOPED_ only inside a
+ * store_journal_scope of the calling thread. In place of STORE_GUARD. */
+pthread_mutex_t *store_core_lock_journal(struct store *s);
 bool store_core_lazy_on(struct store *s, bool scoped);
 void store_core_lazy_off(struct store **sp);
-#define JOURNAL_WRITE(s) \
-        _cleanup_(store_core_lazy_off) struct store *lazy_ = store_core_lazy_on(s, false) ? (s) : NULL
-#define SCOPED_JOURNAL_WRITE(s) \
-        _cleanup_(store_core_lazy_off) struct store *lazy_ = store_core_lazy_on(s, true) ? (s) : NULL
+void store_core_strict(struct store *s);
+#define JOURNAL_GUARD_(s, scoped)                                                                         \
+        _cleanup_(store_core_unlockp) UNUSED pthread_mutex_t *store_guard_ = store_core_lock_journal(s); \
+        _cleanup_(store_core_lazy_off) struct store *lazy_ = store_core_lazy_on(s, scoped) ? (s) : NULL
+#define JOURNAL_WRITE(s) JOURNAL_GUARD_(s, false)
+#define SCOPED_JOURNAL_WRITE(s) JOURNAL_GUARD_(s, true)
 
 /* The frame of most public functions: the arguments checked once for every
  * backend, then the backend's op run under the guard. */

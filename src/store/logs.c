@@ -38,7 +38,6 @@ int store_event_append(struct store *s, const struct event_row *row, uint64_t ke
         if ((r = store_core_check_id(row->org_id)) < 0 || (r = store_core_check_str(row->name, sizeof(row->name))) < 0 ||
             (r = store_core_check_str(row->sandbox_id, sizeof(row->sandbox_id))) < 0)
                 return r;
-        STORE_GUARD(s);
         SCOPED_JOURNAL_WRITE(s);
         return s->ops->event_append(s, row, keep, not_before, ret_id);
 }

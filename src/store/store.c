@@ -527,7 +527,6 @@ int store_sandbox_rekey(struct store *s, const char *old_id, const struct sandbo
             (r = check_str(row->warm_class, sizeof(row->warm_class))) < 0 ||
             (r = check_str(row->node_id, sizeof(row->node_id))) < 0)
                 return r;
-        STORE_GUARD(s);
         JOURNAL_WRITE(s);
         /* The old row first: the two never coexist, even in a WAL cut
          * short by a power loss (a prefix of its commits survives), so
@@ -652,37 +651,8 @@ int store_context_insert(struct store *s, const struct context_row *row)
             (r = check_str(row->binding, sizeof(row->binding))) < 0 ||
             (r = check_str(row->language, sizeof(row->language))) < 0)
                 return r;
-        STORE_GUARD(s);
         SCOPED_JOURNAL_WRITE(s);
         return s->ops->context_insert(s, row);
-}
-
-/* store_journal_scope: this thread's context inserts and events follow
- * the journal's mode too. */
-static __thread bool journal_scope;
-
-void store_journal_scope(bool on)
-{
-        journal_scope = on;
-}
-
-bool store_core_lazy_on(struct store *s, bool scoped)
-{
-        if (!s->journal_lazy || (scoped && !journal_scope))
-                return false;
-        return s->ops->lazy_commit(s, true) == 0;
-}
-
-/* Lazy commits are on for the scope of one journal write: under the
- * guard, and off again (the owner told) before the guard is released. */
-void store_core_lazy_off(struct store **sp)
-{
-        struct store *s = *sp;
-        if (!s)
-                return;
-        s->ops->lazy_commit(s, false);
-        if (s->lazy_written)
-                s->lazy_written(s->lazy_userdata);
 }
 
 int store_context_update(struct store *s, const struct context_row *row)
@@ -693,7 +663,6 @@ int store_context_update(struct store *s, const struct context_row *row)
                 return -EINVAL;
         if ((r = check_context_state(row)) < 0)
                 return r;
-        STORE_GUARD(s);
         JOURNAL_WRITE(s);
         return s->ops->context_update(s, row);
 }
@@ -746,7 +715,6 @@ int store_cell_append(struct store *s, const char *context_id, const struct cell
         int r = cell_ok(s, cell) ? check_id(context_id) : -EINVAL;
         if (r < 0)
                 return r;
-        STORE_GUARD(s);
         JOURNAL_WRITE(s);
         return s->ops->cell_append(s, context_id, cell);
 }
@@ -756,23 +724,8 @@ int store_cell_append_row(struct store *s, const struct cell_row *cell, const st
         int r = cell_ok(s, cell) && row ? check_id(row->id) : -EINVAL;
         if (r < 0 || (r = check_context_state(row)) < 0)
                 return r;
-        STORE_GUARD(s);
         JOURNAL_WRITE(s);
         return s->ops->cell_append_row(s, cell, row);
-}
-
-void store_set_journal_lazy(struct store *s, bool lazy, void (*written)(void *userdata), void *userdata)
-{
-        if (!s)
-                return;
-        s->journal_lazy = lazy;
-        s->lazy_written = written;
-        s->lazy_userdata = userdata;
-}
-
-int store_sync(struct store *s)
-{
-        return s ? s->ops->sync(s) : -EINVAL;
 }
 
 /* Replaying a journal runs user code for a long time: it must not hold
@@ -830,6 +783,13 @@ int store_core_check_str(const char *v, size_t size)
 }
 
 pthread_mutex_t *store_core_lock(struct store *s)
+{
+        pthread_mutex_t *m = store_lock(s);
+        store_core_strict(s);
+        return m;
+}
+
+pthread_mutex_t *store_core_lock_journal(struct store *s)
 {
         return store_lock(s);
 }

@@ -360,8 +360,9 @@ TEST(sqlite_lazy_journal_survives_kill9)
         write_then_kill9(true);
 }
 
-/* A lazy journal write switches the connection to NORMAL only for itself:
- * every other write still waits for the disk. store_sync flushes. */
+/* A lazy journal write commits at NORMAL; every other write still waits
+ * for the disk: the store is back at FULL before any other op runs (the
+ * switch back waits for that op: journal_mode.c). store_sync flushes. */
 static void count_write(void *userdata)
 {
         (*(int *)userdata)++;
@@ -375,13 +376,16 @@ TEST(sqlite_lazy_journal_is_scoped)
         put_sandbox(s, "sb", 1, 0);
         put_context(s, "c1", "sb", 1);
         ASSERT_EQ(written, 0);   /* not journal writes */
+        ASSERT_EQ(raw_int(sq_db(s), "PRAGMA synchronous"), 2);
         ASSERT_OK(append_cell(s, "c1", 1, "x = 1"));
         ASSERT_EQ(written, 1);
-        ASSERT_EQ(raw_int(sq_db(s), "PRAGMA synchronous"), 2);   /* FULL again */
-        ASSERT_OK(store_sync(s));
+        ASSERT_EQ(raw_int(sq_db(s), "PRAGMA synchronous"), 1);   /* left lazy... */
         ASSERT_EQ(cell_count(s, "c1"), 1);
-        /* A refused append (wrong seq) switches back too. */
+        ASSERT_EQ(raw_int(sq_db(s), "PRAGMA synchronous"), 2);   /* ...until the next other op */
+        ASSERT_OK(store_sync(s));
+        /* A refused append (wrong seq) is a journal write too. */
         ASSERT_ERR(append_cell(s, "c1", 5, "y = 1"), EINVAL);
+        put_sandbox(s, "sb2", 2, 0);
         ASSERT_EQ(raw_int(sq_db(s), "PRAGMA synchronous"), 2);
         /* The context row is journal state too. */
         struct context_row row;
@@ -391,6 +395,53 @@ TEST(sqlite_lazy_journal_is_scoped)
         ASSERT_OK(store_context_update(s, &row));
         context_row_done(&row);
         ASSERT_EQ(written, 1);
+        /* Not lazy any more (the daemon stopping): the next journal write
+         * waits for the disk. */
+        store_set_journal_lazy(s, false, NULL, NULL);
+        ASSERT_OK(append_cell(s, "c1", 2, "z = 1"));
         ASSERT_EQ(raw_int(sq_db(s), "PRAGMA synchronous"), 2);
+        store_close(s);
+}
+
+/* The statements the connection ran, in order, one letter each: N and F
+ * for the two PRAGMA synchronous settings, S for a write of a sandbox
+ * row, C for a cell's. */
+struct sync_trace {
+        char seen[64];
+        size_t n;
+};
+
+static int on_stmt(unsigned type, void *ctx, void *p, void *x)
+{
+        struct sync_trace *t = ctx;
+        const char *sql = x;
+        (void)type;
+        (void)p;
+        char c = strstr(sql, "synchronous=NORMAL") ? 'N' :
+                 strstr(sql, "synchronous=FULL")   ? 'F' :
+                 strstr(sql, "INTO sandboxes")     ? 'S' :
+                 strstr(sql, "INTO cells")         ? 'C' : 0;
+        if (c && t->n + 1 < sizeof(t->seen))
+                t->seen[t->n++] = c;
+        return 0;
+}
+
+/* A run of lazy cells switches the connection once, not twice a cell;
+ * a sandbox write after them is at FULL before its statement runs. */
+TEST(sqlite_lazy_journal_switches_once_per_run)
+{
+        struct store *s = open_sqlite();
+        struct sync_trace t = {};
+        store_set_journal_lazy(s, true, NULL, NULL);
+        put_sandbox(s, "sb", 1, 0);
+        put_context(s, "c1", "sb", 1);
+        sqlite3_trace_v2(sq_db(s), SQLITE_TRACE_STMT, on_stmt, &t);
+        for (uint64_t i = 1; i <= 4; i++)
+                ASSERT_OK(append_cell(s, "c1", i, "x = 1"));
+        put_sandbox(s, "sb2", 2, 0);
+        ASSERT_OK(append_cell(s, "c1", 5, "x = 1"));
+        put_sandbox(s, "sb3", 3, 0);
+        sqlite3_trace_v2(sq_db(s), 0, NULL, NULL);
+        ASSERT_STREQ(t.seen, "NCCCCFSNCFS");
         store_close(s);
 }
