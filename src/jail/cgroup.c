@@ -578,12 +578,12 @@ int cgroup_attach(struct cgroup *cg, pid_t pid)
         return 0;
 }
 
-static int read_raw(struct cgroup *cg, struct cgroup_usage *u)
+static int read_raw(struct cgroup *cg, struct cgroup_usage *u, bool peak)
 {
         *u = (struct cgroup_usage){ 0 };
         if (cg->n == 0)
                 return 0;
-        return cg->ops->read_raw(cg, u);
+        return cg->ops->read_raw(cg, u, peak);
 }
 
 static uint64_t sub_sat(uint64_t a, uint64_t b)
@@ -605,7 +605,7 @@ static struct cgroup_usage since_base(const struct cgroup *cg, const struct cgro
 int cgroup_read_usage(struct cgroup *cg, struct cgroup_usage *ret)
 {
         struct cgroup_usage u;
-        int r = read_raw(cg, &u);
+        int r = read_raw(cg, &u, true);
         if (r < 0)
                 return r;
         *ret = since_base(cg, &u);
@@ -718,9 +718,10 @@ int cgroup_reset_read(struct cgroup *cg, struct cgroup_usage *before)
         cg->ops->reset_peaks(cg);
         /* oom_kill and pids.events cannot be reset by writing, so remember
          * where they stand and report the difference from now on. One read
-         * serves both: the peak reset leaves the other counters alone. */
+         * serves both: the peak reset leaves the other counters alone. The
+         * peak itself is not read: the baseline's is 0 whatever it says. */
         struct cgroup_usage raw;
-        int r = read_raw(cg, &raw);
+        int r = read_raw(cg, &raw, false);
         if (r < 0)
                 return r;
         if (before) {

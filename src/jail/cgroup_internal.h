@@ -75,8 +75,9 @@ struct cgroup_ops {
         /* Fills root with "<own group>/<name>" in each hierarchy used. */
         int (*root_open)(struct cgroup_root *root, const char *name);
         int (*set_limits)(struct cgroup *cg, const struct cgroup_limits *lim);
-        /* Raw cumulative counters, before subtracting the reset baseline. */
-        int (*read_raw)(struct cgroup *cg, struct cgroup_usage *u);
+        /* Raw cumulative counters, before subtracting the reset baseline.
+         * peak false: memory_peak is left 0, unread (a syscall fewer). */
+        int (*read_raw)(struct cgroup *cg, struct cgroup_usage *u, bool peak);
         /* Optional: 1 empty, 0 not, < 0 unknown (cgroup.procs is read then). */
         int (*is_empty)(const struct cgroup *cg);
         /* Optional: atomic kill; -ENOENT falls back to the procs loop. */

@@ -72,11 +72,11 @@ static int set_limits_v1(struct cgroup *cg, const struct cgroup_limits *lim)
         return 0;
 }
 
-static int read_raw_v1(struct cgroup *cg, struct cgroup_usage *u)
+static int read_raw_v1(struct cgroup *cg, struct cgroup_usage *u, bool peak)
 {
         const char *mem = cg_ctrl_dir(cg, CG_MEMORY), *pids = cg_ctrl_dir(cg, CG_PIDS);
         int r = cg_counter_u64(cg, CG_CNT_CPU, cg_ctrl_dir(cg, CG_CPU), "cpuacct.usage", &u->cpu_ns);
-        if (r >= 0)
+        if (r >= 0 && peak)
                 r = cg_counter_u64(cg, CG_CNT_PEAK, mem, "memory.max_usage_in_bytes", &u->memory_peak);
         if (r >= 0)
                 r = cg_counter_key(cg, CG_CNT_OOM, mem, "memory.oom_control", "oom_kill", &u->oom_kills);

@@ -113,12 +113,12 @@ static const char *memory_dir(const struct cgroup *cg)
         return cg->h[0].ctrls & CG_BIT(CG_MEMORY) ? cg->h[0].path : NULL;
 }
 
-static int read_raw_v2(struct cgroup *cg, struct cgroup_usage *u)
+static int read_raw_v2(struct cgroup *cg, struct cgroup_usage *u, bool peak)
 {
         uint64_t usec = 0;
         int r = cg_counter_key(cg, CG_CNT_CPU, cg->h[0].path, "cpu.stat", "usage_usec", &usec);
         u->cpu_ns = usec * 1000;
-        if (r >= 0)
+        if (r >= 0 && peak)
                 r = cg_counter_u64(cg, CG_CNT_PEAK, memory_dir(cg), "memory.peak", &u->memory_peak);
         if (r >= 0)
                 r = cg_counter_key(cg, CG_CNT_OOM, cg->h[0].path, "memory.events", "oom_kill", &u->oom_kills);
