@@ -1,4 +1,4 @@
-/* What the store core's files (store.c, logs.c, platform.c) share: the
+/* What the store core's files (store.c, journal.c, journal_mode.c, logs.c, platform.c) share: the
  * frame every public function uses — arguments checked once for every
  * backend, the backend's op run under the lock of a backend that needs
  * serialising — and the row-list helpers. Private to src/store/. */

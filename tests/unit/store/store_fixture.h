@@ -171,6 +171,13 @@ UNUSED static void on_cell(const struct cell_row *cell, void *userdata)
 }
 
 /* The journal length as the cells say (not the context row). */
+UNUSED static uint64_t sandbox_count(struct store *s)
+{
+        uint64_t n = 0;
+        ASSERT_OK(store_sandbox_count(s, &n));
+        return n;
+}
+
 UNUSED static uint64_t journal_len(struct store *s, const char *ctx)
 {
         uint64_t n = 0, bytes = 0;
