@@ -48,7 +48,10 @@ require POSIX if $MODE ne 'repl';
 # updates it, so the daemon asks them to reseed ("reseed") instead. ($$ stays
 # right anyway: the template is pid 2 of its jail, each executor pid 2 of its
 # namespace.)
-$MODE = 'once' if $MODE eq 'zygote';
+if ($MODE eq 'zygote') {
+    $MODE = 'once';
+    $ARGV[0] = 'once';    # the guest sees a once-mode kernel's @ARGV either way
+}
 my $DEFAULT_RESULT_LIMIT = 65536;
 my $WORKSPACE_ROOT = (defined $ENV{SANDBOX_WORKSPACE_ROOT} && length $ENV{SANDBOX_WORKSPACE_ROOT})
     ? $ENV{SANDBOX_WORKSPACE_ROOT} : '/workspace';
@@ -349,6 +352,18 @@ sub handle {
     return encode_response($entry, undef, confined_cwd());
 }
 
+# Perl numbers string evals: a guest's nested eval dies "at (eval N)". Each
+# warm-up pass evaluates one string, so a once-mode kernel that was not
+# warmed up (started cold, or forked from a template on demand) evaluates as
+# many before its request, and the guest sees the same N on every path.
+my $WARMUP_PASSES = 2;
+my $warm_evals = 0;
+
+sub number_evals_as_warmed {
+    local $@;
+    eval '1' while $warm_evals++ < $WARMUP_PASSES;
+}
+
 sub main {
     # Warm up the real path once so the first request pays no lazy loading.
     handle({ code => '1+1', env => { %ENV } });
@@ -372,10 +387,14 @@ sub main {
         # count. It is run twice: one pass still left the real request's
         # read-to-eval stage at ~140 us, two leave it at ~45 (measured in
         # the member, docs/kernel-protocol.md).
-        my $warmup = $MODE eq 'once' && $req->{warmup};
-        handle($req) if $warmup;
+        if ($MODE eq 'once' && $req->{warmup}) {
+            handle($req) for 2 .. $WARMUP_PASSES;
+            send_line(handle($req));
+            $warm_evals = $WARMUP_PASSES;
+            next;
+        }
+        number_evals_as_warmed() if $MODE eq 'once';
         send_line(handle($req));
-        next if $warmup;
         last if $MODE eq 'once';
     }
     flush_guest();

@@ -498,7 +498,7 @@ def _main():
         import gc
         gc.collect()
         gc.freeze()
-        mode = "once"
+        mode = sys.argv[1] = "once"  # the guest sees a once-mode kernel's argv
     _serve(mode, kernel, announce=True)
 
 
