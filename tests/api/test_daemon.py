@@ -334,7 +334,7 @@ def _trace_probes(d, wait_pool):
 
 
 def test_pool_members_show_no_trace_of_their_warm_up():
-    """A pooled member served the warm-up `1+1` (perl twice) before its
+    """A pooled member served the warm-up `1+1` before its
     request; the guest sees the same `$_`, `$@`, `$.`, environment, globals,
     eval numbering, argv and Python `_` as in a kernel forked from the
     template on demand (no warm-up) and in one started cold."""

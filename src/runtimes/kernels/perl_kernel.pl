@@ -352,16 +352,17 @@ sub handle {
     return encode_response($entry, undef, confined_cwd());
 }
 
-# Perl numbers string evals: a guest's nested eval dies "at (eval N)". Each
-# warm-up pass evaluates one string, so a once-mode kernel that was not
-# warmed up (started cold, or forked from a template on demand) evaluates as
-# many before its request, and the guest sees the same N on every path.
-my $WARMUP_PASSES = 2;
+# Perl numbers string evals: a guest's nested eval dies "at (eval N)". A
+# pool member's warm-up evaluates one string, so a once-mode kernel that was
+# not warmed up (started cold, or forked from a template on demand)
+# evaluates as many before its request: the guest sees the same N on every
+# path.
+my $WARMUP_EVALS = 1;
 my $warm_evals = 0;
 
 sub number_evals_as_warmed {
     local $@;
-    eval '1' while $warm_evals++ < $WARMUP_PASSES;
+    eval '1' while $warm_evals++ < $WARMUP_EVALS;
 }
 
 sub main {
@@ -382,15 +383,11 @@ sub main {
             next;
         }
         # A template's pool member serves one request of the daemon's before
-        # it is published, so the first-touch costs of the request path
-        # (copy-on-write faults and more) happen off that path. It does not
-        # count. It is run twice: one pass still left the real request's
-        # read-to-eval stage at ~140 us, two leave it at ~45 (measured in
-        # the member, docs/kernel-protocol.md).
+        # it is published, so the copy-on-write faults of the request path
+        # happen off that path. It does not count.
         if ($MODE eq 'once' && $req->{warmup}) {
-            handle($req) for 2 .. $WARMUP_PASSES;
             send_line(handle($req));
-            $warm_evals = $WARMUP_PASSES;
+            $warm_evals = $WARMUP_EVALS;
             next;
         }
         number_evals_as_warmed() if $MODE eq 'once';
