@@ -48,7 +48,8 @@ require POSIX if $MODE ne 'repl';
 # updates it, so the daemon asks them to reseed ("reseed") instead. ($$ stays
 # right anyway: the template is pid 2 of its jail, each executor pid 2 of its
 # namespace.)
-if ($MODE eq 'zygote') {
+my $TEMPLATE = $MODE eq 'zygote';
+if ($TEMPLATE) {
     $MODE = 'once';
     $ARGV[0] = 'once';    # the guest sees a once-mode kernel's @ARGV either way
 }
@@ -353,10 +354,10 @@ sub handle {
 }
 
 # Perl numbers string evals: a guest's nested eval dies "at (eval N)". A
-# pool member's warm-up evaluates one string, so a once-mode kernel that was
-# not warmed up (started cold, or forked from a template on demand)
-# evaluates as many before its request: the guest sees the same N on every
-# path.
+# pool member's warm-up evaluates one string, so a once-mode kernel that is
+# not warmed up evaluates as many (one started cold at boot, one forked from
+# a template on demand before its request): the guest sees the same N on
+# every path.
 my $WARMUP_EVALS = 1;
 my $warm_evals = 0;
 
@@ -368,6 +369,7 @@ sub number_evals_as_warmed {
 sub main {
     # Warm up the real path once so the first request pays no lazy loading.
     handle({ code => '1+1', env => { %ENV } });
+    number_evals_as_warmed() if $MODE eq 'once' && !$TEMPLATE;
     send_line('{"ready":true}');
     while (1) {
         my $line = read_line();
