@@ -477,7 +477,7 @@ def _serve(mode, kernel, announce):
             # request path happen off that path. It does not count. Its
             # objects go now: alive while the next request is decoded, they
             # made that request take fresh pymalloc pools, i.e. pages still
-            # shared with the template (2 faults, ~50 us in a member).
+            # shared with the template (2-3 faults per request; none since).
             line = req = resp = None
             continue
         if mode == "once":
