@@ -110,6 +110,11 @@ struct engine {
 
         /* Used processes waiting to be killed and reaped off the request path. */
         struct proc *dead;
+        /* Dead ones whose teardown waits until no execution is in flight or
+         * was for REAP_GRACE_MS (engine_bury_idle); counted for the cap. */
+        struct proc *dead_idle;
+        size_t ndead_idle;
+        uint64_t quiet_at_ns;     /* the last stateless execution ended then */
         struct bg_thread reaper;  /* on the engine lock */
 
         /* Answers and counts every jail's refused syscalls (notify.c). */
@@ -123,6 +128,10 @@ void engine_untrack(struct engine *e, struct proc *p);
 void engine_bury(struct engine *e, struct proc *p);
 /* Queues p for the reaper; engine lock held. */
 void engine_bury_locked(struct engine *e, struct proc *p);
+/* Like engine_bury, for a process whose jail is done (its init exited, or
+ * it is killed here): the reaper tears it down once the engine is quiet,
+ * not next to the following request (NULL-safe). */
+void engine_bury_idle(struct engine *e, struct proc *p);
 void engine_next_cgroup_name(struct engine *e, char *buf, size_t len);
 struct jail_limits engine_jail_limits(const struct engine *e, const struct exec_limits *lim);
 void engine_inflight(struct engine *e, int delta);

@@ -115,7 +115,9 @@ static int run_process(struct engine *e, const struct runtime *rt, const char *c
                 run_err(err, r);
         log_debug("msg=\"stateless\" lang=%s pooled=%d take_ms=%.2f run_ms=%.2f", rt->id, pooled,
                   (double)(t1 - t0) / 1e6, (double)(now_ns() - t1) / 1e6);
-        proc_bury(p);
+        /* Its init exited (run_finish reaped it): the rest can wait until
+         * the requests that follow this one are answered. */
+        engine_bury_idle(e, p);
         return r;
 }
 
