@@ -299,7 +299,7 @@ void engine_bury_idle(struct engine *e, struct proc *p)
                 return;
         /* Nothing the guest started may outlive its answer: only the
          * teardown (reap, cgroup give-back, fds) waits. */
-        if (p->alive && !pidfd_exited(p->jp.pidfd))
+        if (p->alive && !p->exit_early && !pidfd_exited(p->jp.pidfd))
                 jail_kill(&p->jp);
         pthread_mutex_lock(&e->lock);
         p->dead_next = e->dead_idle;

@@ -21,7 +21,9 @@ struct proc {
                                      * set from proc_attach on: 0 before it */
         bool pty;
         bool alive;
-        int wait_status;            /* once reaped */
+        int wait_status;            /* once reaped (or exit_early) */
+        int work_fd;                /* a pool member's workload's pidfd (proc_watch_workload), or 0 */
+        bool exit_early;            /* wait_status is the workload's, init not yet reaped */
         /* Frees the whole object (proc or kproc): the reaper calls it. */
         void (*destroy)(struct proc *p);
         struct proc *prev, *next;   /* engine's live list */
@@ -135,6 +137,16 @@ void engine_bury_idle(struct engine *e, struct proc *p);
 void engine_next_cgroup_name(struct engine *e, char *buf, size_t len);
 struct jail_limits engine_jail_limits(const struct engine *e, const struct exec_limits *lim);
 void engine_inflight(struct engine *e, int delta);
+
+/* proc.c: the answer of a process run without waiting for its jail's init
+ * to exit. Opens the pidfd of p's workload (a waiting pool member's
+ * launcher): it hangs up once init has reaped it. */
+void proc_watch_workload(struct proc *p);
+/* Once that pidfd hung up: the workload's status as init would have
+ * exited with it (init_main.c) into p->wait_status, init told to finish
+ * (it is exiting anyway); its reap is left to the teardown. 0, or -errno
+ * when the kernel does not tell (then wait for init as before). */
+int proc_take_workload_exit(struct proc *p);
 int set_nonblock(int fd);
 void close_pair(int p[2]);
 bool pidfd_exited(int pidfd);
@@ -173,6 +185,7 @@ struct run_state {
         uint64_t refused_base;  /* p's refusal count when the run started */
         uint64_t bytes;         /* stdout+stderr bytes seen, kept or not */
         bool out_eof, err_eof;
+        bool watch_workload;    /* p->work_fd may end the run (workload_gone) */
         const struct exec_sink *sink; /* NULL: output is only kept */
 };
 void run_init(struct run_state *s, struct proc *p, const struct exec_limits *lim, struct exec_outcome *o);
