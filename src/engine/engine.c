@@ -13,8 +13,11 @@
  * execution (back-to-back requests come ~1 ms apart), shorter than the
  * pool's refill grace: the refill then finds the cgroups given back. */
 #define REAP_GRACE_MS 15
-/* ... and for no more jails than this (a steady load is never quiet). */
+/* ... and for no more jails than this (a steady load is never quiet), nor
+ * more memory (what they may still hold: their tmpfs until the mount
+ * namespace goes, counted at each jail's peak). */
 #define REAP_IDLE_MAX 64
+#define REAP_IDLE_BYTES (128 * MiB)
 
 static void reaper_main(void *arg);
 static void destroy_all(struct proc *list);
@@ -293,7 +296,7 @@ void engine_bury(struct engine *e, struct proc *p)
         pthread_mutex_unlock(&e->lock);
 }
 
-void engine_bury_idle(struct engine *e, struct proc *p)
+void engine_bury_idle(struct engine *e, struct proc *p, uint64_t held_bytes)
 {
         if (!p)
                 return;
@@ -304,7 +307,8 @@ void engine_bury_idle(struct engine *e, struct proc *p)
         pthread_mutex_lock(&e->lock);
         p->dead_next = e->dead_idle;
         e->dead_idle = p;
-        if (++e->ndead_idle >= REAP_IDLE_MAX)
+        e->dead_idle_bytes += held_bytes;
+        if (++e->ndead_idle >= REAP_IDLE_MAX || e->dead_idle_bytes >= REAP_IDLE_BYTES)
                 bg_thread_wake(&e->reaper);
         pthread_mutex_unlock(&e->lock);
 }
@@ -318,7 +322,7 @@ static uint64_t reap_idle_at(const struct engine *e, bool running)
 {
         if (!e->dead_idle)
                 return UINT64_MAX;
-        if (!running || e->ndead_idle >= REAP_IDLE_MAX)
+        if (!running || e->ndead_idle >= REAP_IDLE_MAX || e->dead_idle_bytes >= REAP_IDLE_BYTES)
                 return 0;
         if (e->inflight)
                 return UINT64_MAX; /* engine_inflight wakes us */
@@ -348,6 +352,7 @@ static void reaper_main(void *arg)
                         idle = e->dead_idle;
                         e->dead_idle = NULL;
                         e->ndead_idle = 0;
+                        e->dead_idle_bytes = 0;
                         idle_at = UINT64_MAX;
                 }
                 if (!list && !idle && !running)

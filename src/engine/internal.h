@@ -116,6 +116,7 @@ struct engine {
          * was for REAP_GRACE_MS (engine_bury_idle); counted for the cap. */
         struct proc *dead_idle;
         size_t ndead_idle;
+        uint64_t dead_idle_bytes;
         uint64_t quiet_at_ns;     /* the last stateless execution ended then */
         struct bg_thread reaper;  /* on the engine lock */
 
@@ -132,8 +133,9 @@ void engine_bury(struct engine *e, struct proc *p);
 void engine_bury_locked(struct engine *e, struct proc *p);
 /* Like engine_bury, for a process whose jail is done (its init exited, or
  * it is killed here): the reaper tears it down once the engine is quiet,
- * not next to the following request (NULL-safe). */
-void engine_bury_idle(struct engine *e, struct proc *p);
+ * not next to the following request (NULL-safe). held_bytes: what the
+ * jail may hold until then (its memory peak). */
+void engine_bury_idle(struct engine *e, struct proc *p, uint64_t held_bytes);
 void engine_next_cgroup_name(struct engine *e, char *buf, size_t len);
 struct jail_limits engine_jail_limits(const struct engine *e, const struct exec_limits *lim);
 void engine_inflight(struct engine *e, int delta);

@@ -117,7 +117,7 @@ static int run_process(struct engine *e, const struct runtime *rt, const char *c
                   (double)(t1 - t0) / 1e6, (double)(now_ns() - t1) / 1e6, p->exit_early);
         /* Its init exited (run_finish reaped it): the rest can wait until
          * the requests that follow this one are answered. */
-        engine_bury_idle(e, p);
+        engine_bury_idle(e, p, o->memory_peak ? o->memory_peak : 1 * MiB);
         return r;
 }
 
