@@ -160,7 +160,8 @@ static int run_tick(struct run_state *s, struct pollfd p[5])
                 proc_close_stdin(s->p); /* nobody reads stdin any more */
                 s->pending_off = s->pending_len;
         }
-        if (p[3].revents || ((p[4].revents & POLLHUP) && workload_gone(s))) {
+        /* The workload first: init may have exited too by the time we look. */
+        if (((p[4].revents & POLLHUP) && workload_gone(s)) || p[3].revents) {
                 s->o->died = true;
                 return 1;
         }
