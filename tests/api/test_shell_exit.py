@@ -78,7 +78,9 @@ def last_stateless_line(d):
 
 def test_pooled_run_answers_at_the_workloads_reap(pooled_debug):
     """The fast end is taken (where the kernel tells exit statuses through
-    pidfds, Linux 6.15+), and not when a background child holds a pipe."""
+    pidfds, Linux 6.15+). (Whether a background child holding a pipe makes
+    the run wait for init depends on whether the daemon looks before init
+    has exited and killed it; the answers are compared above.)"""
     run_pooled(pooled_debug, "/bin/true")
     line = last_stateless_line(pooled_debug)
     assert "pooled=1" in line, line
@@ -86,7 +88,3 @@ def test_pooled_run_answers_at_the_workloads_reap(pooled_debug):
     if (int(uname[0]), int(uname[1].split("-")[0])) < (6, 15):
         pytest.skip("no PIDFD_INFO_EXIT before Linux 6.15: every run ends with init")
     assert "early_exit=1" in line, line
-    wait_pool_full(pooled_debug)
-    run_pooled(pooled_debug, "(sleep 0.2; echo x) & true")
-    line = last_stateless_line(pooled_debug)
-    assert "pooled=1" in line and "early_exit=0" in line, line
