@@ -527,7 +527,8 @@ function applyEnvAndCwd(req) {
   const env = req.env && typeof req.env === 'object' ? req.env : {};
   // Each process.env write is a setenv(3) through a C++ interceptor: an env
   // that already is the requested one, keys in the same order, is left alone
-  // (the usual case: a pool member booted with the env the daemon sends).
+  // (the usual cases: a stateless request's {} after the warm-up's, a context's env
+  // cell after cell).
   if (!sameEnv(env)) {
     for (const k of Object.keys(process.env)) delete process.env[k];
     for (const [k, v] of Object.entries(env)) {
