@@ -477,9 +477,14 @@ const SCRIPT_OPTIONS = { filename: SANDBOX_FILE, displayErrors: false };
 // means V8, not acorn, decides that the code is JavaScript (esbuild is not run): the two
 // differ only on syntax acorn does not know yet. Returns the compiled script or null.
 const EXPRESSION_START = /^[ \t\r\n]*(?:([A-Za-z_$][\w$]*)|[0-9'"`(\[!~+.]|-(?!->))/;
-const STATEMENT_WORDS = new Set(['function', 'async', 'class', 'let']);
+const STATEMENT_WORDS = new Set(['function', 'async', 'class', 'let',
+  'const', 'var', 'if', 'for', 'while', 'do', 'try', 'switch', 'throw', 'return']);
+// Code that is almost surely several statements (a ";", a line starting with a statement
+// word) goes straight to acorn: a failed check costs a SyntaxError (~0.07 ms, a quarter
+// of acorn's work on short code). These filters only ever choose the full path.
+const STATEMENT_LINE = /\n[ \t]*(?:const|let|var|if|for|while|do|try|switch|throw|return)\b/;
 function singleExpression(code) {
-  if (code.includes('await') || code.includes('import')) return null;
+  if (code.includes(';') || code.includes('await') || code.includes('import') || STATEMENT_LINE.test(code)) return null;
   const start = EXPRESSION_START.exec(code);
   if (!start || (start[1] !== undefined && STATEMENT_WORDS.has(start[1]))) return null;
   try {
