@@ -504,15 +504,14 @@ function runGuest(req) {
     code = stripTypes(code);
     ast = parse(code);
   }
-  const scriptOptions = SCRIPT_OPTIONS;
   if (!ast) {
     // acorn refused it: let V8 report its own SyntaxError ("Illegal return statement" ...);
     // if V8 accepts it after all, run it and use the completion value.
-    const script = new vm.Script(code, scriptOptions);
+    const script = new vm.Script(code, SCRIPT_OPTIONS);
     return { value: script.runInThisContext({ displayErrors: false }), isAsync: false, hasResult: true };
   }
   const prep = prepare(code, ast, MODE === 'repl');
-  const script = new vm.Script(prep.source, scriptOptions);
+  const script = new vm.Script(prep.source, SCRIPT_OPTIONS);
   const value = script.runInThisContext({ displayErrors: false });
   return { value, isAsync: prep.isAsync, hasResult: prep.hasResult };
 }
