@@ -21,7 +21,9 @@ struct proc {
                                      * set from proc_attach on: 0 before it */
         bool pty;
         bool alive;
-        int wait_status;            /* once reaped */
+        int wait_status;            /* once reaped (or exit_early) */
+        int work_fd;                /* a pool member's workload's pidfd (proc_watch_workload), or 0 */
+        bool exit_early;            /* wait_status is the workload's, init not yet reaped */
         /* Frees the whole object (proc or kproc): the reaper calls it. */
         void (*destroy)(struct proc *p);
         struct proc *prev, *next;   /* engine's live list */
@@ -110,6 +112,12 @@ struct engine {
 
         /* Used processes waiting to be killed and reaped off the request path. */
         struct proc *dead;
+        /* Dead ones whose teardown waits until no execution is in flight or
+         * was for REAP_GRACE_MS (engine_bury_idle); counted for the cap. */
+        struct proc *dead_idle;
+        size_t ndead_idle;
+        uint64_t dead_idle_bytes;
+        uint64_t quiet_at_ns;     /* the last stateless execution ended then */
         struct bg_thread reaper;  /* on the engine lock */
 
         /* Answers and counts every jail's refused syscalls (notify.c). */
@@ -123,9 +131,24 @@ void engine_untrack(struct engine *e, struct proc *p);
 void engine_bury(struct engine *e, struct proc *p);
 /* Queues p for the reaper; engine lock held. */
 void engine_bury_locked(struct engine *e, struct proc *p);
+/* Like engine_bury, for a process whose jail is done (its init exited, or
+ * it is killed here): the reaper tears it down once the engine is quiet,
+ * not next to the following request (NULL-safe). held_bytes: what the
+ * jail may hold until then (its memory peak). */
+void engine_bury_idle(struct engine *e, struct proc *p, uint64_t held_bytes);
 void engine_next_cgroup_name(struct engine *e, char *buf, size_t len);
 struct jail_limits engine_jail_limits(const struct engine *e, const struct exec_limits *lim);
 void engine_inflight(struct engine *e, int delta);
+
+/* proc.c: the answer of a process run without waiting for its jail's init
+ * to exit. Opens the pidfd of p's workload (a waiting pool member's
+ * launcher): it hangs up once init has reaped it. */
+void proc_watch_workload(struct proc *p);
+/* Once that pidfd hung up: the workload's status as init would have
+ * exited with it (init_main.c) into p->wait_status, init told to finish
+ * (it is exiting anyway); its reap is left to the teardown. 0, or -errno
+ * when the kernel does not tell (then wait for init as before). */
+int proc_take_workload_exit(struct proc *p);
 int set_nonblock(int fd);
 void close_pair(int p[2]);
 bool pidfd_exited(int pidfd);
@@ -164,6 +187,7 @@ struct run_state {
         uint64_t refused_base;  /* p's refusal count when the run started */
         uint64_t bytes;         /* stdout+stderr bytes seen, kept or not */
         bool out_eof, err_eof;
+        bool watch_workload;    /* p->work_fd may end the run (workload_gone) */
         const struct exec_sink *sink; /* NULL: output is only kept */
 };
 void run_init(struct run_state *s, struct proc *p, const struct exec_limits *lim, struct exec_outcome *o);

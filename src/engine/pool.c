@@ -179,6 +179,7 @@ static int pool_prespawn(struct engine *e, const struct runtime *rt, struct kpro
                 kproc_free(k);
                 return r;
         }
+        proc_watch_workload(&k->p);
         *ret = k;
         return 0;
 }

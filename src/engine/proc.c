@@ -328,6 +328,46 @@ static int workload_pidfd(const struct proc *p)
         return fd < 0 ? -errno : fd;
 }
 
+void proc_watch_workload(struct proc *p)
+{
+        int fd = workload_pidfd(p);
+        if (fd > 0)
+                p->work_fd = fd;
+        else if (fd == 0)
+                close(fd); /* 0 means none here; never happens in the daemon */
+}
+
+#ifndef PIDFD_GET_INFO
+/* linux/pidfd.h of Linux 6.15 (the build headers may be older). */
+struct pidfd_info {
+        uint64_t mask, cgroupid;
+        uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+        int32_t exit_code;
+        uint32_t coredump_mask, spare1;
+};
+#define PIDFD_GET_INFO _IOWR(0xFF, 11, struct pidfd_info)
+#define PIDFD_INFO_EXIT (1UL << 3)
+#endif
+
+int proc_take_workload_exit(struct proc *p)
+{
+        struct pidfd_info info = { .mask = PIDFD_INFO_EXIT };
+        if (p->work_fd <= 0 || !p->alive)
+                return -EBADF;
+        if (ioctl(p->work_fd, PIDFD_GET_INFO, &info) < 0)
+                return -errno;
+        if (!(info.mask & PIDFD_INFO_EXIT))
+                return -ENODATA; /* before Linux 6.15: no exit information */
+        int st = info.exit_code;
+        int code = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 255;
+        p->wait_status = W_EXITCODE(code, 0);
+        p->exit_early = true;
+        /* As jail_kill once init is gone: init exits right after its reap
+         * and takes the pid namespace along; the signal only hastens it. */
+        syscall(SYS_pidfd_send_signal, p->jp.pidfd, SIGKILL, NULL, 0);
+        return 0;
+}
+
 int proc_signal(struct proc *p, int sig)
 {
         if (!p->alive)
@@ -432,6 +472,8 @@ void proc_release(struct proc *p)
         close_fd(&p->err_fd);
         if (p->side_fd > 0)
                 close_fd(&p->side_fd);
+        if (p->work_fd > 0)
+                close_fd(&p->work_fd);
 }
 
 void proc_free(struct proc *p)

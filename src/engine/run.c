@@ -18,6 +18,7 @@ void run_init(struct run_state *s, struct proc *p, const struct exec_limits *lim
         /* A terminal carries both streams on one fd. */
         s->err_eof = p->err_fd < 0;
         s->refused_base = notify_watch_count(p->watch);
+        s->watch_workload = p->work_fd > 0 && !p->pty;
 }
 
 static bool output_over_limit(struct run_state *s)
@@ -141,7 +142,21 @@ static int input_fd(const struct run_state *s)
         return s->p->pty ? s->p->out_fd : s->p->in_fd;
 }
 
-static int run_tick(struct run_state *s, struct pollfd p[4])
+/* A pool member's workload hung up its pidfd (init reaped it). With both
+ * pipes at EOF nothing else of the guest writes: the run is over, and the
+ * answer need not wait for init's own exit (its namespaces' teardown,
+ * ~0.2-0.5 ms). Else (a background child holds a pipe, or the kernel keeps
+ * the status to itself) the run ends with init, as for any jail. */
+static bool workload_gone(struct run_state *s)
+{
+        read_outputs(s, true, true);
+        if (s->out_eof && s->err_eof && s->o->limit == EXEC_LIMIT_NONE && proc_take_workload_exit(s->p) == 0)
+                return true;
+        s->watch_workload = false;
+        return false;
+}
+
+static int run_tick(struct run_state *s, struct pollfd p[5])
 {
         read_outputs(s, p[0].revents, p[1].revents);
         if (p[2].revents & POLLOUT) {
@@ -158,7 +173,8 @@ static int run_tick(struct run_state *s, struct pollfd p[4])
                 proc_close_stdin(s->p); /* nobody reads stdin any more */
                 s->pending_off = s->pending_len;
         }
-        if (p[3].revents) {
+        /* The workload first: init may have exited too by the time we look. */
+        if (((p[4].revents & POLLHUP) && workload_gone(s)) || p[3].revents) {
                 s->o->died = true;
                 return 1;
         }
@@ -179,15 +195,17 @@ int run_loop(struct run_state *s)
                 /* A terminal's master is both the output and the input: ask
                  * for POLLOUT on the output slot then. */
                 bool pty_in = !s->kp && s->p->pty && writing;
-                struct pollfd p[4] = {
+                struct pollfd p[5] = {
                         { s->out_eof ? -1 : s->p->out_fd, POLLIN | (pty_in ? POLLOUT : 0), 0 },
                         { s->err_eof ? -1 : s->p->err_fd, POLLIN, 0 },
                         { pty_in ? -1 : input_fd(s), (s->kp ? POLLIN : 0) | (writing ? POLLOUT : 0), 0 },
                         { s->p->jp.pidfd, POLLIN, 0 },
+                        /* POLLHUP only: POLLIN comes at its exit, before init reaped it */
+                        { s->watch_workload ? s->p->work_fd : -1, 0, 0 },
                 };
                 uint64_t now = now_ns();
                 int timeout = next_tick > now ? (int)((next_tick - now) / 1000000ULL) + 1 : 0;
-                int n = poll(p, 4, timeout);
+                int n = poll(p, 5, timeout);
                 if (n < 0 && errno != EINTR)
                         return -errno;
                 if (now_ns() >= next_tick) {
@@ -236,10 +254,13 @@ void run_finish(struct run_state *s, int r)
         struct exec_outcome *o = s->o;
         o->duration_ns = now_ns() - s->start_ns;
         if (o->died || o->limit != EXEC_LIMIT_NONE || r < 0) {
-                jail_kill(&s->p->jp);
+                /* exit_early: init got its SIGKILL and is reaped at teardown. */
+                if (!s->p->exit_early)
+                        jail_kill(&s->p->jp);
                 drain_after_exit(s);
                 finish_usage(s);
-                proc_reap(s->p);
+                if (!s->p->exit_early)
+                        proc_reap(s->p);
                 o->exit_status = s->p->wait_status;
                 o->died = true;
         } else {

@@ -300,3 +300,67 @@ def test_cold_jails_start_with_default_signals():
         assert res["results"] == [{"json": []}], res
     finally:
         d.cleanup()
+
+
+# What a guest can see of the state its kernel left behind: the probes run in
+# a pool member (forked from a template, warmed up with the daemon's warm-up
+# request: docs/kernel-protocol.md) and in a cold kernel, and must agree.
+_PERL_TRACE_PROBE = r"""
+join '|', (defined $_ ? "[$_]" : 'undef'), "[$@]", (defined $. ? $. : 'undef'),
+    join(',', sort keys %ENV), join(',', sort grep { !/::$/ } keys %main::),
+    (defined $SandboxKernel::guest_code ? length $SandboxKernel::guest_code : 'undef'),
+    "@ARGV", $0, $$, $main::x // 'no x', do { eval 'die "x"'; $@ }
+"""
+_PYTHON_TRACE_PROBE = """import os, sys
+[sorted(globals()), '_' in vars(__builtins__) if isinstance(__builtins__, dict) else hasattr(__builtins__, '_'),
+ hasattr(sys, 'last_value'), repr(sys.exc_info()), sorted(os.environ), os.getcwd(), sys.argv[1:]]"""
+
+
+def _wait_pool(d, lang, ready):
+    deadline = time.time() + 20
+    while d.get("/ready")[1]["pools"][lang]["ready"] < ready and time.time() < deadline:
+        time.sleep(0.05)
+
+
+def _trace_probes(d, wait_pool):
+    seen = []
+    for lang, probe in (("perl", _PERL_TRACE_PROBE), ("python", _PYTHON_TRACE_PROBE)):
+        for code in (probe, "_" if lang == "python" else "$_ // 'undef'"):
+            if wait_pool:
+                _wait_pool(d, lang, 1)
+            res = d.execute(lang, code)
+            seen.append((lang, res.get("results"), (res.get("error") or {}).get("name")))
+    return seen
+
+
+def test_pool_members_show_no_trace_of_their_warm_up():
+    """A pooled member served the warm-up `1+1` before its
+    request; the guest sees the same `$_`, `$@`, `$.`, environment, globals,
+    eval numbering, argv and Python `_` as in a kernel forked from the
+    template on demand (no warm-up) and in one started cold."""
+    seen = []
+    for sets in (["pool.size=2"], ["pool.size=0"], ["pool.size=0", "pool.zygote=0"]):
+        d = Daemon(sets=sets + ["limits.wall_ms=4000"])
+        try:
+            seen.append(_trace_probes(d, wait_pool=sets == ["pool.size=2"]))
+            tpl = d.get("/ready")[1]["pools"]["perl"].get("template")
+            assert (tpl is not None and tpl["forks"] >= 2) == ("pool.zygote=0" not in sets), (sets, tpl)
+        finally:
+            d.cleanup()
+    assert seen[0] == seen[1] == seen[2], seen
+    assert seen[0][1][1] == [{"text": "undef"}] and seen[0][3][2] == "NameError", seen[0]
+    assert "x at (eval " in seen[0][0][1][0]["text"], seen[0]
+
+
+def test_warmed_python_pool_members_get_fresh_randomness():
+    """Python members reseed on their request (after the fork): one sequence
+    each even though every member was warmed up from the same template."""
+    d = Daemon(sets=["pool.size=2", "limits.wall_ms=4000"])
+    try:
+        seen = []
+        for _ in range(4):
+            _wait_pool(d, "python", 1)
+            seen.append(d.execute("python", "import random\nrandom.getrandbits(64)")["results"][0]["text"])
+        assert len(set(seen)) == 4, seen
+    finally:
+        d.cleanup()

@@ -48,7 +48,11 @@ require POSIX if $MODE ne 'repl';
 # updates it, so the daemon asks them to reseed ("reseed") instead. ($$ stays
 # right anyway: the template is pid 2 of its jail, each executor pid 2 of its
 # namespace.)
-$MODE = 'once' if $MODE eq 'zygote';
+my $TEMPLATE = $MODE eq 'zygote';
+if ($TEMPLATE) {
+    $MODE = 'once';
+    $ARGV[0] = 'once';    # the guest sees a once-mode kernel's @ARGV either way
+}
 my $DEFAULT_RESULT_LIMIT = 65536;
 my $WORKSPACE_ROOT = (defined $ENV{SANDBOX_WORKSPACE_ROOT} && length $ENV{SANDBOX_WORKSPACE_ROOT})
     ? $ENV{SANDBOX_WORKSPACE_ROOT} : '/workspace';
@@ -349,9 +353,23 @@ sub handle {
     return encode_response($entry, undef, confined_cwd());
 }
 
+# Perl numbers string evals: a guest's nested eval dies "at (eval N)". A
+# pool member's warm-up evaluates one string, so a once-mode kernel that is
+# not warmed up evaluates as many (one started cold at boot, one forked from
+# a template on demand before its request): the guest sees the same N on
+# every path.
+my $WARMUP_EVALS = 1;
+my $warm_evals = 0;
+
+sub number_evals_as_warmed {
+    local $@;
+    eval '1' while $warm_evals++ < $WARMUP_EVALS;
+}
+
 sub main {
     # Warm up the real path once so the first request pays no lazy loading.
     handle({ code => '1+1', env => { %ENV } });
+    number_evals_as_warmed() if $MODE eq 'once' && !$TEMPLATE;
     send_line('{"ready":true}');
     while (1) {
         my $line = read_line();
@@ -366,11 +384,16 @@ sub main {
             last if $MODE eq 'once';
             next;
         }
-        send_line(handle($req));
         # A template's pool member serves one request of the daemon's before
         # it is published, so the copy-on-write faults of the request path
         # happen off that path. It does not count.
-        next if $MODE eq 'once' && $req->{warmup};
+        if ($MODE eq 'once' && $req->{warmup}) {
+            send_line(handle($req));
+            $warm_evals = $WARMUP_EVALS;
+            next;
+        }
+        number_evals_as_warmed() if $MODE eq 'once';
+        send_line(handle($req));
         last if $MODE eq 'once';
     }
     flush_guest();
