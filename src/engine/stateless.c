@@ -115,8 +115,9 @@ static int run_process(struct engine *e, const struct runtime *rt, const char *c
                 run_err(err, r);
         log_debug("msg=\"stateless\" lang=%s pooled=%d take_ms=%.2f run_ms=%.2f early_exit=%d", rt->id, pooled,
                   (double)(t1 - t0) / 1e6, (double)(now_ns() - t1) / 1e6, p->exit_early);
-        /* Its init exited (run_finish reaped it): the rest can wait until
-         * the requests that follow this one are answered. */
+        /* The run is over (init reaped, or, after an early end, killed and
+         * left to the teardown): the teardown can wait until the requests
+         * that follow this one are answered. */
         engine_bury_idle(e, p, o->memory_peak ? o->memory_peak : 1 * MiB);
         return r;
 }
