@@ -112,6 +112,8 @@ struct engine {
 
         /* Used processes waiting to be killed and reaped off the request path. */
         struct proc *dead;
+        size_t ndead;
+        uint64_t dead_at_ns; /* when the oldest of them was buried */
         /* Dead ones whose teardown waits until no execution is in flight or
          * was for REAP_GRACE_MS (engine_bury_idle); counted for the cap. */
         struct proc *dead_idle;

@@ -709,19 +709,36 @@ int cgroup_reset(struct cgroup *cg)
         return cgroup_reset_read(cg, NULL);
 }
 
+int cgroup_set_cpu_idle(struct cgroup *cg, bool idle)
+{
+        const char *cpu = cg->n ? cg_ctrl_dir(cg, CG_CPUQ) : NULL;
+        if (!cpu)
+                return -ENOENT;
+        if (cg->cpu_idle == idle)
+                return 0;
+        int r = cg_write(cpu, "cpu.idle", idle ? "1" : "0");
+        if (r == 0)
+                cg->cpu_idle = idle;
+        return r;
+}
+
 int cgroup_reset_read(struct cgroup *cg, struct cgroup_usage *before)
 {
         if (before)
                 *before = (struct cgroup_usage){ 0 };
         if (cg->n == 0)
                 return 0;
+        /* A group left idle would run its next jail only on idle CPUs. */
+        int r = cgroup_set_cpu_idle(cg, false);
+        if (r < 0 && r != -ENOENT)
+                return r;
         cg->ops->reset_peaks(cg);
         /* oom_kill and pids.events cannot be reset by writing, so remember
          * where they stand and report the difference from now on. One read
          * serves both: the peak reset leaves the other counters alone. The
          * peak itself is not read: the baseline's is 0 whatever it says. */
         struct cgroup_usage raw;
-        int r = read_raw(cg, &raw, false);
+        r = read_raw(cg, &raw, false);
         if (r < 0)
                 return r;
         if (before) {

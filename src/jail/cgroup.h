@@ -73,6 +73,10 @@ int cgroup_kill_all(struct cgroup *cg);
  * Works on a live group: a warm interpreter's next request measures only
  * itself. Pool reuse checks emptiness separately (cgroup_is_empty). */
 int cgroup_reset(struct cgroup *cg);
+/* cpu.idle (v1 and v2, Linux >= 5.15): the group's tasks then run only when
+ * nothing outside an idle group wants their CPU. cgroup_reset clears it.
+ * -ENOENT without the cpu controller (or on an older kernel). */
+int cgroup_set_cpu_idle(struct cgroup *cg, bool idle);
 /* The same, and what cgroup_read_usage would have answered just before
  * (memory_peak excepted: 0), from the one read the reset needs anyway:
  * a resident kernel's next request reads its counters once, not three

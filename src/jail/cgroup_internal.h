@@ -63,6 +63,7 @@ struct cgroup {
         bool nested;              /* below a parent group (cgroup_create_in) */
         int cnt_fd[_CG_CNT_MAX];  /* CG_CNT_CLOSED, CG_CNT_MISSING or an fd */
         struct cgroup_usage base; /* cumulative counters at the last reset */
+        bool cpu_idle;            /* cpu.idle written 1 (cgroup_set_cpu_idle) */
 };
 
 /* What differs between cgroup v1 and v2 (crun's cgroup manager idea). The

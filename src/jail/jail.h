@@ -254,6 +254,10 @@ int jail_swap_workspace(const struct jail_proc *p);
 
 /* SIGKILLs the whole jail (init, hence its pid namespace, and the cgroup). */
 void jail_kill(struct jail_proc *p);
+/* Lets the jail's tasks run only on CPUs nothing else wants (on: its cgroup's
+ * cpu.idle), or normally again. Returns 0 or -errno (-ENOENT: no cpu
+ * controller for its group). Released groups come back normal. */
+int jail_set_background(struct jail_proc *p, bool on);
 /* Waits for init and returns its wait status; frees the cgroup unless
  * keep_cgroup. Safe to call once per successful spawn. */
 int jail_reap(struct jail_proc *p, int *ret_status);

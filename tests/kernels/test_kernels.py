@@ -233,6 +233,18 @@ def test_ready_once_serves_one_request_and_exits_zero(lang, ws):
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
+def test_once_waits_after_its_answer_until_eof(lang, ws):
+    """A once-mode kernel does not exit by itself after its answer: the daemon
+    kills it (at idle priority, after the answer is on its way), or EOF ends it."""
+    k = Kernel(lang, "once", ws)
+    assert k.ready == {"ready": True}
+    assert ok(k.run("6*7")) == [{"text": "42"}]
+    time.sleep(0.3)
+    assert k.proc.poll() is None, "exited before EOF"
+    assert k.close() == 0
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_repl_serves_until_eof_and_rejects_bad_lines(lang, repl):
     k = repl(lang)
     bad = k.send_raw(b"this is not json\n")

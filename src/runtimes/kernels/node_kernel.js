@@ -671,7 +671,14 @@ function serveOne(src, fd) {
 
 function serveNext() {
   serveOne(ctlIn, CTL_FD).then((what) => {
-    if (what === 'eof' || (what === 'answered' && MODE === 'once')) process.exit(0);
+    if (what === 'answered' && MODE === 'once') {
+      // Wait for the daemon's kill (or EOF), the event loop blocked so that no guest timer
+      // runs after the answer: exiting by itself, the kernel freed its memory right when
+      // the daemon woke to read the answer, on the same CPU (docs/kernel-protocol.md).
+      while (readLineSync(ctlIn) !== null) { /* nothing more is served */ }
+      process.exit(0);
+    }
+    if (what === 'eof') process.exit(0);
     kSetImmediate(serveNext);
   });
 }

@@ -397,6 +397,12 @@ sub main {
         last if $MODE eq 'once';
     }
     flush_guest();
+    # A once-mode kernel waits after its answer for the daemon's kill (or
+    # EOF): exiting by itself, it freed its memory right when the daemon woke
+    # to read the answer, on the same CPU (docs/kernel-protocol.md).
+    if ($MODE eq 'once') {
+        1 while defined read_line();
+    }
     hard_exit(0);
 }
 

@@ -483,7 +483,20 @@ def _serve(mode, kernel, announce):
         if mode == "once":
             break
     _flush_guest_streams()
+    if mode == "once":
+        _linger(ctl)
     os._exit(0)
+
+
+def _linger(ctl):
+    """A once-mode kernel waits after its answer for the daemon's kill (or
+    EOF): exiting by itself, it freed its memory right when the daemon woke
+    to read the answer, on the same CPU (docs/kernel-protocol.md)."""
+    try:
+        while ctl.read1(65536):
+            pass
+    except OSError:
+        pass
 
 
 def _main():

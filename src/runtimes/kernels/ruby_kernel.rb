@@ -180,6 +180,10 @@ module SandboxKernel
         break if @mode == 'once'
       end
       flush_guest
+      # A once-mode kernel waits after its answer for the daemon's kill (or
+      # EOF): exiting by itself, it freed its memory right when the daemon
+      # woke to read the answer, on the same CPU (docs/kernel-protocol.md).
+      nil while @mode == 'once' && @ctl.gets
       Process.exit!(0)
     end
   end

@@ -507,6 +507,33 @@ TEST(cgroup_v1_reset_for_reuse)
         wait_status(pid);
 }
 
+/* A used jail dies at idle CPU priority (the engine's reaper); its group,
+ * reused, must run the next jail at normal priority again. */
+TEST(cgroup_v1_cpu_idle_cleared_by_reset)
+{
+        require_v1();
+        struct cgroup *cg = make_group(0, "idle", 64 * MiB, 10);
+        const char *cpu = cg_ctrl_dir(cg, CG_CPUQ);
+        char p[PATH_MAX];
+        uint64_t v;
+        if (!cpu || cg_join_path(p, cpu, "cpu.idle") < 0 || access(p, F_OK) != 0) {
+                ASSERT_EQ(cgroup_set_cpu_idle(cg, true), -ENOENT);
+                SKIP("no cpu.idle (a cpu controller on Linux >= 5.15)");
+        }
+        ASSERT_OK(read_u64_file(p, &v));
+        ASSERT_EQ(v, 0);
+        ASSERT_OK(cgroup_set_cpu_idle(cg, true));
+        ASSERT_OK(read_u64_file(p, &v));
+        ASSERT_EQ(v, 1);
+        ASSERT_OK(cgroup_reset(cg));
+        ASSERT_OK(read_u64_file(p, &v));
+        ASSERT_EQ(v, 0);
+        ASSERT_OK(cgroup_set_cpu_idle(cg, true));
+        ASSERT_OK(cgroup_set_cpu_idle(cg, false));
+        ASSERT_OK(read_u64_file(p, &v));
+        ASSERT_EQ(v, 0);
+}
+
 /* A resident kernel's next request: one read gives what happened since the
  * last reset (the idle-CPU debt) and restarts the counters from it. */
 TEST(cgroup_v1_reset_read_returns_the_counters_it_restarts)
