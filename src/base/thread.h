@@ -41,8 +41,9 @@ struct bg_thread {
  * mutex that guards what the loop waits for, or NULL for an internal one.
  * Returns 0 or -errno. */
 int bg_thread_init(struct bg_thread *t, pthread_mutex_t *lock);
-/* Starts n threads running fn(arg), named name. On failure no thread is
- * left running. Returns 0 or -errno. */
+/* Starts n threads running fn(arg), named name, as SCHED_BATCH (the same
+ * CPU share, but no preemption on wake-up). On failure no thread is left
+ * running. Returns 0 or -errno. */
 int bg_thread_start(struct bg_thread *t, const char *name, unsigned n, void (*fn)(void *arg), void *arg);
 /* Sets stopping, wakes every thread and joins them. Idempotent; fine on a
  * thread never started. Call without holding the lock, and not from one of

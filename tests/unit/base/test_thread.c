@@ -3,6 +3,7 @@
  * joins, and a never-started or zeroed bg_thread is safe to stop and free. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "base/thread.h"
@@ -73,6 +74,23 @@ static void sleeper(void *arg)
                 o->loops_left++;
         o->done = 1;
         bg_thread_unlock(&o->bg);
+}
+
+static void note_policy(void *arg)
+{
+        *(int *)arg = sched_getscheduler(0);
+}
+
+/* A background thread woken by a request must not preempt it. */
+TEST(thread_runs_as_sched_batch)
+{
+        struct bg_thread bg;
+        int policy = -1;
+        ASSERT_OK(bg_thread_init(&bg, NULL));
+        ASSERT_OK(bg_thread_start(&bg, "test-policy", 1, note_policy, &policy));
+        bg_thread_stop(&bg);
+        bg_thread_done(&bg);
+        ASSERT_EQ(policy, SCHED_BATCH);
 }
 
 TEST(thread_stop_wakes_an_untimed_wait_and_joins)
