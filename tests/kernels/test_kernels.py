@@ -51,7 +51,7 @@ def _split_lines(data):
 
 
 class Kernel:
-    def __init__(self, lang, mode, workspace, extra_env=None, kernel_dir=KERNEL_DIR):
+    def __init__(self, lang, mode, workspace, extra_env=None, kernel_dir=KERNEL_DIR, cwd="/"):
         self.lang = lang
         self.mode = mode
         self.workspace = str(workspace)
@@ -68,7 +68,7 @@ class Kernel:
 
         self.proc = subprocess.Popen(
             command(lang, kernel_dir) + [mode], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env, cwd="/", close_fds=False,
+            stderr=subprocess.PIPE, env=env, cwd=cwd, close_fds=False,
             preexec_fn=setup_fd3)
         child.close()
         for pipe in (self.proc.stdout, self.proc.stderr):

@@ -221,3 +221,65 @@ def test_declarations_across_cells(repl):
     assert error(repl.run("nope"))["name"] == "ReferenceError"
     assert results(repl.run("[x, g()]")) == [{"json": [10, 7]}]
     assert repl.close() == 0
+
+
+# A pool member starts in the workspace, and its request asks for that cwd and an empty env,
+# as the warm-up's samples do: the kernel then skips the env check and the chdir (nothing
+# has changed them since). What the guest sees must be what the general path gives.
+def test_a_request_like_the_warm_ups_sees_the_general_paths_env_and_cwd(ws):
+    sub = os.path.join(ws, "sub")
+    os.mkdir(sub)
+    code = "[process.cwd(), process.env]"
+    for env, cwd in (({}, ws), ({"A": "1"}, ws), ({}, sub)):
+        kern = Kernel("javascript", "once", ws, kernel_dir=DIR, cwd=ws)
+        try:
+            assert kern.ready == {"ready": True}
+            resp = kern.run(code, env=env, cwd=cwd)
+        finally:
+            kern.close()
+        assert (results(resp), resp["cwd"]) == ([{"json": [cwd, env]}], cwd)
+
+
+def test_a_cell_after_guest_code_gets_its_env_and_cwd_back(ws):
+    sub = os.path.join(ws, "sub")
+    os.mkdir(sub)
+    kern = Kernel("javascript", "repl", ws, kernel_dir=DIR, cwd=ws)
+    try:
+        assert kern.ready == {"ready": True}
+        assert results(kern.run("process.env.X = '1'; process.chdir('sub'); 2")) == [{"text": "2"}]
+        resp = kern.run("[process.cwd(), process.env]", env={}, cwd=ws)
+        assert (results(resp), resp["cwd"]) == ([{"json": [ws, {}]}], ws)
+        # changed by a callback after the cell's code returned
+        assert results(kern.run("await new Promise(r => setTimeout(() => {"
+                                " process.env.Y = '2'; process.chdir('sub'); r() }, 0)); 3")) == [{"text": "3"}]
+        resp = kern.run("[process.cwd(), process.env]", env={}, cwd=ws)
+        assert (results(resp), resp["cwd"]) == ([{"json": [ws, {}]}], ws)
+    finally:
+        kern.close()
+
+
+# Request lines reach the kernel in one read, several per read, or split across reads
+# (also inside a UTF-8 sequence): each is answered once and whole.
+def test_request_lines_however_they_are_split(ws):
+    import json
+    import time
+    kern = Kernel("javascript", "repl", ws, kernel_dir=DIR)
+    try:
+        assert kern.ready == {"ready": True}
+
+        def line(code):
+            return json.dumps({"code": code, "env": {}, "cwd": ws, "resultLimit": 65536,
+                               "typescript": False, "replay": False}, ensure_ascii=False).encode() + b"\n"
+        kern.sock.sendall(line("'a1'") + line("'a2'") + line("'a3'"))
+        assert [kern._read_line()["results"] for _ in range(3)] == \
+            [[{"text": "'a1'"}], [{"text": "'a2'"}], [{"text": "'a3'"}]]
+        two = line("'\u00e9\u20ac'") + line("'b2'")
+        cut = two.index("\u20ac".encode()) + 1
+        kern.sock.sendall(two[:cut])
+        time.sleep(0.05)
+        kern.sock.sendall(two[cut:])
+        assert [kern._read_line()["results"] for _ in range(2)] == \
+            [[{"text": "'\u00e9\u20ac'"}], [{"text": "'b2'"}]]
+        assert results(kern.run("'c'")) == [{"text": "'c'"}]
+    finally:
+        kern.close()

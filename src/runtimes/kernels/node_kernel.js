@@ -87,6 +87,16 @@ function readLineSync(src) {
       throw e;
     }
     if (n === 0) return null;
+    if (src.pending.length === 0) {
+      // The usual case, a whole line in one read: decoded straight from the chunk, without
+      // Buffer.concat's copy (a pool member's request after an idle pause: ~10 us of ~400).
+      // The chunk holds stale bytes past n, so only a newline before n counts.
+      const nl = src.chunk.indexOf(10);
+      if (nl >= 0 && nl < n) {
+        if (nl + 1 < n) src.pending = Buffer.from(src.chunk.subarray(nl + 1, n));  // a copy: chunk is reused
+        return src.chunk.toString('utf8', 0, nl);
+      }
+    }
     src.pending = Buffer.concat([src.pending, src.chunk.subarray(0, n)]);
   }
 }
@@ -496,6 +506,7 @@ function singleExpression(code) {
 }
 
 function runGuest(req) {
+  pristineCwd = null;
   let code = typeof req.code === 'string' ? req.code : '';
   const simple = singleExpression(code);
   if (simple) return { value: simple.runInThisContext({ displayErrors: false }), isAsync: false, hasResult: true };
@@ -527,8 +538,22 @@ function sameEnv(env) {
   return true;
 }
 
+// The cwd the boot warm-up left with an empty process.env, as long as no guest code has run
+// since (runGuest clears it; a guest's timers can only run after a runGuest): a request
+// with an empty env and this cwd then needs neither the env check (an enumeration of
+// environ through the C++ interceptor) nor process.chdir (a no-op that drops Node's cwd
+// cache, so the answer's process.cwd() would be a getcwd): ~25 us of a pool member's ~400
+// after an idle pause.
+let pristineCwd = null;
+
+function isEmptyObject(o) {
+  for (const _ in o) return false;  // eslint-disable-line no-unused-vars
+  return true;
+}
+
 function applyEnvAndCwd(req) {
   const env = req.env && typeof req.env === 'object' ? req.env : {};
+  if (pristineCwd !== null && req.cwd === pristineCwd && isEmptyObject(env)) return;
   // Each process.env write is a setenv(3) through a C++ interceptor: an env
   // that already is the requested one, keys in the same order, is left alone
   // (the usual cases: a stateless request's {} after the warm-up's, a context's env
@@ -695,22 +720,38 @@ installGlobals();
 // The samples have the daemon's request shape (fields in its order; the empty env of a
 // stateless request: the boot environment is replaced before any guest code runs anyway)
 // and take the three ways through runGuest: the single-expression fast path, acorn
-// without and with top-level await. None of them leaves anything behind.
+// without and with top-level await. None of them leaves anything behind. Then the first
+// (single-expression) sample runs alone WARMUP_EXTRA_RUNS times more, ~20 us each: the
+// parts every request shares (reading, JSON, env and cwd, vm, the setImmediate turn, the
+// answer) then have more optimized code, which cuts a member's request after an idle pause
+// by ~50 us of ~400 for ~2 ms more boot CPU (120 runs cycling the three samples instead
+// cost ~6-11 ms more for the same gain).
 const WARMUP_CODE = ['1+1', ';1+1', 'await 1'];
 const WARMUP_RUNS = 20;
+const WARMUP_EXTRA_RUNS = 100;
 async function warmUp() {
   let fd;
   try { fd = fs.openSync('/dev/null', 'r+'); } catch { return; }
+  const cwd = process.cwd();
   const samples = WARMUP_CODE.map((code) => kJSON.stringify({
-    code, env: {}, cwd: process.cwd(), resultLimit: DEFAULT_RESULT_LIMIT, typescript: true, replay: false,
+    code, env: {}, cwd, resultLimit: DEFAULT_RESULT_LIMIT, typescript: true, replay: false,
   }) + '\n');
-  let next = 0;
-  const src = lineSource((buf) => fs.readSync(fd, buf, 0, buf.length, null) + buf.write(samples[next++ % samples.length]));
+  let n = 0;
+  const nextSample = () => (n < WARMUP_RUNS ? samples[n++ % samples.length] : samples[0]);
+  const src = lineSource((buf) => fs.readSync(fd, buf, 0, buf.length, null) + buf.write(nextSample()));
   try {
-    for (let i = 0; i < WARMUP_RUNS; i++) await serveOne(src, fd);
+    const runs = WARMUP_RUNS + WARMUP_EXTRA_RUNS;
+    for (let i = 0; i < runs; i++) {
+      // The second half runs the pristine path, which a request like the samples takes.
+      if (i >= runs / 2) pristineCwd = cwd;
+      await serveOne(src, fd);
+    }
   } finally {
     fs.closeSync(fd);
   }
+  // The samples leave process.env empty and the cwd where it was, and nothing else
+  // (test_the_warm_up_leaves_nothing_behind).
+  pristineCwd = cwd;
 }
 warmUp().then(() => {
   send('{"ready":true}');
