@@ -4,7 +4,8 @@
  * a request line to a pool member and reading its answer, without either's
  * work). Timed back to back and after an idle pause (the idle-daemon rows of
  * issue 13 pay the machine's wake-up from idle on top of the work), with the
- * child on the parent's CPU and on the other one. Prints
+ * child on the parent's CPU and on the other one; and a fixed piece of work
+ * back to back and after the same pause. Prints
  * "name p50_ms p99_ms" lines. */
 #include <sched.h>
 #include <stdbool.h>
@@ -74,8 +75,41 @@ static void run_row(const char *name, int child_cpu, unsigned pause_ms)
         report(name, t, SAMPLES);
 }
 
+/* A fixed piece of work touching WORK_BYTES (about what one request's code
+ * and data span): how much slower the same work runs right after an idle
+ * pause than back to back (cold caches and TLB, a CPU coming out of idle). */
+#define WORK_BYTES (512 * 1024)
+
+static uint64_t work_once(volatile unsigned char *mem, unsigned pause_ms)
+{
+        if (pause_ms)
+                usleep(pause_ms * 1000U);
+        uint64_t t0 = now_ns();
+        unsigned sum = 0;
+        for (int pass = 0; pass < 2; pass++)
+                for (size_t i = 0; i < WORK_BYTES; i += 64)
+                        sum += mem[i] + (unsigned)i;
+        mem[0] = (unsigned char)sum;
+        return now_ns() - t0;
+}
+
+static void work_row(const char *name, unsigned pause_ms)
+{
+        static unsigned char mem[WORK_BYTES];
+        memset(mem, 1, sizeof(mem));
+        uint64_t t[SAMPLES];
+        for (int i = 0; i < 5; i++)
+                work_once(mem, 0);
+        for (int i = 0; i < SAMPLES; i++)
+                t[i] = work_once(mem, pause_ms);
+        report(name, t, SAMPLES);
+}
+
 int main(void)
 {
+        pin(0);
+        work_row("work-512k-b2b", 0);
+        work_row("work-512k-paced", 150);
         bool two = sysconf(_SC_NPROCESSORS_ONLN) > 1;
         run_row("wake-same-cpu-b2b", 0, 0);
         run_row("wake-same-cpu-paced", 0, 150);
