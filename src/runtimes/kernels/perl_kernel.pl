@@ -139,11 +139,12 @@ sub to_chars {
     return $s;    # not UTF-8: treat the bytes as Latin-1 characters
 }
 
+# Bytes of the UTF-8 encoding, without encoding a copy (a result can be
+# large): perl's internal form of a character string is that encoding, and
+# a byte string's characters >= 0x80 take two bytes each.
 sub utf8_length {
-    my ($chars) = @_;
-    my $copy = $chars;
-    utf8::encode($copy);
-    return length $copy;
+    use bytes ();
+    return utf8::is_utf8($_[0]) ? bytes::length($_[0]) : length($_[0]) + ($_[0] =~ tr/\x80-\xff//);
 }
 
 sub limit_text {
@@ -155,6 +156,8 @@ sub limit_text {
 sub map_result {
     my ($v) = @_;
     return () unless defined $v;
+    # A plain value (the common result): stringifying it cannot die.
+    return ('text', to_chars("$v")) unless ref $v;
     my $r = ref $v;
     if ($r eq 'HASH' || $r eq 'ARRAY') {
         my $json = eval { $RESULT_JSON->encode($v) };
@@ -272,12 +275,48 @@ sub fast_members {
     }
 }
 
+# The daemon's own line (exec_build_request: jansson, compact, this field
+# order, no env): two regexes instead of one per member. Anything else goes
+# to fast_members.
+sub daemon_request {
+    my ($ref) = @_;
+    pos($$ref) = 0;
+    return undef unless $$ref =~ /\G\{"code":/gc;
+    my $code;
+    if ($$ref =~ /\G"([^"\\\x00-\x1f]*+)"/gc) {
+        $code = $1;
+        return undef unless utf8::decode($code);
+    } else {
+        $code = json_chars(scan_string($ref) // return undef) // return undef;
+    }
+    $$ref =~ /\G,"env":\{\},"cwd":"([\x20-\x21\x23-\x5b\x5d-\x7e]*+)","resultLimit":(0|[1-9][0-9]{0,14}),"typescript":(true|false),"replay":(true|false)(?:,"(reseed|warmup)":true)?\}\n?\z/gc
+        or return undef;
+    my %h = (code => $code, env => {}, cwd => $1, resultLimit => $2 + 0, typescript => $3 eq 'true' ? 1 : 0,
+             replay => $4 eq 'true' ? 1 : 0);
+    $h{$5} = 1 if defined $5;
+    return \%h;
+}
+
 sub fast_request {
     my ($ref) = @_;
+    my $daemon = daemon_request($ref);
+    return $daemon if $daemon;
     pos($$ref) = 0;
     return undef unless $$ref =~ /\G\{/gc;
     my $req = fast_members($ref, 0);
     return defined $req && $$ref =~ /\G\n?\z/gc ? $req : undef;
+}
+
+sub set_env {
+    my ($env) = @_;
+    my %new;
+    for my $k (keys %$env) {
+        my ($kb, $vb) = ($k, $env->{$k} // '');
+        utf8::encode($kb);
+        utf8::encode($vb);
+        $new{$kb} = $vb;
+    }
+    %ENV = %new;
 }
 
 sub handle {
@@ -288,14 +327,8 @@ sub handle {
     if ($req->{warmup}) { srand(); $seeded_after_fork = 1; }
     elsif ($req->{reseed} && !$seeded_after_fork) { srand(); }
     my $env = ref $req->{env} eq 'HASH' ? $req->{env} : {};
-    my %new;
-    for my $k (keys %$env) {
-        my ($kb, $vb) = ($k, $env->{$k} // '');
-        utf8::encode($kb);
-        utf8::encode($vb);
-        $new{$kb} = $vb;
-    }
-    %ENV = %new;
+    # A pool member's warm-up (env {} as well) emptied %ENV already.
+    set_env($env) if %$env || %ENV;
     my $limit = $req->{resultLimit};
     $limit = $DEFAULT_RESULT_LIMIT unless defined $limit && !ref $limit && $limit =~ /^\d+\z/ && $limit > 0;
 

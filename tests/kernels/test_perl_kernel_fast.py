@@ -1,0 +1,125 @@
+"""The Perl kernel's fast paths pinned against its general ones.
+
+A stateless request from the daemon has one exact shape (compact JSON, the fields in
+exec_build_request's order, env {}): the kernel decodes it with daemon_request. Other compact
+objects go to fast_members, anything else to JSON::PP. All three must give the same answer,
+output and error text for the same code; so must the result-size check (utf8_length) at the
+limit, and the environment a warmed-up member shows the guest.
+
+Run: /usr/bin/python3 -m pytest -q tests/kernels
+"""
+import json
+import re
+
+import pytest
+
+from test_kernels import Kernel, ws  # noqa: F401  (ws is a fixture)
+
+SNIPPETS = [
+    "1+1",
+    "'caf\u00e9'",
+    '"line1\\nline2\\t\\"q\\"\\\\"',
+    '"\\x{263a}\\x{1F600}"',
+    '"\\xff\\xfe"',            # not UTF-8: Latin-1 characters
+    "undef",
+    "(1, 2, 3)",
+    "[1, 'x', undef, {a => [2]}]",
+    "{b => 1, a => 'caf\u00e9'}",
+    "9**9**9",
+    "sub { 1 }",
+    "my $s = \"\u00e9\u20ac\";\nlength($s) . \"\\n\" . $s",
+    "die \"boom\\n\"",
+    "die 'boom'",
+    "\n\ndie {code => 1}",
+    "warn \"careful\\n\"; warn 'no newline'; 3",
+    "print \"out\\n\"; print STDERR \"err\\n\"; printf('%s', 'x'); 4",
+    "exit 3",
+    "exit 0",
+    "exit",
+    "1 +",
+    "eval 'die 1'; $@",
+    "eval 'eval q{die 2}; $@'",
+    "[$0, scalar(@ARGV), join(',', sort keys %ENV)]",
+    "use Cwd; Cwd::getcwd() =~ m{/workspace\\z} ? 1 : 0",
+    "chdir '/'; 1",
+    "$_ = 5; [$_, $@, defined $. ? 1 : 0]",
+]
+
+
+def shapes(code, cwd, limit=65536):
+    """The same request as the daemon writes it, as another compact object, as pretty JSON."""
+    daemon = ('{"code":%s,"env":{},"cwd":%s,"resultLimit":%d,"typescript":false,"replay":false,'
+              '"reseed":true}' % (json.dumps(code, ensure_ascii=False), json.dumps(cwd), limit))
+    compact = json.dumps({"resultLimit": limit, "cwd": cwd, "code": code, "env": {}, "reseed": True},
+                         separators=(",", ":"), ensure_ascii=False)
+    pretty = json.dumps({"code": code, "env": {}, "cwd": cwd, "resultLimit": limit, "reseed": True})
+    return [s.encode() for s in (daemon, compact, pretty)]
+
+
+def run_line(ws, line, warmup=True):
+    """A once-mode kernel, warmed up like a pool member, answers one raw request line; its
+    output is read after EOF on fd 3 has ended it (it waits for that after answering)."""
+    k = Kernel("perl", "once", ws)
+    try:
+        assert k.ready == {"ready": True}
+        if warmup:
+            warm = ('{"code":"1+1","env":{},"cwd":%s,"resultLimit":65536,"typescript":false,'
+                    '"replay":false,"warmup":true}' % json.dumps(k.workspace))
+            k.sock.sendall(warm.encode() + b"\n")
+            k._read_line()
+        k.sock.sendall(line + b"\n")
+        resp = k._read_line()
+    finally:
+        k.close()
+    resp["stdout"], resp["stderr"] = k.out["stdout"], k.out["stderr"]
+    return resp
+
+
+@pytest.mark.parametrize("code", SNIPPETS)
+def test_request_shapes_give_the_same_answer(code, ws):  # noqa: F811
+    # Addresses (HASH(0x…), CODE(0x…)) differ between processes.
+    answers = [re.sub(r"0x[0-9a-f]+", "0x", json.dumps(run_line(ws, line), default=repr))
+               for line in shapes(code, ws)]
+    assert answers[0] == answers[1] == answers[2], code
+    assert json.loads(answers[0])["cwd"] == ws or code.startswith("chdir")
+
+
+@pytest.mark.parametrize("code,size", [
+    ("'\u00e9' x 5", 10),          # characters from UTF-8 source: 2 bytes each
+    ('"\\xff" x 5', 10),           # Latin-1 characters of a byte string: 2 bytes each
+    ('"\\x{263a}" x 3', 9),
+    ("'abc' x 3", 9),
+    ("[('\u00e9') x 4]", len(json.dumps(["\u00e9"] * 4, separators=(",", ":"), ensure_ascii=False).encode())),
+])
+def test_result_limit_counts_utf8_bytes(code, size, ws):  # noqa: F811
+    for limit, fits in ((size, True), (size - 1, False)):
+        for line in shapes(code, ws, limit)[::2]:
+            resp = run_line(ws, line)
+            if fits:
+                assert resp["error"] is None and len(resp["results"]) == 1, (code, limit, resp)
+            else:
+                assert resp["results"] == [] and resp["error"]["name"] == "ExecutionLimitError", (code, limit)
+                assert resp["error"]["message"] == "Result limit exceeded (%d bytes)" % limit
+
+
+def test_warmed_member_env(ws):  # noqa: F811
+    """The warm-up empties the boot environment; a request's env replaces it either way."""
+    code = "join(',', map { \"$_=$ENV{$_}\" } sort keys %ENV)"
+    for warmup in (True, False):
+        resp = run_line(ws, shapes(code, ws)[0], warmup)
+        assert resp["results"] == [{"text": ""}], resp
+        line = json.dumps({"code": code, "env": {"B": "2", "A": "\u00e9"}, "cwd": ws}).encode()
+        resp = run_line(ws, line, warmup)
+        assert resp["results"] == [{"text": "A=\u00e9,B=2"}], resp
+
+
+def test_repl_cells_find_at_empty_after_any_result(ws):  # noqa: F811
+    """A plain result is mapped without an eval: the next cell still starts with $@ empty."""
+    k = Kernel("perl", "repl", ws)
+    try:
+        assert k.ready == {"ready": True}
+        for code in ("[9**9**9]", "7", "undef", "die 'x'", "'s'"):
+            k.run(code)
+            assert k.run("$@")["results"] == [{"text": ""}], code
+    finally:
+        k.close()
