@@ -93,23 +93,39 @@ static uint64_t work_once(volatile unsigned char *mem, unsigned pause_ms)
         return now_ns() - t0;
 }
 
-static void work_row(const char *name, unsigned pause_ms)
+/* The same for arithmetic only (no memory beyond registers): what is left
+ * of the slow-down after a pause is the CPU's, not the caches'. */
+static uint64_t spin_once(volatile unsigned char *mem, unsigned pause_ms)
+{
+        if (pause_ms)
+                usleep(pause_ms * 1000U);
+        uint64_t t0 = now_ns();
+        uint64_t x = mem[0] + 1;
+        for (int i = 0; i < 20000; i++)
+                x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        mem[0] = (unsigned char)x;
+        return now_ns() - t0;
+}
+
+static void work_row(const char *name, unsigned pause_ms, uint64_t (*once)(volatile unsigned char *, unsigned))
 {
         static unsigned char mem[WORK_BYTES];
         memset(mem, 1, sizeof(mem));
         uint64_t t[SAMPLES];
         for (int i = 0; i < 5; i++)
-                work_once(mem, 0);
+                once(mem, 0);
         for (int i = 0; i < SAMPLES; i++)
-                t[i] = work_once(mem, pause_ms);
+                t[i] = once(mem, pause_ms);
         report(name, t, SAMPLES);
 }
 
 int main(void)
 {
         pin(0);
-        work_row("work-512k-b2b", 0);
-        work_row("work-512k-paced", 150);
+        work_row("work-512k-b2b", 0, work_once);
+        work_row("work-512k-paced", 150, work_once);
+        work_row("spin-b2b", 0, spin_once);
+        work_row("spin-paced", 150, spin_once);
         bool two = sysconf(_SC_NPROCESSORS_ONLN) > 1;
         run_row("wake-same-cpu-b2b", 0, 0);
         run_row("wake-same-cpu-paced", 0, 150);
