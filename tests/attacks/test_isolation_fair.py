@@ -118,8 +118,16 @@ def test_row_09_sandbox_and_disk_caps():
             assert res["code"] == "SANDBOX_LIMIT_EXCEEDED", res
         assert not os.path.exists(os.path.join(d.data_dir, "sandboxes", ids[3]))
         assert not os.path.exists(os.path.join(d.data_dir, "mnt", ids[3]))
-        loops = [l for l in open("/proc/self/mountinfo") if d.data_dir in l and " ext4 " in l]
-        assert len(loops) <= 3, loops
+        # The tenants' sandboxes never pass the cap; a warm runtime sandbox
+        # (the daemon's, mnt/wrt-*) yields its room once tenants need it, from
+        # the pool's thread: on a loaded machine a moment after the refusal.
+        def ext4_mounts():
+            return [l for l in open("/proc/self/mountinfo") if d.data_dir in l and " ext4 " in l]
+        assert len([l for l in ext4_mounts() if "/mnt/wrt-" not in l]) <= 3, ext4_mounts()
+        deadline = time.monotonic() + 10
+        while len(ext4_mounts()) > 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(ext4_mounts()) <= 3, ext4_mounts()
         # Deleting an unknown id at the cap succeeds without creating it.
         status, res, _ = d.request("DELETE", base(ids[3]))
         assert status == 200 and res == {"success": True}, res
