@@ -131,3 +131,44 @@ void bg_thread_wake_all(struct bg_thread *t)
 {
         pthread_cond_broadcast(&t->cond);
 }
+
+/* Deferring a signal is safe where the signal itself is: the waker changed
+ * the state under the lock, so a waiter either sees it before it sleeps or
+ * sleeps until the later signal. Only the wake-up's time moves. */
+static _Thread_local struct {
+        bool open;
+        unsigned n;
+        struct bg_thread *owed[BG_THREAD_DEFER_MAX];
+} deferred;
+
+static bool defer_wake(struct bg_thread *t)
+{
+        if (!deferred.open)
+                return false;
+        for (unsigned i = 0; i < deferred.n; i++)
+                if (deferred.owed[i] == t)
+                        return true;
+        if (deferred.n == BG_THREAD_DEFER_MAX)
+                return false;
+        deferred.owed[deferred.n++] = t;
+        return true;
+}
+
+void bg_thread_wake_soon(struct bg_thread *t)
+{
+        if (!defer_wake(t))
+                bg_thread_wake(t);
+}
+
+void bg_thread_defer_begin(void)
+{
+        deferred.open = true;
+}
+
+void bg_thread_defer_flush(void)
+{
+        deferred.open = false;
+        for (unsigned i = 0; i < deferred.n; i++)
+                bg_thread_wake(deferred.owed[i]);
+        deferred.n = 0;
+}

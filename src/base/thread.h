@@ -66,3 +66,18 @@ bool bg_thread_wait(struct bg_thread *t, uint64_t until_ns);
  * for under the lock first, or the wake-up can be lost. */
 void bg_thread_wake(struct bg_thread *t);
 void bg_thread_wake_all(struct bg_thread *t);
+
+/* Wake-ups that may wait until the calling thread has answered its client.
+ * A thread serving a short request opens a window (bg_thread_defer_begin);
+ * bg_thread_wake_soon in it is sent at bg_thread_defer_flush, after the
+ * response went out: after an idle pause a futex wake-up of a sleeping
+ * thread costs the waker 5-30 us, and the woken thread contends for the
+ * lock the request still takes. Outside a window, or when the window holds
+ * BG_THREAD_DEFER_MAX threads already, it wakes at once. Only for threads
+ * that nobody waits for inside the window (a reaper, a refiller), and only
+ * for ones that outlive the window's thread's last flush. Per thread. */
+#define BG_THREAD_DEFER_MAX 4
+void bg_thread_wake_soon(struct bg_thread *t);
+void bg_thread_defer_begin(void);
+/* Sends what the window holds and closes it; fine without one. */
+void bg_thread_defer_flush(void);

@@ -256,9 +256,9 @@ void engine_inflight(struct engine *e, int delta)
         e->inflight += (size_t)delta;
         if (e->inflight == 0) {
                 e->quiet_at_ns = now_ns();
-                bg_thread_wake(&e->filler);
+                bg_thread_wake_soon(&e->filler);
                 if (e->dead_idle)
-                        bg_thread_wake(&e->reaper);
+                        bg_thread_wake_soon(&e->reaper);
         }
         pthread_mutex_unlock(&e->lock);
 }
@@ -299,7 +299,7 @@ void engine_bury_locked(struct engine *e, struct proc *p)
         p->dead_next = e->dead;
         e->dead = p;
         e->ndead++;
-        bg_thread_wake(&e->reaper);
+        bg_thread_wake_soon(&e->reaper);
 }
 
 /* Hands a used process to the reaper thread, which kills it, reaps it,

@@ -64,7 +64,7 @@ struct kproc *pool_take(struct engine *e, const struct runtime *rt)
                         p->misses++;
                 pool_note_demand(e, p);
                 e->refill_at_ns = now_ns() + REFILL_GRACE_MS * 1000000ULL;
-                bg_thread_wake(&e->filler);
+                bg_thread_wake_soon(&e->filler);
         }
         pthread_mutex_unlock(&e->lock);
         return k;

@@ -226,7 +226,8 @@ static struct MHD_Response *json_response(struct conn_state *st)
         if (!text)
                 return NULL;
         snprintf(res->content_type, sizeof(res->content_type), "application/json; charset=utf-8");
-        struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+        res->body_len = strlen(text);
+        struct MHD_Response *r = MHD_create_response_from_buffer(res->body_len, text, MHD_RESPMEM_MUST_FREE);
         if (!r)
                 free(text);
         return r;
@@ -238,6 +239,7 @@ static struct MHD_Response *build_response(struct conn_state *st)
         struct MHD_Response *r = NULL;
         switch (res->kind) {
         case HTTP_REPLY_BYTES:
+                res->body_len = res->len;
                 r = MHD_create_response_from_buffer(res->len, res->bytes, MHD_RESPMEM_MUST_FREE);
                 if (r)
                         res->bytes = NULL;

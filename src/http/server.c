@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "base/log.h"
+#include "base/thread.h"
 #include "http/internal.h"
 
 /* ---- worker pool ---- */
@@ -228,6 +229,19 @@ static struct conn_state *conn_state_new(struct http_server *srv, struct MHD_Con
         return st;
 }
 
+/* A small body (JSON, bytes) goes out in the send right after the handler:
+ * loopback and TCP send buffers hold far more. The wake-ups an inline run
+ * deferred (bg_thread_wake_soon: the engine's reaper and refiller) are then
+ * sent at its completion (on_completed), after the answer. Anything larger,
+ * or longer lived, sends them now: a slow reader must not hold up a used
+ * jail's kill. */
+#define DEFER_WAKES_MAX_BODY (64 * 1024)
+
+static bool reply_goes_out_at_once(const struct http_response *res)
+{
+        return (res->kind == HTTP_REPLY_JSON || res->kind == HTTP_REPLY_BYTES) && res->body_len <= DEFER_WAKES_MAX_BODY;
+}
+
 static enum MHD_Result dispatch(struct http_server *srv, struct conn_state *st)
 {
         if (st->too_large) {
@@ -243,9 +257,13 @@ static enum MHD_Result dispatch(struct http_server *srv, struct conn_state *st)
                 return reply_send(st);
         }
         if (inline_begin(srv)) {
+                bg_thread_defer_begin();
                 run_handler(st);
                 inline_end(srv, st);
-                return reply_send(st);
+                enum MHD_Result r = reply_send(st);
+                if (!reply_goes_out_at_once(&st->res))
+                        bg_thread_defer_flush();
+                return r;
         }
         /* Suspend before queueing: the worker may finish and resume at once. */
         st->phase = PHASE_QUEUED;
@@ -267,6 +285,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         (void)version;
         struct http_server *srv = cls;
         struct conn_state *st = *con_cls;
+        /* Owed by an earlier inline run on this thread whose completion
+         * has not come yet (its client reads slowly). */
+        bg_thread_defer_flush();
         if (!st) {
                 st = conn_state_new(srv, c, url, method);
                 if (!st)
@@ -295,6 +316,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 {
         (void)cls;
         (void)c;
+        bg_thread_defer_flush(); /* the answer is out: see reply_goes_out_at_once */
         struct conn_state *st = *con_cls;
         if (!st)
                 return;

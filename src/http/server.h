@@ -79,6 +79,7 @@ struct http_response {
         struct http_upgrade *upgrade; /* HTTP_REPLY_UPGRADE */
         struct http_header_node *headers;
         bool relayed;               /* the reply is another node's (http_forward) */
+        size_t body_len;            /* JSON and BYTES: the body's length once queued */
 };
 
 /* How the server serialised JSON before the shortest-double rewrite; kept

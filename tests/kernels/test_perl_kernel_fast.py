@@ -1,7 +1,8 @@
 """The Perl kernel's fast paths pinned against its general ones.
 
 A stateless request from the daemon has one exact shape (compact JSON, the fields in
-exec_build_request's order, env {}): the kernel decodes it with daemon_request. Other compact
+exec_build_request's order, env {}): the kernel decodes it with daemon_request, or, in a pool
+member, as its warm-up's line with other code (like_warmup). Other compact
 objects go to fast_members, anything else to JSON::PP. All three must give the same answer,
 output and error text for the same code; so must the result-size check (utf8_length) at the
 limit, and the environment a warmed-up member shows the guest.
@@ -57,9 +58,11 @@ def shapes(code, cwd, limit=65536):
 
 
 def run_line(ws, line, warmup=True):
-    """A once-mode kernel, warmed up like a pool member, answers one raw request line; its
-    output is read after EOF on fd 3 has ended it (it waits for that after answering)."""
-    k = Kernel("perl", "once", ws)
+    """A once-mode kernel answers one raw request line; its output is read after EOF on fd 3
+    has ended it (it waits for that after answering). Warmed up, it is a pool member: a
+    template's kernel (mode zygote; without the fork server's preload it serves fd 3 itself)
+    given the daemon's warm-up first."""
+    k = Kernel("perl", "zygote" if warmup else "once", ws)
     try:
         assert k.ready == {"ready": True}
         if warmup:
@@ -78,9 +81,12 @@ def run_line(ws, line, warmup=True):
 @pytest.mark.parametrize("code", SNIPPETS)
 def test_request_shapes_give_the_same_answer(code, ws):  # noqa: F811
     # Addresses (HASH(0x…), CODE(0x…)) differ between processes.
-    answers = [re.sub(r"0x[0-9a-f]+", "0x", json.dumps(run_line(ws, line), default=repr))
-               for line in shapes(code, ws)]
-    assert answers[0] == answers[1] == answers[2], code
+    # A warmed member's request (the warm-up's line, other code: like_warmup), the same line
+    # in a kernel without a warm-up (daemon_request), the other two shapes.
+    lines = shapes(code, ws)
+    runs = [run_line(ws, lines[0])] + [run_line(ws, line, warmup=False) for line in lines]
+    answers = [re.sub(r"0x[0-9a-f]+", "0x", json.dumps(r, default=repr)) for r in runs]
+    assert answers[0] == answers[1] == answers[2] == answers[3], code
     assert json.loads(answers[0])["cwd"] == ws or code.startswith("chdir")
 
 
@@ -100,6 +106,18 @@ def test_result_limit_counts_utf8_bytes(code, size, ws):  # noqa: F811
             else:
                 assert resp["results"] == [] and resp["error"]["name"] == "ExecutionLimitError", (code, limit)
                 assert resp["error"]["message"] == "Result limit exceeded (%d bytes)" % limit
+
+
+def test_warmed_member_request_elsewhere(ws):  # noqa: F811
+    """A request that differs from the warm-up in more than the code (its cwd) is decoded in
+    full, and the member goes there (the warm-up's cwd is kept only for the same one)."""
+    import os
+    os.makedirs(os.path.join(ws, "sub"), exist_ok=True)
+    line = shapes("use Cwd; Cwd::getcwd()", ws + "/sub")[0]
+    resp = run_line(ws, line)
+    assert resp["results"] == [{"text": ws + "/sub"}] and resp["cwd"] == ws + "/sub", resp
+    resp = run_line(ws, shapes("use Cwd; Cwd::getcwd()", ws, limit=4)[0])
+    assert resp["error"]["name"] == "ExecutionLimitError", resp
 
 
 def test_warmed_member_env(ws):  # noqa: F811
@@ -123,3 +141,23 @@ def test_repl_cells_find_at_empty_after_any_result(ws):  # noqa: F811
             assert k.run("$@")["results"] == [{"text": ""}], code
     finally:
         k.close()
+
+
+def test_a_line_like_the_warmup_with_more_between_is_judged_whole(ws):  # noqa: F811
+    """like_warmup takes a line only when the code's literal ends where the warm-up's tail
+    starts: anything between goes to the general decoders (here: not JSON at all)."""
+    tail = shapes("1+1", ws)[0][len(b'{"code":"1+1"'):]
+    resp = run_line(ws, b'{"code":"2"xx' + tail)
+    assert resp["results"] == [] and resp["error"]["name"] == "EngineError", resp
+    assert resp["error"]["message"].startswith("bad request"), resp
+    resp = run_line(ws, b'{"code":"2"' + tail)
+    assert resp["results"] == [{"text": "2"}] and resp["error"] is None, resp
+
+
+@pytest.mark.parametrize("limit", ["7x", "-5", "1.5", " 7", "", "\u0667"])
+def test_a_limit_that_is_not_all_digits_gives_the_default(limit, ws):  # noqa: F811
+    line = json.dumps({"code": "'a' x 100", "env": {}, "cwd": ws, "resultLimit": limit}).encode()
+    resp = run_line(ws, line)
+    assert resp["error"] is None and resp["results"] == [{"text": "a" * 100}], (limit, resp)
+    line = json.dumps({"code": "'a' x 100", "env": {}, "cwd": ws, "resultLimit": "99"}).encode()
+    assert run_line(ws, line)["error"]["name"] == "ExecutionLimitError"

@@ -111,6 +111,56 @@ TEST(thread_stop_wakes_an_untimed_wait_and_joins)
         bg_thread_done(&o.bg);
 }
 
+static int loops_of(struct owner *o)
+{
+        bg_thread_lock(&o->bg);
+        int n = o->loops_left;
+        bg_thread_unlock(&o->bg);
+        return n;
+}
+
+/* Polls (up to 2 s) until o's sleeper has been woken n times. */
+static int await_loops(struct owner *o, int n)
+{
+        for (int i = 0; i < 2000 && loops_of(o) < n; i++)
+                usleep(1000);
+        return loops_of(o);
+}
+
+/* A request's wake-ups of the reaper and the refiller wait until its answer
+ * is out (bg_thread_defer_flush); outside a window, or beyond what a window
+ * holds, they go at once. */
+TEST(thread_wake_soon_waits_for_the_flush_of_its_window)
+{
+        enum { N = BG_THREAD_DEFER_MAX + 1 };
+        struct owner o[N] = { 0 };
+        for (int i = 0; i < N; i++) {
+                ASSERT_OK(bg_thread_init(&o[i].bg, NULL));
+                ASSERT_OK(bg_thread_start(&o[i].bg, "test-sleeper", 1, sleeper, &o[i]));
+        }
+        usleep(20000); /* let them block */
+        bg_thread_defer_begin();
+        for (int i = 0; i < N; i++)
+                bg_thread_wake_soon(&o[i].bg);
+        bg_thread_wake_soon(&o[0].bg); /* owed once */
+        ASSERT_EQ(await_loops(&o[N - 1], 1), 1); /* the window was full: at once */
+        usleep(30000);
+        for (int i = 0; i < N - 1; i++)
+                ASSERT_EQ(loops_of(&o[i]), 0);
+        bg_thread_defer_flush();
+        for (int i = 0; i < N - 1; i++)
+                ASSERT_EQ(await_loops(&o[i], 1), 1);
+        /* The window is closed: the next one goes at once. */
+        bg_thread_wake_soon(&o[0].bg);
+        ASSERT_EQ(await_loops(&o[0], 2), 2);
+        bg_thread_defer_flush(); /* nothing owed: a no-op */
+        for (int i = 0; i < N; i++) {
+                bg_thread_stop(&o[i].bg);
+                ASSERT_EQ(o[i].done, 1);
+                bg_thread_done(&o[i].bg);
+        }
+}
+
 TEST(thread_timed_wait_honours_the_deadline)
 {
         struct bg_thread bg;
