@@ -174,7 +174,8 @@ $(BUILD)/bench/%: bench/%.c bench/stats.h $(BUILD)/libsandboxd.a
 # After the main run, the fast paths and the per-request floor
 # (bench/request_floor.py: GET /health, a warm context cell and a stateless
 # one, with and without http.inline, and strace syscall counts), 8-client
-# throughput with its CPU breakdown per request (bench/thru.py, printed), the scale-out figures
+# throughput with its CPU breakdown per request (bench/thru.py, printed), what an idle
+# pause costs perl itself without the daemon (bench/idle_perl.py, printed), the scale-out figures
 # (docs/benchmarks.md, "Scale-out"): the store's operations per second,
 # SQLite vs a throwaway PostgreSQL (skipped with a message where Debian's
 # server is not installed), and two cluster nodes (exit 2, tolerated, with a
@@ -185,6 +186,7 @@ bench: $(BUILD)/sandboxd $(SHIM) $(INIT) $(BUILD)/bench/jail_true $(BUILD)/bench
 	/usr/bin/python3 bench/request_floor.py --bin $(abspath $(BUILD)/sandboxd) --strace
 	/usr/bin/python3 bench/thru.py --binary $(abspath $(BUILD)/sandboxd) --secs 5 --rounds 3
 	$(BUILD)/bench/idle_wake
+	/usr/bin/python3 bench/idle_perl.py
 	/usr/bin/python3 bench/store.py --bin $(abspath $(BUILD)/bench/store_ops)
 	/usr/bin/python3 bench/cluster.py --bin $(abspath $(BUILD)/sandboxd) || [ $$? -eq 2 ]
 

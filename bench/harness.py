@@ -45,12 +45,13 @@ LANGS = [
                           ("fast", ["/usr/bin/ruby", "--disable-gems", "-e", "1+1"])], "fast"),
 ]
 
-ROW_ORDER = ["bare-default", "bare-fast", "bwrap-default", "bwrap-fast",
+ROW_ORDER = ["bare-default", "bare-fast", "bwrap-default", "bwrap-fast", "bare-paced",
              "sandboxd", "sandboxd-paced", "health-paced", "canned-paced", "sandboxd-nopool"]
 DAEMON_ROWS = {"sandboxd": "sandboxd, back-to-back",
                "sandboxd-paced": "sandboxd, idle daemon",
                "health-paced": "floor: `GET /health`, idle daemon",
                "canned-paced": "floor: a canned HTTP reply from another process, idle",
+               "bare-paced": "bare start (default command line) after the same idle pause",
                "sandboxd-nopool": "sandboxd, no warm pool"}
 
 PROFILES = {

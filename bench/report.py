@@ -119,8 +119,8 @@ def report(out, profile, argv_bin, elapsed):
         L.append("")
         L.append("Daemon ÷ baselines (p50 / p99):")
         L.append("")
-        L.append("| language | daemon row | p50 ms | ÷ bare | ÷ bare fast | ÷ bwrap | ÷ bwrap fast |")
-        L.append("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+        L.append("| language | daemon row | p50 ms | ÷ bare | ÷ bare fast | ÷ bwrap | ÷ bwrap fast | ÷ bare after the idle pause |")
+        L.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         for lang, _, _, bare, matched in LANGS:
             st = out["latency"][lang]["stats"]
             for dk in ("sandboxd", "sandboxd-paced", "health-paced", "canned-paced", "sandboxd-nopool"):
@@ -132,7 +132,8 @@ def report(out, profile, argv_bin, elapsed):
                     c = ratio_cells(d, st[key]) if key in st else "–"
                     return f"**{c}**" if key in st and key.endswith(matched) else c
                 L.append(f"| {lang} | {DAEMON_ROWS[dk]} | {fmt_ms(d['p50'])} | {cell('bare-default')} | "
-                         f"{cell('bare-fast')} | {cell('bwrap-default')} | {cell('bwrap-fast')} |")
+                         f"{cell('bare-fast')} | {cell('bwrap-default')} | {cell('bwrap-fast')} | "
+                         f"{cell('bare-paced') if dk.endswith('-paced') else '–'} |")
         L.append("")
         L.append("Bold: against the matched command line.")
         L.append("")
@@ -273,6 +274,9 @@ def compact(out):
             if key in st:
                 line(f"{lang} {key}", st[key], st["bare-default"], "(÷ bare)")
         L.append(f"{'':<48} back-to-back daemon ÷ bwrap {fmt_x(ratio(st['sandboxd']['p50'], st['bwrap-default']['p50']))}")
+        if "bare-paced" in st and "sandboxd-paced" in st:
+            L.append(f"{'':<48} idle daemon ÷ bare after the same pause "
+                     f"{fmt_x(ratio(st['sandboxd-paced']['p50'], st['bare-paced']['p50']))}")
     if "minimal" in out:
         s = out["minimal"]
         for k in ("bare", "bwrap", SHELL_ROW, "sandboxd", "sandboxd-paced", "sandboxd-nopool"):
