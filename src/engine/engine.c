@@ -3,11 +3,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "base/log.h"
 #include "jail/ids.h"
@@ -379,10 +376,10 @@ static void destroy_in_background(struct engine *e, struct proc *p, size_t behin
 {
         if (p->alive && p->jp.pidfd >= 0 && !pidfd_exited(p->jp.pidfd) && !reaper_backlogged(e, behind) &&
             jail_set_background(&p->jp, true) == 0) {
-                /* Only the signal, as kill_reap_foreign: jail_kill would read an
-                 * adopted fork's group members now, and the destroy below reads
-                 * them again only if the group is not empty by then. */
-                syscall(SYS_pidfd_send_signal, p->jp.pidfd, SIGKILL, NULL, 0);
+                /* Not jail_kill: it would read an adopted fork's group
+                 * members now, and the destroy below reads them again only
+                 * if the group is not empty by then. */
+                jail_kill_init(&p->jp);
                 struct pollfd pf = { p->jp.pidfd, POLLIN, 0 };
                 for (int ms = 0; ms < REAP_BACKGROUND_MS && poll(&pf, 1, 1) == 0; ms++)
                         if (reaper_backlogged(e, behind))

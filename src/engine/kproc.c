@@ -212,7 +212,7 @@ void kproc_kill(struct kproc *kp)
         /* Only the signal: the cgroup belongs to the thread running the
          * kernel, which reaps and frees it. */
         if (kp && kp->p.alive && kp->p.jp.pidfd >= 0)
-                syscall(SYS_pidfd_send_signal, kp->p.jp.pidfd, SIGKILL, NULL, 0);
+                jail_kill_init(&kp->p.jp);
 }
 
 int kproc_signal(struct kproc *kp, int sig)

@@ -364,7 +364,7 @@ int proc_take_workload_exit(struct proc *p)
         p->exit_early = true;
         /* As jail_kill once init is gone: init exits right after its reap
          * and takes the pid namespace along; the signal only hastens it. */
-        syscall(SYS_pidfd_send_signal, p->jp.pidfd, SIGKILL, NULL, 0);
+        jail_kill_init(&p->jp);
         return 0;
 }
 

@@ -385,7 +385,7 @@ int jail_swap_workspace(const struct jail_proc *p)
         return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
 
-void jail_kill(struct jail_proc *p)
+void jail_kill_init(struct jail_proc *p)
 {
         /* Signal through the pidfd: unlike a pid, it cannot name a recycled
          * process if the jail was reaped concurrently. */
@@ -393,6 +393,11 @@ void jail_kill(struct jail_proc *p)
                 syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
         else if (p->pid > 0)
                 kill(p->pid, SIGKILL);
+}
+
+void jail_kill(struct jail_proc *p)
+{
+        jail_kill_init(p);
         /* The kernel kills every other process of a pid namespace (and of
          * any below it) when its init dies: nobody in the group needs a
          * signal of ours (reading its members is eight cgroup files, ~0.15
@@ -456,7 +461,7 @@ int jail_reap(struct jail_proc *p, int *ret_status)
  * reaper's CPU per stateless request. */
 static int kill_reap_foreign(struct jail_proc *p, int *ret_status)
 {
-        syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+        jail_kill_init(p);
         int r = jail_reap(p, ret_status);
         if (p->cg && !(p->cg_empty = cgroup_is_empty(p->cg)))
                 cgroup_kill_all(p->cg);

@@ -254,6 +254,11 @@ int jail_swap_workspace(const struct jail_proc *p);
 
 /* SIGKILLs the whole jail (init, hence its pid namespace, and the cgroup). */
 void jail_kill(struct jail_proc *p);
+/* Only the signal to init (for an adopted template fork: the executor),
+ * without jail_kill's sweep of the cgroup's members: enough where the reap
+ * that follows sweeps only if someone is left (kill_reap_foreign), or where
+ * init's exit takes the rest along. */
+void jail_kill_init(struct jail_proc *p);
 /* Lets the jail's tasks run only on CPUs nothing else wants (on: its cgroup's
  * cpu.idle), or normally again. Returns 0 or -errno (-ENOENT: no cpu
  * controller for its group). Released groups come back normal. */
