@@ -2,7 +2,8 @@
 
 A stateless request from the daemon has one exact shape (compact JSON, the fields in
 exec_build_request's order, env {}): the kernel decodes it with daemon_request, or, in a pool
-member, as its warm-up's line with other code (like_warmup). Other compact
+member, as its warm-up's line with other code (like_warmup; plain_code and plain_answer when
+the code's literal and the answer are plain ASCII). Other compact
 objects go to fast_members, anything else to JSON::PP. All three must give the same answer,
 output and error text for the same code; so must the result-size check (utf8_length) at the
 limit, and the environment a warmed-up member shows the guest.
@@ -57,7 +58,7 @@ def shapes(code, cwd, limit=65536):
     return [s.encode() for s in (daemon, compact, pretty)]
 
 
-def run_line(ws, line, warmup=True):
+def run_line(ws, line, warmup=True, warmup_limit=65536):
     """A once-mode kernel answers one raw request line; its output is read after EOF on fd 3
     has ended it (it waits for that after answering). Warmed up, it is a pool member: a
     template's kernel (mode zygote; without the fork server's preload it serves fd 3 itself)
@@ -66,8 +67,8 @@ def run_line(ws, line, warmup=True):
     try:
         assert k.ready == {"ready": True}
         if warmup:
-            warm = ('{"code":"1+1","env":{},"cwd":%s,"resultLimit":65536,"typescript":false,'
-                    '"replay":false,"warmup":true}' % json.dumps(k.workspace))
+            warm = ('{"code":"1+1","env":{},"cwd":%s,"resultLimit":%d,"typescript":false,'
+                    '"replay":false,"warmup":true}' % (json.dumps(k.workspace), warmup_limit))
             k.sock.sendall(warm.encode() + b"\n")
             k._read_line()
         k.sock.sendall(line + b"\n")
@@ -161,3 +162,52 @@ def test_a_limit_that_is_not_all_digits_gives_the_default(limit, ws):  # noqa: F
     assert resp["error"] is None and resp["results"] == [{"text": "a" * 100}], (limit, resp)
     line = json.dumps({"code": "'a' x 100", "env": {}, "cwd": ws, "resultLimit": "99"}).encode()
     assert run_line(ws, line)["error"]["name"] == "ExecutionLimitError"
+
+
+# ASCII code without escapes in its literal: a warmed member takes the plain path for these
+# (plain_code), and answers from its prebuilt line only for a plain ASCII text from the cwd
+# its warm-up left (plain_answer); everything else falls back to the general answer.
+PLAIN_SNIPPETS = [
+    "2",
+    "'it' . 's'",
+    "chr(34) . 'q'",           # a quote in the text: escaped by the general answer
+    "chr(92)",
+    "'a' . chr(10) . 'b'",
+    "chr(127)",
+    "chr(233)",                # Latin-1 character
+    "chr(0x263a)",             # a wide character (utf8 string)
+    "my $s = 'x'; utf8::upgrade($s); $s",
+    "1/3",
+    "-0.0",
+    "''",
+    "print 'out'; print STDERR 'err'; 5",
+    "my $p = fork(); if (!$p) { print 'child'; exit 0 } waitpid($p, 0); 7",
+    "chdir '/tmp'; 6",
+    "chdir '..'; 6",
+    "mkdir 'sub'; chdir 'sub'; 6",
+    "$SIG{__DIE__} = sub { print 'hook' }; die 'x'",
+    "exit 0",
+    "exit 2",
+    "bless {}, 'Foo'",
+    "*STDOUT",
+    "[map { $_ * 2 } 1..3]",
+]
+
+
+@pytest.mark.parametrize("code", PLAIN_SNIPPETS)
+def test_plain_path_answers_as_the_general_path(code, ws):  # noqa: F811
+    line = shapes(code, ws)[0]
+    warmed, cold = run_line(ws, line), run_line(ws, line, warmup=False)
+    answers = [re.sub(r"0x[0-9a-f]+", "0x", json.dumps(r, default=repr)) for r in (warmed, cold)]
+    assert answers[0] == answers[1], code
+
+
+@pytest.mark.parametrize("code,size", [("'a' x 9", 9), ("99 x 3", 6), ("chr(233) x 3", 6)])
+def test_plain_path_keeps_the_result_limit(code, size, ws):  # noqa: F811
+    """The warm-up asked for the same limit, so the request is its line with other code."""
+    for limit, fits in ((size, True), (size - 1, False)):
+        resp = run_line(ws, shapes(code, ws, limit)[0], warmup_limit=limit)
+        if fits:
+            assert resp["error"] is None and len(resp["results"]) == 1, (code, limit, resp)
+        else:
+            assert resp["results"] == [] and resp["error"]["name"] == "ExecutionLimitError", (code, limit)
