@@ -68,13 +68,18 @@ struct conn_state {
         struct http_group *group;   /* whose envelope answers this request's errors */
         enum conn_phase phase;
         char *path;
-        /* Room for the captures: a file path up to PATH_MAX (4096) beside
-         * a sandbox id, so the route matches and the file layer answers. */
-        char capbuf[8192];
         struct buf body;
         bool too_large;
         uint64_t start_ns;
+        /* Room for the captures, which are pieces of the path: its length
+         * and a NUL per capture, up to CAPBUF_MAX (a file path up to
+         * PATH_MAX beside a sandbox id still matches). Sized per request:
+         * a fixed 8 KiB made every request zero 8 KiB and take glibc's
+         * large-chunk path (a consolidation of its fast bins each time). */
+        size_t capbuf_len;
+        char capbuf[];
 };
+#define CAPBUF_MAX 8192
 
 /* router.c */
 const struct route *router_find(struct http_server *srv, struct conn_state *st, bool *path_matched, char *allow,

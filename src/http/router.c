@@ -141,7 +141,7 @@ const struct route *router_find(struct http_server *srv, struct conn_state *st, 
                         for (size_t i = 0; i < g->tables[t].n; i++) {
                                 const struct route *r = &g->tables[t].v[i];
                                 const char *caps[HTTP_MAX_CAPTURES] = { 0 };
-                                if (!pattern_matches(r->pattern, st->path, caps, st->capbuf, sizeof(st->capbuf)))
+                                if (!pattern_matches(r->pattern, st->path, caps, st->capbuf, st->capbuf_len))
                                         continue;
                                 if (strcmp(r->method, st->req.method) == 0) {
                                         memcpy(st->req.captures, caps, sizeof(caps));

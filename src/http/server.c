@@ -208,9 +208,13 @@ static bool precheck(struct http_server *srv, struct conn_state *st)
 static struct conn_state *conn_state_new(struct http_server *srv, struct MHD_Connection *c, const char *url,
                                          const char *method)
 {
-        struct conn_state *st = calloc(1, sizeof(*st));
+        size_t caps = strlen(url) + HTTP_MAX_CAPTURES + 1;
+        if (caps > CAPBUF_MAX)
+                caps = CAPBUF_MAX;
+        struct conn_state *st = calloc(1, sizeof(*st) + caps);
         if (!st)
                 return NULL;
+        st->capbuf_len = caps;
         st->srv = srv;
         st->start_ns = now_ns();
         st->path = strdup(url);
