@@ -226,3 +226,31 @@ TEST(host_is_loopback)
                 if (http_host_is_loopback(no[i]))
                         TAP_FAIL("'%s' should not be loopback", no[i]);
 }
+
+/* A request's capture buffer holds its path's length plus a NUL per capture
+ * (server.c conn_state_new): captures are pieces of the path, so every
+ * match a large buffer finds fits in that room too. */
+TEST(captures_fit_in_the_path_length)
+{
+        static const char *const patterns[] = { "/v1/sandbox/:id/file/*", "/:a/:b/:c/*", "/x/:id", "/*",
+                                                "/sandboxes/:id/files/*", "/:a/:b/:c/:d" };
+        static const char alphabet[] = "ab/x";
+        char path[64], big[8192], small[64 + HTTP_MAX_CAPTURES + 1];
+        srand(11);
+        for (int i = 0; i < 200000; i++) {
+                size_t n = 1 + (size_t)rand() % 40;
+                path[0] = '/';
+                for (size_t k = 1; k < n; k++)
+                        path[k] = alphabet[rand() % 4];
+                path[n] = '\0';
+                const char *pattern = patterns[(size_t)rand() % ARRAY_SIZE(patterns)];
+                const char *cap_big[HTTP_MAX_CAPTURES] = { 0 }, *cap_small[HTTP_MAX_CAPTURES] = { 0 };
+                bool in_big = http_match(pattern, path, cap_big, big, sizeof(big));
+                bool in_small = http_match(pattern, path, cap_small, small, n + HTTP_MAX_CAPTURES + 1);
+                if (in_big != in_small)
+                        TAP_FAIL("'%s' on '%s': %d with 8 KiB, %d with the path's length", pattern, path, in_big,
+                                 in_small);
+                for (size_t c = 0; in_big && in_small && c < HTTP_MAX_CAPTURES && cap_big[c]; c++)
+                        ASSERT_STREQ(cap_big[c], cap_small[c]);
+        }
+}
