@@ -69,6 +69,9 @@ def test_create_list_get_delete(snap):
     assert p["snapshotType"] == "warm-pool" and p["memoryBackend"] == "none"
     assert p["kernelPath"] == "/var/lib/firecracker/kernel/vmlinux" and p["warmCount"] == 0
     assert p["createdAt"].endswith("Z")
+    # createdAt has millisecond resolution: two profiles made within one millisecond tie, and
+    # a tie lists by key (descending). Let the clock move on so "newest first" is well defined.
+    time.sleep(0.005)
     made(snap, "1vcpu-512mb", mib=512)
 
     status, body, _ = snap.get(SNAP)
