@@ -331,10 +331,17 @@ sub expect_like_warmup {
     like_warmup(\$probe);
 }
 
+# Where the code's literal must end in a line that is the warm-up's with
+# other code (its bytes after the literal are the warm-up's), or undef.
+sub warmup_code_end {
+    my ($ref) = @_;
+    my $end = length($$ref) - length($request_tail);
+    return $end > 9 && substr($$ref, $end) eq $request_tail && substr($$ref, 0, 8) eq '{"code":' ? $end : undef;
+}
+
 sub like_warmup {
     my ($ref) = @_;
-    my $end = length($$ref) - length($request_tail);    # where the code literal must end
-    return undef unless $end > 8 && substr($$ref, $end) eq $request_tail && substr($$ref, 0, 8) eq '{"code":';
+    my $end = warmup_code_end($ref) // return undef;
     pos($$ref) = 8;
     my $raw = scan_string($ref);
     return undef unless defined $raw && pos($$ref) == $end;
@@ -354,9 +361,8 @@ my $PLAIN_HEAD = '{"results":[{"text":"';
 # The code (bytes) of such a line, or undef.
 sub plain_code {
     my ($ref) = @_;
-    my $end = length($$ref) - length($request_tail);    # just past the code's closing quote
-    return undef unless $end > 9 && substr($$ref, $end) eq $request_tail && substr($$ref, 0, 9) eq '{"code":"'
-        && substr($$ref, $end - 1, 1) eq '"';
+    my $end = warmup_code_end($ref) // return undef;    # just past the code's closing quote
+    return undef unless substr($$ref, 8, 1) eq '"' && substr($$ref, $end - 1, 1) eq '"';
     my $code = substr($$ref, 9, $end - 10);
     return ($code =~ tr/"\\\x00-\x1f\x80-\xff//) ? undef : $code;
 }
