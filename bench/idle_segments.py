@@ -87,11 +87,13 @@ def traced_requests(daemon, lang, n):
         settle(daemon.proc.pid)
     tracefs_write("tracing_on", "0")
     open(TRACEFS + "trace", "w").close()
-    tracefs_write("buffer_size_kb", "20000")
-    for e in EVENTS:
-        tracefs_write(f"events/{e}/enable", "1")
+    with open(TRACEFS + "buffer_size_kb") as f:
+        buffer_kb = f.read().split()[0]
     latencies = []
     try:
+        tracefs_write("buffer_size_kb", "20000")
+        for e in EVENTS:
+            tracefs_write(f"events/{e}/enable", "1")
         tracefs_write("tracing_on", "1")
         for i in range(n):
             settle(daemon.proc.pid)
@@ -108,6 +110,7 @@ def traced_requests(daemon, lang, n):
         tracefs_write("tracing_on", "0")
         for e in EVENTS:
             tracefs_write(f"events/{e}/enable", "0")
+        tracefs_write("buffer_size_kb", buffer_kb)
     segments = []
     for i in range(n):
         m = re.search(rf"^[^\n]*IDLE{i} start\n.*?IDLE{i} end[^\n]*", trace, re.S | re.M)
