@@ -85,10 +85,12 @@ def traced_requests(daemon, lang, n):
         status, res = daemon.client.request("POST", f"/execute/{lang}", {"code": code})
         check_exec(status, res, "2", f"POST /execute/{lang}")
         settle(daemon.proc.pid)
-    tracefs_write("tracing_on", "0")
-    open(TRACEFS + "trace", "w").close()
+    with open(TRACEFS + "tracing_on") as f:
+        was_on = f.read().strip()
     with open(TRACEFS + "buffer_size_kb") as f:
         buffer_kb = f.read().split()[0]
+    tracefs_write("tracing_on", "0")
+    open(TRACEFS + "trace", "w").close()
     latencies = []
     try:
         tracefs_write("buffer_size_kb", "20000")
@@ -111,6 +113,7 @@ def traced_requests(daemon, lang, n):
         for e in EVENTS:
             tracefs_write(f"events/{e}/enable", "0")
         tracefs_write("buffer_size_kb", buffer_kb)
+        tracefs_write("tracing_on", was_on)
     segments = []
     for i in range(n):
         m = re.search(rf"^[^\n]*IDLE{i} start\n.*?IDLE{i} end[^\n]*", trace, re.S | re.M)
