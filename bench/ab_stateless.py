@@ -6,7 +6,9 @@ Starts one daemon per build (--log-level debug), then for ROUNDS rounds sends
 10 requests to each in turn (PAUSE_S before each: 0 = back to back, 0.15 =
 the idle-daemon row). Prints per build: HTTP p50/p90, the daemon's own
 `run_ms` p50 (the kernel's run: request written to answer read) and the
-member's CPU per request (`usage.fuelConsumed`, µs). On a shared machine
+member's CPU per request (`usage.fuelConsumed`, µs) and the daemon's minor page
+faults (/proc/PID/stat) during the request and between requests (refills:
+copy-on-write faults after a clone() of the daemon land here). On a shared machine
 the HTTP figures are noisy; alternate the build order between runs.
 """
 import http.client
@@ -45,8 +47,13 @@ def start(spec):
             break
         except OSError:
             time.sleep(0.1)
-    return {"spec": spec, "proc": proc, "tmp": tmp, "log": tmp + "/log", "lat": [], "cpu": [],
+    return {"spec": spec, "proc": proc, "tmp": tmp, "log": tmp + "/log", "lat": [], "cpu": [], "flt_req": [], "flt_bg": [],
             "conn": http.client.HTTPConnection("127.0.0.1", port)}
+
+
+def minflt(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[7])
 
 
 def execute(d, lang, code):
@@ -67,9 +74,15 @@ def main():
             execute(d, lang, code)
     for _ in range(rounds):
         for d in daemons:
+            last = minflt(d["proc"].pid)
             for _ in range(10):
                 time.sleep(pause)
+                before = minflt(d["proc"].pid)
                 dt, res = execute(d, lang, code)
+                after = minflt(d["proc"].pid)
+                d["flt_req"].append(after - before)
+                d["flt_bg"].append(before - last)
+                last = after
                 d["lat"].append(dt * 1000)
                 d["cpu"].append(res["usage"]["fuelConsumed"])
     for d in daemons:
@@ -80,7 +93,9 @@ def main():
         lat = sorted(d["lat"])
         print(f'{d["spec"]}: http p50 {statistics.median(lat):.3f} ms p90 {lat[int(len(lat) * 0.9)]:.3f}'
               f'  run_ms p50 {statistics.median(runs):.3f} (n={len(runs)})'
-              f'  member cpu p50 {statistics.median(d["cpu"]):.0f} us')
+              f'  member cpu p50 {statistics.median(d["cpu"]):.0f} us'
+              f'  daemon faults p50 {statistics.median(d["flt_req"]):.0f} in the request,'
+              f' {statistics.median(d["flt_bg"]):.0f} between')
         shutil.rmtree(d["tmp"], ignore_errors=True)
 
 

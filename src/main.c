@@ -276,6 +276,7 @@ static void engine_options_from_config(const struct config *cfg, struct engine_o
                 .pool_grow_idle_s = cfg->pool_grow_idle_s,
                 .id_base = cfg->jail_id_base, .id_count = cfg->jail_id_count,
                 .no_landlock = !cfg->jail_landlock,
+                .no_spawner = !cfg->jail_spawner,
                 .cpu_quota_percent = (uint32_t)cfg->cpu_quota_percent,
                 .sandbox_memory_bytes = cfg->sandbox_memory_bytes ? cfg->sandbox_memory_bytes
                                                                   : cfg->max_resident_per_sandbox * cfg->memory_bytes,

@@ -50,6 +50,7 @@ static const struct cfg_opt opts[] = {
         /* Test-only: the attack suite switches Landlock off to play a
          * kernel older than 6.12 (issue 10's rootless rows). */
         BOOL("jail.landlock", jail_landlock, 1, "use Landlock scoping when the kernel has it (0: only to test older kernels)"),
+        BOOL("jail.spawner", jail_spawner, 1, "clone jails from a small spawner process forked at start-up, not from the daemon (0: only to measure what it saves)"),
         BOOL("insecure", insecure, 0, "allow a non-loopback listen address without an API key"),
         U64("http.threads", http_threads, 4, 1, 64, "HTTP polling threads"),
         U64("http.max_connections", http_max_connections, 4096, 16, 65536, "open connections at once"),

@@ -23,6 +23,7 @@ struct config {
         uint64_t jail_id_base;    /* host ids of jails: [base, base + count) */
         uint64_t jail_id_count;
         bool jail_landlock;       /* false: test-only, as on kernels < 6.12 */
+        bool jail_spawner;        /* false: jails cloned from the daemon (to measure the spawner) */
 
         uint64_t http_threads;
         uint64_t http_max_connections;

@@ -95,6 +95,10 @@ int engine_new(const struct engine_options *opt, struct engine **ret, struct err
                          JAIL_FORKSERVER_LIB, strerror(-r));
                 templates = false;
         }
+        /* Before the daemon grows and its threads start: each jail is then
+         * cloned from this small copy, not from the daemon (jail/spawner.c). */
+        if (!opt->no_spawner && (r = jail_ctx_start_spawner(&e->jail)) < 0)
+                log_warn("msg=\"no jail spawner: jails are cloned from the daemon\" err=\"%s\"", strerror(-r));
         if ((e->jail.seccomp && (r = notifier_start(e->jail.seccomp, &e->notifier)) < 0) ||
             (r = bg_thread_init(&e->reaper, &e->lock)) < 0 || (r = bg_thread_init(&e->filler, &e->lock)) < 0 ||
             (r = bg_thread_start(&e->reaper, "reaper", 1, reaper_main, e)) < 0) {

@@ -72,6 +72,7 @@ struct engine_options {
         uint64_t pool_grow_idle_s;   /* grown pools shrink after this idle (0: pools never grow) */
         uint64_t id_base, id_count;  /* host ids of jails (jail/ids.h); count 0: none */
         bool no_landlock;            /* test-only: behave as on a kernel without Landlock */
+        bool no_spawner;             /* clone jails from the daemon (jail_ctx_start_spawner not called) */
         /* CFS quota of every stateless jail's cgroup and of every sandbox's
          * parent group (engine/group.c), % of one CPU (0: none): it holds
          * between requests too, when nobody samples a context's usage. */

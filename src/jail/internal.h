@@ -99,6 +99,15 @@ __attribute__((noreturn)) void jail_child_main(struct child_args *a);
 /* init.c: finds the daemon's argv/environ area, once, for the child to blank. */
 void jail_find_host_strings(void);
 
+/* spawner.c: clones the jail's child in the spawner (CLONE_PARENT: the
+ * caller's child all the same) with flags (jail_spawn's) and, unless owner
+ * is (uid_t)-1, that effective uid; the child runs jail_child_main on a
+ * copy of a. Returns the pid with *pidfd set, -ENOTCONN when there is no
+ * spawner (the caller clones itself), or another -errno of the clone. */
+pid_t jail_spawner_clone(struct jail_ctx *ctx, unsigned long flags, uid_t owner, const struct child_args *a,
+                         int *pidfd);
+/* spawner.c: ends the spawner (jail_ctx_done). */
+void jail_spawner_stop(struct jail_ctx *ctx);
 /* argv[0] that makes JAIL_INIT_BIN a deferred jail's launcher: fd 4 the
  * report pipe, fd 5 the command pipe (init_main.c). */
 #define JAIL_LAUNCHER_ARG0 "launch"

@@ -182,6 +182,21 @@ static bool cgroup_give_back(struct jail_ctx *ctx, struct cgroup *cg, uint64_t m
 }
 
 /* The mount namespace of our child pid (jail_proc.mntns_fd), or -1. */
+/* The jail's child, from the spawner when there is one, else from this
+ * thread. Returns the pid or -errno; the child never returns. */
+static pid_t clone_jail_child(struct jail_ctx *ctx, unsigned long flags, uid_t owner, struct child_args *a,
+                              int *pidfd)
+{
+        pid_t pid = jail_spawner_clone(ctx, flags, owner, a, pidfd);
+        if (pid != -ENOTCONN)
+                return pid;
+        pid = owner != (uid_t)-1 ? clone_owned_by(flags, owner, pidfd)
+                                 : (pid_t)syscall(SYS_clone, flags, NULL, pidfd, NULL, 0);
+        if (pid == 0)
+                jail_child_main(a); /* never returns */
+        return pid < 0 ? -errno : pid;
+}
+
 static int open_mntns(pid_t pid)
 {
         char path[64];
@@ -248,14 +263,12 @@ int jail_spawn(struct jail_ctx *ctx, const struct jail_spec *spec, struct jail_p
          * JAIL_UID. */
         uid_t host_id = spec->host_id ? spec->host_id : jail_ids_stateless(ctx);
         a.host_id = ctx->userns ? JAIL_UID : host_id;
-        pid_t pid = spec->template ? clone_owned_by(flags | SIGCHLD, jail_ids_template(ctx), &pidfd)
-                                   : (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, &pidfd, NULL, 0);
+        pid_t pid = clone_jail_child(ctx, flags | SIGCHLD, spec->template ? jail_ids_template(ctx) : (uid_t)-1,
+                                     &a, &pidfd);
         if (pid < 0) {
-                r = jail_step_err(err, "clone", -errno);
+                r = jail_step_err(err, "clone", pid);
                 goto fail;
         }
-        if (pid == 0)
-                jail_child_main(&a); /* never returns */
 
         close(sync[0]);
         close(report[1]);
@@ -533,8 +546,10 @@ int jail_ctx_init(struct jail_ctx *ctx, const char *run_dir, const char *kernels
                   int cgroup_force, struct err *err)
 {
         int r;
-        *ctx = (struct jail_ctx){ .netns_fd = -1, .kernels_fd = -1, .forkserver_dir_fd = -1, .init_fd = -1 };
+        *ctx = (struct jail_ctx){ .netns_fd = -1, .kernels_fd = -1, .forkserver_dir_fd = -1, .init_fd = -1,
+                                  .spawner_fd = -1 };
         pthread_mutex_init(&ctx->cg_lock, NULL);
+        pthread_mutex_init(&ctx->spawner_lock, NULL);
         ctx->userns = geteuid() != 0;
         ctx->outer_uid = geteuid();
         ctx->outer_gid = getegid();
@@ -600,6 +615,7 @@ int jail_ctx_set_init_dir(struct jail_ctx *ctx, const char *dir)
 
 void jail_ctx_done(struct jail_ctx *ctx)
 {
+        jail_spawner_stop(ctx);
         if (ctx->init_fd >= 0)
                 close(ctx->init_fd);
         ctx->init_fd = -1;

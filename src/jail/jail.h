@@ -61,6 +61,11 @@ struct jail_ctx {
         /* Host ids of jails (jail/ids.h); id_count 0: none set. */
         uint32_t id_base, id_count;
         uint32_t id_next;       /* rotating stateless set (atomic) */
+        /* The spawner (jail_ctx_start_spawner): its socket, or -1 when the
+         * daemon clones jails itself; one request at a time. */
+        int spawner_fd;
+        pid_t spawner_pid;
+        pthread_mutex_t spawner_lock;
 };
 
 /* Creates the context: checks privileges, makes the shared netns, compiles
@@ -77,6 +82,15 @@ int jail_ctx_set_forkserver_dir(struct jail_ctx *ctx, const char *dir);
  * runs. Returns 0 or -errno (pid 1 then stays a copy of the daemon, with
  * its argv/env strings blanked). */
 int jail_ctx_set_init_dir(struct jail_ctx *ctx, const char *dir);
+/* Forks the spawner (src/jail/spawner.c): a small single-threaded copy of
+ * the caller that clone()s every later jail as the caller's own child, so
+ * that the caller's memory is never shared with (and write-protected for)
+ * a jail. Call once the context is complete (ids, init and fork-server
+ * dirs) and before the process grows, from the thread that lives as long
+ * as the jails do (their parent-death signal follows it). Returns 0 or
+ * -errno; without it (or once it has died) jails are cloned by the caller
+ * itself, as before. jail_ctx_done stops it. */
+int jail_ctx_start_spawner(struct jail_ctx *ctx);
 
 struct jail_limits {
         uint64_t memory_bytes;  /* cgroup memory limit; 0 = none */

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -85,6 +87,10 @@ static void require_jail(void)
         ASSERT_TRUE(g_ctx.netns_fd >= 0);
         ASSERT_TRUE(g_ctx.seccomp != NULL);
         ASSERT_TRUE(g_ctx.cgroot != NULL);
+#ifdef JAIL_TEST_SPAWNER
+        ASSERT_OK(jail_ctx_start_spawner(&g_ctx));
+        ASSERT_TRUE(g_ctx.spawner_fd >= 0 && g_ctx.spawner_pid > 0);
+#endif
 }
 
 static struct jail_limits sane_limits(void)
@@ -537,10 +543,19 @@ TEST(jail_failed_exec_leaves_nothing)
         ASSERT_TRUE(memcmp(&p, &before, sizeof(p)) == 0); /* ret untouched on failure */
         g_proc = NULL;
 
-        /* no child of ours is left, not even a zombie */
+        /* no child of ours is left, not even a zombie (but the spawner) */
         errno = 0;
+#ifdef JAIL_TEST_SPAWNER
+        ASSERT_EQ(waitpid(-1, NULL, WNOHANG | __WALL), 0);
+        char kids[64], want[32], path[64];
+        snprintf(want, sizeof(want), "%d ", (int)g_ctx.spawner_pid);
+        snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid()); /* single-threaded */
+        ASSERT_OK(read_file_small(path, kids, sizeof(kids), NULL));
+        ASSERT_STREQ(kids, want);
+#else
         ASSERT_EQ(waitpid(-1, NULL, WNOHANG | __WALL), -1);
         ASSERT_EQ(errno, ECHILD);
+#endif
         /* no process holds the jail's stdout/stderr any more: immediate EOF */
         struct pollfd pfd = { out, POLLIN, 0 };
         ASSERT_EQ(poll(&pfd, 1, 2000), 1);
@@ -742,9 +757,13 @@ TEST(jail_ctx_done_frees_everything)
                 ASSERT_TRUE(access(roots[i], F_OK) == 0);
         int netns = g_ctx.netns_fd;
         ASSERT_TRUE(fcntl(netns, F_GETFD) >= 0);
+        pid_t spawner = g_ctx.spawner_pid;
 
         jail_ctx_done(&g_ctx);
         g_ctx_live = false;
+        ASSERT_EQ(g_ctx.spawner_fd, -1);
+        if (spawner > 0) /* reaped, not left as a zombie */
+                ASSERT_TRUE(kill(spawner, 0) < 0 && errno == ESRCH);
         ASSERT_EQ(g_ctx.cg_nfree, 0);
         ASSERT_TRUE(g_ctx.cgroot == NULL && g_ctx.seccomp == NULL);
         ASSERT_EQ(g_ctx.netns_fd, -1);
@@ -808,3 +827,89 @@ TEST(jail_foreign_release_sweeps_the_group_only_when_someone_is_left)
                 ASSERT_EQ(waitpid(pid, NULL, 0), pid);
         }
 }
+
+static long minor_faults(void)
+{
+        struct rusage ru;
+        ASSERT_OK(getrusage(RUSAGE_SELF, &ru));
+        return ru.ru_minflt;
+}
+
+/* Why the spawner exists: a jail cloned from this process write-protects
+ * its private memory, so every page it writes next takes a fault even
+ * once the jail has exec'd; cloned by the spawner, this process's memory
+ * is never shared and no page faults. */
+TEST(jail_spawn_write_protects_the_caller_only_without_a_spawner)
+{
+        require_jail();
+        const size_t npages = 256, page = 4096;
+        char *mem = mmap(NULL, npages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        ASSERT_TRUE(mem != MAP_FAILED);
+        madvise(mem, npages * page, MADV_NOHUGEPAGE);
+        memset(mem, 1, npages * page);
+        struct run res;
+        run_sh("t-wp", "echo wp=1", &res);
+        ASSERT_FIELD(&res, "wp", "1");
+        long before = minor_faults();
+        for (size_t i = 0; i < npages; i++)
+                mem[i * page] = 2;
+        long faults = minor_faults() - before;
+        munmap(mem, npages * page);
+#ifdef JAIL_TEST_SPAWNER
+        ASSERT_LT(faults, (long)npages / 8);
+#else
+        ASSERT_GE(faults, (long)npages / 2);
+#endif
+}
+
+#ifdef JAIL_TEST_SPAWNER
+/* A spawner that died is noticed at the next spawn, which (like every later
+ * one) clones from this process instead: jails keep starting. */
+TEST(jail_spawner_gone_falls_back_to_cloning_here)
+{
+        require_jail();
+        struct run res;
+        run_sh("t-sp-a", "echo a=1", &res);
+        ASSERT_FIELD(&res, "a", "1");
+        pid_t spawner = g_ctx.spawner_pid;
+        ASSERT_OK(kill(spawner, SIGKILL));
+        run_sh("t-sp-b", "echo b=1", &res);
+        ASSERT_FIELD(&res, "b", "1");
+        ASSERT_EQ(g_ctx.spawner_fd, -1);
+        ASSERT_TRUE(kill(spawner, 0) < 0 && errno == ESRCH); /* reaped */
+        run_sh("t-sp-c", "echo c=1", &res);
+        ASSERT_FIELD(&res, "c", "1");
+}
+
+/* The jail is the caller's child (CLONE_PARENT), not the spawner's: its
+ * init's parent is this process, which alone can reap it. */
+TEST(jail_spawned_by_the_spawner_is_the_callers_child)
+{
+        require_jail();
+        struct jail_spec spec;
+        base_spec(&spec, "t-sp-parent");
+        spec.argv[0] = "/bin/sh";
+        spec.argv[1] = "-c";
+        spec.argv[2] = "read x";
+        int in[2];
+        ASSERT_OK(pipe2(in, O_CLOEXEC));
+        spec.has_stdin = true;
+        spec.stdin_fd = in[0];
+        static struct jail_proc p;
+        int out, err;
+        struct err e = { 0 };
+        ASSERT_OK(spawn(&spec, &p, &out, &err, &e));
+        close(in[0]);
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)p.pid);
+        ASSERT_OK(read_file_small(path, buf, sizeof(buf), NULL));
+        int ppid = 0;
+        ASSERT_EQ(sscanf(strrchr(buf, ')'), ") %*c %d", &ppid), 1);
+        ASSERT_EQ(ppid, getpid());
+        close(in[1]); /* read gets EOF: the workload exits */
+        struct run res;
+        collect(&p, out, err, &res);
+        jail_proc_release(&p);
+        g_proc = NULL;
+}
+#endif
