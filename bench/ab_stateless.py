@@ -1,6 +1,8 @@
 """Interleaved A/B of stateless `POST /execute/<lang>` between daemon builds.
 
-    python3 bench/ab_stateless.py LANG ROUNDS PAUSE_S BIN[@KERNELS_DIR] BIN[@KERNELS_DIR] ...
+    python3 bench/ab_stateless.py LANG ROUNDS PAUSE_S BIN[@KERNELS_DIR][,KEY=VALUE...] ...
+
+(KEY=VALUE: a --set for that daemon, e.g. build/sandboxd,jail.spawner=0.)
 
 Starts one daemon per build (--log-level debug), then for ROUNDS rounds sends
 10 requests to each in turn (PAUSE_S before each: 0 = back to back, 0.15 =
@@ -33,9 +35,12 @@ def free_port():
 
 
 def start(spec):
-    binary, _, kdir = spec.partition("@")
+    path, *sets = spec.split(",")
+    binary, _, kdir = path.partition("@")
     port, tmp = free_port(), tempfile.mkdtemp()
     extra = ["--set", "kernels_dir=" + kdir] if kdir else []
+    for s in sets:
+        extra += ["--set", s]
     log = open(tmp + "/log", "w")
     proc = subprocess.Popen([binary, *extra, "--listen", f"127.0.0.1:{port}", "--data-dir", tmp + "/data",
                              "--log-level", "debug"], stdout=log, stderr=log)

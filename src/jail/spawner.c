@@ -22,6 +22,7 @@
  * microseconds in a small process; the jail builds itself in parallel. */
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,6 +49,7 @@ struct spawn_req {
         uint32_t nfds;     /* fds that came with the header, in fd_slots order */
         uint32_t fd_mask;  /* which of fd_slots' slots they fill */
         uint32_t owner;    /* effective uid to clone with (template jails), or (uid_t)-1 */
+        int32_t policy;    /* the requesting thread's scheduling policy, for the child */
         uint64_t flags;    /* clone flags, CLONE_PARENT and CLONE_PIDFD added here */
         uint64_t blob_len; /* strings following the header, in str_slots order */
         struct child_args args; /* its ctx and spec pointers are meaningless here */
@@ -215,6 +217,12 @@ static pid_t clone_for_daemon(struct spawn_req *req, int *pidfd)
                                    NULL, 0);
         int e = errno;
         if (pid == 0) {
+                /* As if cloned by the requesting thread: a jail the pool
+                 * filler starts is SCHED_BATCH like the filler (base/thread.c),
+                 * one a request starts is not. */
+                struct sched_param sp = { 0 };
+                if (req->policy != SCHED_OTHER)
+                        (void)sched_setscheduler(0, req->policy, &sp);
                 req->args.spec = &req->spec;
                 jail_child_main(&req->args); /* never returns */
         }
@@ -446,7 +454,7 @@ static int build_request(const struct child_args *a, unsigned long flags, uid_t 
                          int *fds)
 {
         *req = (struct spawn_req){ .magic = SPAWN_MAGIC, .flags = flags, .owner = (uint32_t)owner,
-                                   .args = *a, .spec = *a->spec };
+                                   .policy = sched_getscheduler(0), .args = *a, .spec = *a->spec };
         int *slot[MAX_FD_SLOTS];
         bool used[MAX_FD_SLOTS];
         size_t n = fd_slots(&req->args, &req->spec, slot, used);

@@ -862,6 +862,52 @@ TEST(jail_spawn_write_protects_the_caller_only_without_a_spawner)
 #endif
 }
 
+/* Spawns a jail whose workload waits for EOF on its stdin (*in_w). */
+static void spawn_waiting(const char *cgroup_name, struct jail_proc *p, int *in_w, int *out, int *err)
+{
+        struct jail_spec spec;
+        base_spec(&spec, cgroup_name);
+        spec.argv[0] = "/bin/sh";
+        spec.argv[1] = "-c";
+        spec.argv[2] = "read x";
+        int in[2];
+        ASSERT_OK(pipe2(in, O_CLOEXEC));
+        spec.has_stdin = true;
+        spec.stdin_fd = in[0];
+        struct err e = { 0 };
+        ASSERT_OK(spawn(&spec, p, out, err, &e));
+        close(in[0]);
+        *in_w = in[1];
+}
+
+/* Lets spawn_waiting's workload exit, then reaps and releases its jail. */
+static void finish_waiting(struct jail_proc *p, int in_w, int out, int err)
+{
+        close(in_w);
+        struct run res;
+        collect(p, out, err, &res);
+        jail_proc_release(p);
+        g_proc = NULL;
+}
+
+/* A jail runs under the scheduling policy of the thread that spawned it,
+ * spawner or not: the pool filler's jails are SCHED_BATCH like the filler
+ * (base/thread.c), a request's are not. */
+TEST(jail_inherits_the_spawning_threads_scheduling_policy)
+{
+        require_jail();
+        struct sched_param sp = { 0 };
+        static struct jail_proc p;
+        int in_w, out, err;
+        for (int i = 0; i < 2; i++) {
+                int policy = i == 0 ? SCHED_BATCH : SCHED_OTHER;
+                ASSERT_OK(sched_setscheduler(0, policy, &sp));
+                spawn_waiting(i == 0 ? "t-sched-b" : "t-sched-o", &p, &in_w, &out, &err);
+                ASSERT_EQ(sched_getscheduler(p.pid), policy);
+                finish_waiting(&p, in_w, out, err);
+        }
+}
+
 #ifdef JAIL_TEST_SPAWNER
 /* A spawner that died is noticed at the next spawn, which (like every later
  * one) clones from this process instead: jails keep starting. */
@@ -886,30 +932,15 @@ TEST(jail_spawner_gone_falls_back_to_cloning_here)
 TEST(jail_spawned_by_the_spawner_is_the_callers_child)
 {
         require_jail();
-        struct jail_spec spec;
-        base_spec(&spec, "t-sp-parent");
-        spec.argv[0] = "/bin/sh";
-        spec.argv[1] = "-c";
-        spec.argv[2] = "read x";
-        int in[2];
-        ASSERT_OK(pipe2(in, O_CLOEXEC));
-        spec.has_stdin = true;
-        spec.stdin_fd = in[0];
         static struct jail_proc p;
-        int out, err;
-        struct err e = { 0 };
-        ASSERT_OK(spawn(&spec, &p, &out, &err, &e));
-        close(in[0]);
+        int in_w, out, err;
+        spawn_waiting("t-sp-parent", &p, &in_w, &out, &err);
         char path[64], buf[512];
         snprintf(path, sizeof(path), "/proc/%d/stat", (int)p.pid);
         ASSERT_OK(read_file_small(path, buf, sizeof(buf), NULL));
         int ppid = 0;
         ASSERT_EQ(sscanf(strrchr(buf, ')'), ") %*c %d", &ppid), 1);
         ASSERT_EQ(ppid, getpid());
-        close(in[1]); /* read gets EOF: the workload exits */
-        struct run res;
-        collect(&p, out, err, &res);
-        jail_proc_release(&p);
-        g_proc = NULL;
+        finish_waiting(&p, in_w, out, err);
 }
 #endif
