@@ -89,7 +89,7 @@ def main():
                 d["flt_bg"].append(before - last)
                 last = after
                 d["lat"].append(dt * 1000)
-                d["cpu"].append(res["usage"]["fuelConsumed"])
+                d["cpu"].append(res.get("usage", {}).get("fuelConsumed", 0))
     for d in daemons:
         d["proc"].terminate()
         d["proc"].wait()
@@ -97,7 +97,7 @@ def main():
                                              open(d["log"]).read())][5:]
         lat = sorted(d["lat"])
         print(f'{d["spec"]}: http p50 {statistics.median(lat):.3f} ms p90 {lat[int(len(lat) * 0.9)]:.3f}'
-              f'  run_ms p50 {statistics.median(runs):.3f} (n={len(runs)})'
+              f'  run_ms p50 {statistics.median(runs) if runs else float("nan"):.3f} (n={len(runs)})'
               f'  member cpu p50 {statistics.median(d["cpu"]):.0f} us'
               f'  daemon faults p50 {statistics.median(d["flt_req"]):.0f} in the request,'
               f' {statistics.median(d["flt_bg"]):.0f} between')

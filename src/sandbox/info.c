@@ -51,7 +51,7 @@ static int contexts_snapshot(const struct sandbox *s, struct sbx_context_info **
 int sbx_info(struct sandbox_mgr *m, const char *id, struct sbx_info *ret, struct err *err)
 {
         memset(ret, 0, sizeof(*ret));
-        struct sandbox *s = sandbox_enter(m, id, err);
+        struct sandbox *s = sandbox_enter_cold(m, id, err);
         if (!s)
                 return err_ret(err);
         sandbox_info_fill(&s->row, ret);

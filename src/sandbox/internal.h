@@ -234,8 +234,13 @@ void ids_keep_owned(struct sandbox_mgr *m, struct id_list *l);
  * the owner: whatever path reached the sandbox layer without being routed
  * to the owner gets a clear "retry" instead of a second live copy. */
 int sandbox_check_owner(struct sandbox_mgr *m, const struct sandbox_row *row, struct err *err);
-/* sandbox_get + lock + activity; NULL with err filled. */
+/* sandbox_get + lock + activity; NULL with err filled. A new id takes a
+ * warm sandbox (sandbox.warm_runtime) when one is ready. */
 struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err *err);
+/* The same, but a new id never takes a warm sandbox: for calls that only
+ * read (an info GET). An idle sandbox that nothing ran in must hold no
+ * interpreter, no mount and no workspace image: only its rows. */
+struct sandbox *sandbox_enter_cold(struct sandbox_mgr *m, const char *id, struct err *err);
 /* The same for org_id's existing sandbox (NULL: sandbox_enter). */
 struct sandbox *sandbox_enter_org(struct sandbox_mgr *m, const char *org_id, const char *id, struct err *err);
 /* unlock + sandbox_put. */

@@ -449,10 +449,10 @@ static void sandbox_touch(struct sandbox_mgr *m, struct sandbox *s)
         }
 }
 
-struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err *err)
+static struct sandbox *enter(struct sandbox_mgr *m, const char *id, bool take_warm, struct err *err)
 {
         /* A new sandbox with the defaults: a warm one becomes it. */
-        if (m->opt.warm_runtime && sbx_id_valid(id) && !sandbox_exists(m, id))
+        if (take_warm && m->opt.warm_runtime && sbx_id_valid(id) && !sandbox_exists(m, id))
                 warm_runtime_take(m, id);
         struct sandbox *s = sandbox_get(m, id, err);
         if (!s)
@@ -460,6 +460,16 @@ struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err 
         pthread_mutex_lock(&s->lock);
         sandbox_touch(m, s);
         return s;
+}
+
+struct sandbox *sandbox_enter(struct sandbox_mgr *m, const char *id, struct err *err)
+{
+        return enter(m, id, true, err);
+}
+
+struct sandbox *sandbox_enter_cold(struct sandbox_mgr *m, const char *id, struct err *err)
+{
+        return enter(m, id, false, err);
 }
 
 struct sandbox *sandbox_enter_org(struct sandbox_mgr *m, const char *org_id, const char *id, struct err *err)

@@ -105,6 +105,28 @@ def test_first_execute_adopts_warm_kernel_and_state_persists():
         d.cleanup()
 
 
+def test_an_info_get_creates_a_sandbox_that_takes_nothing():
+    # Only a call that may run something takes a warm sandbox: an idle
+    # sandbox created by reading it holds no kernel, mount or image (the
+    # 10,000-idle-sandboxes row counts those bytes).
+    d = start()
+    try:
+        wait_ready(d, 2)
+        before = warm(d)
+        s = sid()
+        status, info, _ = d.get(f"/languages/python/sandboxes/{s}")
+        assert status == 200 and info["id"] == s
+        assert warm(d) == before
+        assert not os.path.exists(os.path.join(d.data_dir, "sandboxes", s))
+        assert s not in os.listdir(os.path.join(d.data_dir, "mnt"))
+        # It is a sandbox all the same: its first cell runs (cold) and keeps state.
+        run(d, s, "x = 41")
+        assert out(run(d, s, "print(x + 1)")) == "42"
+        assert warm(d)["taken"] == before["taken"]
+    finally:
+        d.cleanup()
+
+
 def test_env_reaches_adopted_kernel():
     d = start()
     try:
