@@ -500,7 +500,15 @@ class Daemon:
                 self.proc.wait()
                 return
             if self.proc.returncode != 0:
-                self.notes.append(f"daemon pid {self.proc.pid} exited {self.proc.returncode} on SIGTERM")
+                # The data dir (and its log) goes at the end of the run: keep
+                # the log's last lines, which say why (a signal leaves no trace).
+                try:
+                    with open(self.log_path, errors="replace") as f:
+                        tail = " | ".join(line.strip() for line in f.readlines()[-5:])
+                except OSError:
+                    tail = "(no log)"
+                self.notes.append(f"daemon pid {self.proc.pid} (--set {' '.join(self.sets) or '-'}) exited "
+                                  f"{self.proc.returncode} on SIGTERM; its log ends: {tail}")
 
     def rss(self):
         return proc_status(self.proc.pid)

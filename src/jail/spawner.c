@@ -107,15 +107,18 @@ static size_t str_slots(struct jail_spec *s, const char ***slot)
 
 /* ---- the spawner's side ------------------------------------------------ */
 
-static int recv_header(int sock, struct spawn_req *req, int *fds, size_t *nfds)
+/* Receives a message of exactly len bytes into buf and the fds that came
+ * with it (at most max_fds; *nfds of them). On a stream socket the message
+ * may arrive in pieces; the fds come with its first byte. 0 or -errno. */
+static int recv_with_fds(int sock, void *buf, size_t len, int *fds, size_t max_fds, size_t *nfds)
 {
         union {
                 char buf[CMSG_SPACE(SPAWN_MAX_FDS * sizeof(int))];
                 struct cmsghdr align;
         } u;
-        struct iovec iov = { req, sizeof(*req) };
+        struct iovec iov = { buf, len };
         struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                              .msg_controllen = sizeof(u.buf) };
+                              .msg_controllen = CMSG_SPACE(max_fds * sizeof(int)) };
         ssize_t n;
         do
                 n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
@@ -127,15 +130,12 @@ static int recv_header(int sock, struct spawn_req *req, int *fds, size_t *nfds)
                 if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
                         continue;
                 size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                for (size_t i = 0; i < k && *nfds < SPAWN_MAX_FDS; i++)
+                for (size_t i = 0; i < k && *nfds < max_fds; i++)
                         memcpy(&fds[(*nfds)++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
         }
         if (msg.msg_flags & MSG_CTRUNC)
                 return -EPROTO;
-        /* A stream socket may split the header; the fds came with its first byte. */
-        if ((size_t)n < sizeof(*req))
-                return read_all(sock, (char *)req + n, sizeof(*req) - (size_t)n);
-        return 0;
+        return (size_t)n < len ? read_all(sock, (char *)buf + n, len - (size_t)n) : 0;
 }
 
 /* Points the request's string slots into blob; -EPROTO if it is not exactly
@@ -240,7 +240,7 @@ static int serve_one(const struct jail_ctx *ctx, int sock)
         size_t nfds = 0;
         if (!req)
                 return -ENOMEM;
-        int r = recv_header(sock, req, fds, &nfds);
+        int r = recv_with_fds(sock, req, sizeof(*req), fds, SPAWN_MAX_FDS, &nfds);
         char *blob = NULL;
         if (r == 0 && (req->magic != SPAWN_MAGIC || req->blob_len > SPAWN_MAX_BLOB || req->nfds != nfds))
                 r = -EPROTO;
@@ -426,27 +426,14 @@ static int send_request(int sock, const struct spawn_req *req, const int *fds, c
 static int recv_reply(int sock, int *pidfd)
 {
         struct spawn_reply rep;
-        union {
-                char buf[CMSG_SPACE(sizeof(int))];
-                struct cmsghdr align;
-        } u;
-        struct iovec iov = { &rep, sizeof(rep) };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                              .msg_controllen = sizeof(u.buf) };
-        ssize_t n;
-        do
-                n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-        while (n < 0 && errno == EINTR);
-        if (n <= 0)
-                return n < 0 ? -errno : -EPIPE;
+        size_t n = 0;
         *pidfd = -1;
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-        if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-            cm->cmsg_len == CMSG_LEN(sizeof(int)))
-                memcpy(pidfd, CMSG_DATA(cm), sizeof(int));
-        if ((size_t)n < sizeof(rep) && read_all(sock, (char *)&rep + n, sizeof(rep) - (size_t)n) < 0)
-                rep.pid = -EPIPE;
-        return rep.pid;
+        int r = recv_with_fds(sock, &rep, sizeof(rep), pidfd, 1, &n);
+        if ((r < 0 || rep.pid <= 0) && *pidfd >= 0) {
+                close(*pidfd);
+                *pidfd = -1;
+        }
+        return r < 0 ? (r == -EPROTO ? -EPROTO : -EPIPE) : rep.pid;
 }
 
 /* The request for a, with a copy of its spec; the fds to send in order. */
