@@ -95,6 +95,8 @@ $(INIT): $(INIT_SRCS) src/jail/internal.h src/jail/jail.h src/base/io.h $(DEPS_S
 $(BUILD)/unit/%: tests/unit/%.c $(TAP_OBJ) $(BUILD)/libsandboxd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(TAP_OBJ) $(BUILD)/libsandboxd.a $(PKG_LIBS) $(LDLIBS)
+# It includes test_jail.c (every jail test again, through the spawner).
+$(BUILD)/unit/jail/test_jail_spawner: tests/unit/jail/test_jail.c
 
 run: $(BUILD)/sandboxd $(SHIM) $(INIT)
 	$(BUILD)/sandboxd --listen 127.0.0.1:8787 --data-dir ./data
