@@ -181,7 +181,6 @@ static bool cgroup_give_back(struct jail_ctx *ctx, struct cgroup *cg, uint64_t m
         return kept;
 }
 
-/* The mount namespace of our child pid (jail_proc.mntns_fd), or -1. */
 /* The jail's child, from the spawner when there is one, else from this
  * thread. Returns the pid or -errno; the child never returns. */
 static pid_t clone_jail_child(struct jail_ctx *ctx, unsigned long flags, uid_t owner, struct child_args *a,
@@ -197,6 +196,7 @@ static pid_t clone_jail_child(struct jail_ctx *ctx, unsigned long flags, uid_t o
         return pid < 0 ? -errno : pid;
 }
 
+/* The mount namespace of our child pid (jail_proc.mntns_fd), or -1. */
 static int open_mntns(pid_t pid)
 {
         char path[64];
