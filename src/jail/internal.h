@@ -99,6 +99,10 @@ __attribute__((noreturn)) void jail_child_main(struct child_args *a);
 /* init.c: finds the daemon's argv/environ area, once, for the child to blank. */
 void jail_find_host_strings(void);
 
+/* jail.c: clone(flags) with a pidfd, from this thread with its effective
+ * uid set to owner for the call unless owner is (uid_t)-1 (template jails:
+ * their user namespace is owned by that id). Returns as clone does. */
+pid_t jail_clone_as(unsigned long flags, uid_t owner, int *pidfd);
 /* spawner.c: clones the jail's child in the spawner (CLONE_PARENT: the
  * caller's child all the same) with flags (jail_spawn's) and, unless owner
  * is (uid_t)-1, that effective uid; the child runs jail_child_main on a

@@ -181,6 +181,12 @@ static bool cgroup_give_back(struct jail_ctx *ctx, struct cgroup *cg, uint64_t m
         return kept;
 }
 
+pid_t jail_clone_as(unsigned long flags, uid_t owner, int *pidfd)
+{
+        return owner != (uid_t)-1 ? clone_owned_by(flags, owner, pidfd)
+                                  : (pid_t)syscall(SYS_clone, flags, NULL, pidfd, NULL, 0);
+}
+
 /* The jail's child, from the spawner when there is one, else from this
  * thread. Returns the pid or -errno; the child never returns. */
 static pid_t clone_jail_child(struct jail_ctx *ctx, unsigned long flags, uid_t owner, struct child_args *a,
@@ -189,8 +195,7 @@ static pid_t clone_jail_child(struct jail_ctx *ctx, unsigned long flags, uid_t o
         pid_t pid = jail_spawner_clone(ctx, flags, owner, a, pidfd);
         if (pid != -ENOTCONN)
                 return pid;
-        pid = owner != (uid_t)-1 ? clone_owned_by(flags, owner, pidfd)
-                                 : (pid_t)syscall(SYS_clone, flags, NULL, pidfd, NULL, 0);
+        pid = jail_clone_as(flags, owner, pidfd);
         if (pid == 0)
                 jail_child_main(a); /* never returns */
         return pid < 0 ? -errno : pid;

@@ -206,15 +206,11 @@ static int send_reply(int sock, pid_t pid, int pidfd)
         return n == (ssize_t)sizeof(rep) ? 0 : -EPIPE;
 }
 
-/* Clones the jail's child as the daemon's child. The flags come from
- * jail_spawn; owner as clone_owned_by there (the spawner is single-threaded,
- * so the raw setresuid is the whole process's, and undone at once). */
+/* Clones the jail's child as the daemon's child, with jail_spawn's flags
+ * and owner. */
 static pid_t clone_for_daemon(struct spawn_req *req, int *pidfd)
 {
-        if (req->owner != (uint32_t)-1 && syscall(SYS_setresuid, -1, req->owner, -1) < 0)
-                return -errno;
-        pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)req->flags | CLONE_PARENT | CLONE_PIDFD, NULL, pidfd,
-                                   NULL, 0);
+        pid_t pid = jail_clone_as((unsigned long)req->flags | CLONE_PARENT | CLONE_PIDFD, (uid_t)req->owner, pidfd);
         int e = errno;
         if (pid == 0) {
                 /* As if cloned by the requesting thread: a jail the pool
@@ -226,8 +222,6 @@ static pid_t clone_for_daemon(struct spawn_req *req, int *pidfd)
                 req->args.spec = &req->spec;
                 jail_child_main(&req->args); /* never returns */
         }
-        if (req->owner != (uint32_t)-1 && syscall(SYS_setresuid, -1, 0, -1) < 0)
-                _exit(1); /* cannot happen: the real uid is 0; never clone as someone else */
         return pid < 0 ? -e : pid;
 }
 
