@@ -168,7 +168,9 @@ check: test
 # The C microbenchmarks: bench/jail_true.c (the jail alone), bench/ws_open.c
 # (a workspace from a ready image vs mkfs), bench/store_ops.c (the store
 # alone, SQLite vs PostgreSQL), bench/idle_wake.c (two process wake-ups,
-# back to back and after an idle pause: the floor under the idle rows).
+# back to back and after an idle pause: the floor under the idle rows),
+# bench/ideal_server.c (HTTP + a daemon kernel with no daemon in between:
+# what any daemon could answer an idle execution in).
 $(BUILD)/bench/%: bench/%.c bench/stats.h $(BUILD)/libsandboxd.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandboxd.a $(PKG_LIBS) $(LDLIBS)
@@ -182,7 +184,8 @@ $(BUILD)/bench/%: bench/%.c bench/stats.h $(BUILD)/libsandboxd.a
 # SQLite vs a throwaway PostgreSQL (skipped with a message where Debian's
 # server is not installed), and two cluster nodes (exit 2, tolerated, with a
 # message: no cluster mode in this build, or no PostgreSQL).
-bench: $(BUILD)/sandboxd $(SHIM) $(INIT) $(BUILD)/bench/jail_true $(BUILD)/bench/ws_open $(BUILD)/bench/store_ops $(BUILD)/bench/idle_wake
+bench: $(BUILD)/sandboxd $(SHIM) $(INIT) $(BUILD)/bench/jail_true $(BUILD)/bench/ws_open $(BUILD)/bench/store_ops $(BUILD)/bench/idle_wake \
+       $(BUILD)/bench/ideal_server
 	/usr/bin/python3 bench/run.py --bin $(abspath $(BUILD)/sandboxd)
 	/usr/bin/python3 bench/fast_paths.py --bin $(abspath $(BUILD)/sandboxd)
 	/usr/bin/python3 bench/request_floor.py --bin $(abspath $(BUILD)/sandboxd) --strace

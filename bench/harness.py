@@ -46,18 +46,21 @@ LANGS = [
 ]
 
 ROW_ORDER = ["bare-default", "bare-fast", "bwrap-default", "bwrap-fast", "bare-paced",
-             "sandboxd", "sandboxd-paced", "health-paced", "canned-paced", "sandboxd-nopool"]
+             "sandboxd", "sandboxd-paced", "health-paced", "canned-paced", "ideal-paced",
+             "minimal-paced", "sandboxd-nopool"]
 DAEMON_ROWS = {"sandboxd": "sandboxd, back-to-back",
                "sandboxd-paced": "sandboxd, idle daemon",
                "health-paced": "floor: `GET /health`, idle daemon",
                "canned-paced": "floor: a canned HTTP reply from another process, idle",
+               "ideal-paced": "floor: HTTP + the same kernel, no daemon (`bench/ideal_server.c`), idle",
+               "minimal-paced": "floor: HTTP + a minimal eval loop, no daemon (`bench/ideal_server.c`), idle",
                "bare-paced": "bare start (default command line) after the same idle pause",
                "sandboxd-nopool": "sandboxd, no warm pool"}
 
 PROFILES = {
     "full": dict(
         lat_n=100, lat_rounds=5, lat_warm=5, lat_budget_s=75,      # section 1, per language
-        paced_n=25, nopool_n=40,                                    # extra daemon rows, per language
+        paced_n=40, nopool_n=40,                                    # extra daemon rows, per language
         tp_rounds=3, tp_secs=5.0,                                   # section 2: 3 × 5 s per variant
         min_n=200, min_rounds=5, min_budget_s=30,                   # section 3
         ctx_n=200, ctx_budget_s=30,                                 # 4a
@@ -416,6 +419,92 @@ class CannedHttp:
         self.client.close()
         self.proc.kill()
         self.proc.wait(timeout=10)
+
+
+IDEAL_SERVER = os.path.join(ROOT, "build", "bench", "ideal_server")
+KERNELS = os.path.join(ROOT, "src", "runtimes", "kernels")
+
+
+def kernel_line(code, cwd, last=None):
+    """The daemon's request line for a stateless execution (engine/stateless.c,
+    exec_build_request; "reseed"/"warmup" as a template's fork and warm-up)."""
+    req = {"code": code, "env": {}, "cwd": cwd, "resultLimit": 65536, "typescript": False, "replay": False}
+    if last:
+        req[last] = True
+    return json.dumps(req, separators=(",", ":")) + "\n"
+
+
+# The least an interpreter can answer a line of code in: a loop on fd 3
+# that evaluates each line and writes its value in the kernels' answer shape,
+# its path run 100 times at boot (as the kernels warm theirs up).
+MINIMAL_REPL = {
+    "perl": r'open(my $c, "+<&=", 3) or die; open(my $n, ">", "/dev/null") or die;'
+            r' sub answer { my ($fh, $l) = @_; my $r = eval $l; syswrite($fh, qq({"results":[{"text":"$r"}]}\n)); }'
+            r' answer($n, "1+1") for 1 .. 100; syswrite($c, qq({"ready":true}\n));'
+            r' while (defined(my $l = <$c>)) { answer($c, $l); }',
+    "javascript": "const fs = require('fs'); const b = Buffer.alloc(65536); const n = fs.openSync('/dev/null', 'w');"
+                  " const answer = (fd, line) => { const v = (0, eval)(line);"
+                  " fs.writeSync(fd, JSON.stringify({ results: [{ text: String(v) }] }) + '\\n'); };"
+                  " for (let i = 0; i < 100; i++) answer(n, '1+1');"
+                  " fs.writeSync(3, '{\"ready\":true}\\n');"
+                  " for (;;) { const len = fs.readSync(3, b); if (!len) break; answer(3, b.toString('utf8', 0, len)); }",
+}
+
+
+class IdealServer:
+    """bench/ideal_server.c for one language: HTTP, the hand-off to a booted
+    kernel of the daemon's and back, and nothing else of a daemon. Perl's
+    kernel is started and warmed as a template's, javascript's as a pool
+    member (it warms itself at boot). minimal=True: MINIMAL_REPL instead of
+    the kernel (what the kernel's own protocol costs). None for other
+    languages, or without the binary (make bench builds it)."""
+
+    ARGV = {"perl": ["/usr/bin/perl", os.path.join(KERNELS, "perl_kernel.pl"), "zygote"],
+            "javascript": ["/usr/bin/node", "--max-old-space-size=96", "--stack-size=984",
+                           os.path.join(KERNELS, "node_kernel.js"), "once"]}
+    INTERPRETER = {"perl": ["/usr/bin/perl", "-e"], "javascript": ["/usr/bin/node", "-e"]}
+
+    @classmethod
+    def start(cls, lang, minimal=False):
+        if lang not in cls.ARGV or not os.path.exists(IDEAL_SERVER):
+            return None
+        return cls(lang, minimal)
+
+    def __init__(self, lang, minimal=False):
+        self.lang = lang
+        self.cwd = tempfile.mkdtemp(prefix="sandboxd-ideal-")
+        template = lang == "perl" and not minimal
+        warm = kernel_line("1+1", self.cwd, "warmup") if template else ""
+        req = kernel_line("1+1", self.cwd, "reseed" if template else None)
+        argv = self.ARGV[lang]
+        if minimal:
+            req, argv = "1+1\n", self.INTERPRETER[lang] + [MINIMAL_REPL[lang]]
+        # stderr: a kernel still booting when close() kills the server
+        # complains of the closed socket; a failed answer raises in the timer.
+        self.proc = subprocess.Popen([IDEAL_SERVER, self.cwd, warm, req, *argv], stdout=subprocess.PIPE,
+                                     stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=CLEAN_ENV)
+        self.client = Client(int(self.proc.stdout.readline()))
+
+    def paced_timer(self):
+        """After the next kernel is up and the process tree is idle, one
+        execution (the daemon's idle row's pause: settle)."""
+        def fn():
+            self.client.request("GET", "/ready")
+            settle(self.proc.pid)
+            t0 = time.perf_counter()
+            status, res = self.client.request("POST", f"/execute/{self.lang}", {"code": "1+1"})
+            dt = time.perf_counter() - t0
+            texts = [r.get("text") for r in (res or {}).get("results", [])] if isinstance(res, dict) else []
+            if status != 200 or texts != ["2"]:
+                raise BenchError(f"ideal server ({self.lang}): {status} {res!r}")
+            return dt
+        return fn
+
+    def close(self):
+        self.client.close()
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        shutil.rmtree(self.cwd, ignore_errors=True)
 
 
 def exec_timer(client, path, code, expect):

@@ -79,6 +79,9 @@ def daemon_variants(p, daemons, path, code, expect, n):
           V("health-paced", paced(main, health_timer(main.client)), p["paced_n"])]
     if daemons.get("canned"):
         vs.append(V("canned-paced", paced(main, daemons["canned"].timer()), p["paced_n"]))
+    for key in ("ideal", "minimal"):
+        if daemons.get(key):
+            vs.append(V(f"{key}-paced", daemons[key].paced_timer(), p["paced_n"]))
     if nopool:
         fn0 = exec_timer(nopool.client, path, code, expect)
         fn0()
@@ -92,7 +95,10 @@ def section_latency(p, daemons, out):
     daemons = dict(daemons, canned=CannedHttp())
     for lang, code, expect, bare, matched in LANGS:
         path = f"/execute/{lang}"
-        variants = daemon_variants(p, daemons, path, code, expect, p["lat_n"])
+        # No daemon between HTTP and the kernel, or a minimal eval loop: what
+        # bounds the idle row (bench/ideal_server.c).
+        floors = {"ideal": IdealServer.start(lang), "minimal": IdealServer.start(lang, minimal=True)}
+        variants = daemon_variants(p, dict(daemons, **floors), path, code, expect, p["lat_n"])
         for name, argv in bare:
             variants.append(V(f"bare-{name}", spawn_timer(argv), p["lat_n"]))
             variants.append(V(f"bwrap-{name}", spawn_timer(BWRAP + argv), p["lat_n"]))
@@ -100,7 +106,12 @@ def section_latency(p, daemons, out):
         # vCPUs: bench/idle_wake): the bare start after the same pause shows
         # by how much, next to the idle-daemon row.
         variants.append(V("bare-paced", paced(daemons["main"], spawn_timer(dict(bare)["default"])), p["paced_n"]))
-        samples = interleaved(variants, p["lat_rounds"], p["lat_warm"], p["lat_budget_s"])
+        try:
+            samples = interleaved(variants, p["lat_rounds"], p["lat_warm"], p["lat_budget_s"])
+        finally:
+            for floor in floors.values():
+                if floor:
+                    floor.close()
         rows[lang] = {
             "matched": matched,
             "commands": {**{f"bare-{n}": argv for n, argv in bare}, "bare-paced": dict(bare)["default"],
