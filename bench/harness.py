@@ -451,7 +451,7 @@ MINIMAL_REPL = {
 }
 
 
-class IdealServer:
+class IdealServer(CannedHttp):
     """bench/ideal_server.c for one language: HTTP, the hand-off to a booted
     kernel of the daemon's and back, and nothing else of a daemon. Perl's
     kernel is started and warmed as a template's, javascript's as a pool
@@ -501,9 +501,7 @@ class IdealServer:
         return fn
 
     def close(self):
-        self.client.close()
-        self.proc.kill()
-        self.proc.wait(timeout=10)
+        super().close()
         shutil.rmtree(self.cwd, ignore_errors=True)
 
 
