@@ -123,7 +123,8 @@ def report(out, profile, argv_bin, elapsed):
         L.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         for lang, _, _, bare, matched in LANGS:
             st = out["latency"][lang]["stats"]
-            for dk in ("sandboxd", "sandboxd-paced", "health-paced", "canned-paced", "ideal-paced", "minimal-paced", "sandboxd-nopool"):
+            for dk in ("sandboxd", "sandboxd-paced", "health-paced", "canned-paced", "ideal-paced", "minimal-paced",
+                       "sandboxd-nopool"):
                 if dk not in st:
                     continue
                 d = st[dk]
