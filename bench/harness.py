@@ -485,11 +485,13 @@ class IdealServer(CannedHttp):
                                      stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=CLEAN_ENV)
         self.client = Client(int(self.proc.stdout.readline()))
 
-    def paced_timer(self):
-        """After the next kernel is up and the process tree is idle, one
-        execution (the daemon's idle row's pause: settle)."""
+    def paced_timer(self, daemon):
+        """After the next kernel is up and both this server's process tree and
+        the daemon's are idle (a refill of the daemon's pool must not land on
+        the floor's sample), one execution: the idle row's pause."""
         def fn():
             self.client.request("GET", "/ready")
+            daemon.settle()
             settle(self.proc.pid)
             t0 = time.perf_counter()
             status, res = self.client.request("POST", f"/execute/{self.lang}", {"code": "1+1"})

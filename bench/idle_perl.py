@@ -20,14 +20,13 @@ the pause, plus the HTTP floor (the `canned-paced` row of section 1) and
 the daemon's own path.
 """
 import argparse
-import json
 import os
 import socket
 import statistics
 import subprocess
 import time
 
-from harness import spawn_timer
+from harness import kernel_line, spawn_timer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNEL = os.path.join(HERE, "..", "src", "runtimes", "kernels", "perl_kernel.pl")
@@ -35,11 +34,6 @@ PAUSE_S = 0.15
 ECHO = r'$|=1; while (defined(my $l = <STDIN>)) { syswrite(STDOUT, "2\n"); }'
 EVAL = r'$|=1; while (defined(my $l = <STDIN>)) { my $r = eval $l; syswrite(STDOUT, "$r\n"); }'
 CLEAN_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-
-
-def request(cwd, last):
-    return (json.dumps({"code": "1+1", "env": {}, "cwd": cwd, "resultLimit": 65536, "typescript": False,
-                        "replay": False, last: True}, separators=(",", ":")) + "\n").encode()
 
 
 def read_line(sock):
@@ -83,9 +77,9 @@ class Kernel(Loop):
                                      close_fds=False, preexec_fn=lambda: os.dup2(fd, 3))
         child.close()
         read_line(self.sock)  # ready
-        self.sock.sendall(request(cwd, "warmup"))
+        self.sock.sendall(kernel_line("1+1", cwd, "warmup").encode())
         read_line(self.sock)
-        self.line = request(cwd, "reseed")
+        self.line = kernel_line("1+1", cwd, "reseed").encode()
 
 
 def timed(fn, pause):

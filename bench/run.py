@@ -81,7 +81,7 @@ def daemon_variants(p, daemons, path, code, expect, n):
         vs.append(V("canned-paced", paced(main, daemons["canned"].timer()), p["paced_n"]))
     for key in ("ideal", "minimal"):
         if daemons.get(key):
-            vs.append(V(f"{key}-paced", daemons[key].paced_timer(), p["paced_n"]))
+            vs.append(V(f"{key}-paced", daemons[key].paced_timer(main), p["paced_n"]))
     if nopool:
         fn0 = exec_timer(nopool.client, path, code, expect)
         fn0()
