@@ -113,7 +113,8 @@ static void check_cpu_and_wall(struct run_state *s)
                 run_hit_limit(s, EXEC_LIMIT_WALL);
                 return;
         }
-        if (s->p->jp.cg && cgroup_read_usage(s->p->jp.cg, &u) == 0 &&
+        /* The CPU time alone: this runs every tick of a long run. */
+        if (s->p->jp.cg && cgroup_read_usage_of(s->p->jp.cg, 0, &u) == 0 &&
             u.cpu_ns - s->cpu_base + s->cpu_debt > s->lim->cpu_ms * 1000000ULL)
                 run_hit_limit(s, EXEC_LIMIT_CPU);
 }
@@ -235,7 +236,10 @@ static void finish_usage(struct run_state *s)
         struct exec_outcome *o = s->o;
         /* Counted before each answer: complete once the guest moved on. */
         o->refused_syscalls = notify_watch_count(s->p->watch) - s->refused_base;
-        if (s->p->jp.cg && cgroup_read_usage(s->p->jp.cg, &u) == 0) {
+        /* An OOM kill explains only a run that died or never answered: a
+         * run that answered skips that file (one read fewer per answer). */
+        unsigned what = CGROUP_USAGE_PEAK | CGROUP_USAGE_PIDS | (o->died || !o->response ? CGROUP_USAGE_OOM : 0);
+        if (s->p->jp.cg && cgroup_read_usage_of(s->p->jp.cg, what, &u) == 0) {
                 s->cpu_end = u.cpu_ns;
                 s->cpu_end_read = true;
                 o->cpu_ns = u.cpu_ns - s->cpu_base + s->cpu_debt;

@@ -578,12 +578,12 @@ int cgroup_attach(struct cgroup *cg, pid_t pid)
         return 0;
 }
 
-static int read_raw(struct cgroup *cg, struct cgroup_usage *u, bool peak)
+static int read_raw(struct cgroup *cg, struct cgroup_usage *u, unsigned what)
 {
         *u = (struct cgroup_usage){ 0 };
         if (cg->n == 0)
                 return 0;
-        return cg->ops->read_raw(cg, u, peak);
+        return cg->ops->read_raw(cg, u, what);
 }
 
 static uint64_t sub_sat(uint64_t a, uint64_t b)
@@ -602,14 +602,19 @@ static struct cgroup_usage since_base(const struct cgroup *cg, const struct cgro
         };
 }
 
-int cgroup_read_usage(struct cgroup *cg, struct cgroup_usage *ret)
+int cgroup_read_usage_of(struct cgroup *cg, unsigned what, struct cgroup_usage *ret)
 {
         struct cgroup_usage u;
-        int r = read_raw(cg, &u, true);
+        int r = read_raw(cg, &u, what);
         if (r < 0)
                 return r;
         *ret = since_base(cg, &u);
         return 0;
+}
+
+int cgroup_read_usage(struct cgroup *cg, struct cgroup_usage *ret)
+{
+        return cgroup_read_usage_of(cg, CGROUP_USAGE_ALL, ret);
 }
 
 /* SIGKILLs every pid listed in dir/cgroup.procs; *seen counts them. A group
@@ -738,7 +743,7 @@ int cgroup_reset_read(struct cgroup *cg, struct cgroup_usage *before)
          * serves both: the peak reset leaves the other counters alone. The
          * peak itself is not read: the baseline's is 0 whatever it says. */
         struct cgroup_usage raw;
-        r = read_raw(cg, &raw, false);
+        r = read_raw(cg, &raw, CGROUP_USAGE_OOM | CGROUP_USAGE_PIDS);
         if (r < 0)
                 return r;
         if (before) {

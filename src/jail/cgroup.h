@@ -64,6 +64,15 @@ bool cgroup_is_nested(const struct cgroup *cg);
 /* Moves pid into every hierarchy of the group. */
 int cgroup_attach(struct cgroup *cg, pid_t pid);
 int cgroup_read_usage(struct cgroup *cg, struct cgroup_usage *ret);
+/* What cgroup_read_usage_of reads besides the CPU time (each a file read;
+ * a counter not asked for is 0). */
+enum {
+        CGROUP_USAGE_PEAK = 1u << 0,
+        CGROUP_USAGE_OOM = 1u << 1,
+        CGROUP_USAGE_PIDS = 1u << 2,
+        CGROUP_USAGE_ALL = CGROUP_USAGE_PEAK | CGROUP_USAGE_OOM | CGROUP_USAGE_PIDS,
+};
+int cgroup_read_usage_of(struct cgroup *cg, unsigned what, struct cgroup_usage *ret);
 /* True when no process is left in the group. */
 bool cgroup_is_empty(struct cgroup *cg);
 /* SIGKILLs every process in the group (cgroup.kill on v2, procs loop on v1). */

@@ -72,15 +72,15 @@ static int set_limits_v1(struct cgroup *cg, const struct cgroup_limits *lim)
         return 0;
 }
 
-static int read_raw_v1(struct cgroup *cg, struct cgroup_usage *u, bool peak)
+static int read_raw_v1(struct cgroup *cg, struct cgroup_usage *u, unsigned what)
 {
         const char *mem = cg_ctrl_dir(cg, CG_MEMORY), *pids = cg_ctrl_dir(cg, CG_PIDS);
         int r = cg_counter_u64(cg, CG_CNT_CPU, cg_ctrl_dir(cg, CG_CPU), "cpuacct.usage", &u->cpu_ns);
-        if (r >= 0 && peak)
+        if (r >= 0 && (what & CGROUP_USAGE_PEAK))
                 r = cg_counter_u64(cg, CG_CNT_PEAK, mem, "memory.max_usage_in_bytes", &u->memory_peak);
-        if (r >= 0)
+        if (r >= 0 && (what & CGROUP_USAGE_OOM))
                 r = cg_counter_key(cg, CG_CNT_OOM, mem, "memory.oom_control", "oom_kill", &u->oom_kills);
-        if (r >= 0)
+        if (r >= 0 && (what & CGROUP_USAGE_PIDS))
                 r = cg_counter_key(cg, CG_CNT_PIDS, pids, "pids.events", "max", &u->pids_max_hits);
         return r;
 }

@@ -113,16 +113,16 @@ static const char *memory_dir(const struct cgroup *cg)
         return cg->h[0].ctrls & CG_BIT(CG_MEMORY) ? cg->h[0].path : NULL;
 }
 
-static int read_raw_v2(struct cgroup *cg, struct cgroup_usage *u, bool peak)
+static int read_raw_v2(struct cgroup *cg, struct cgroup_usage *u, unsigned what)
 {
         uint64_t usec = 0;
         int r = cg_counter_key(cg, CG_CNT_CPU, cg->h[0].path, "cpu.stat", "usage_usec", &usec);
         u->cpu_ns = usec * 1000;
-        if (r >= 0 && peak)
+        if (r >= 0 && (what & CGROUP_USAGE_PEAK))
                 r = cg_counter_u64(cg, CG_CNT_PEAK, memory_dir(cg), "memory.peak", &u->memory_peak);
-        if (r >= 0)
+        if (r >= 0 && (what & CGROUP_USAGE_OOM))
                 r = cg_counter_key(cg, CG_CNT_OOM, cg->h[0].path, "memory.events", "oom_kill", &u->oom_kills);
-        if (r >= 0)
+        if (r >= 0 && (what & CGROUP_USAGE_PIDS))
                 r = cg_counter_key(cg, CG_CNT_PIDS, cg->h[0].path, "pids.events", "max", &u->pids_max_hits);
         return r;
 }

@@ -409,6 +409,28 @@ TEST(cgroup_v1_oom_kill)
         ASSERT_EQ(u.pids_max_hits, 0);
 }
 
+/* A read of some counters leaves the others at 0 and still subtracts the
+ * reset's baselines from what it reads. */
+TEST(cgroup_v1_read_usage_of_reads_only_what_is_asked)
+{
+        require_v1();
+        struct cgroup *cg = make_group(0, "oomsome", 64 * MiB, 10);
+        int st = wait_status(spawn_attached(cg, child_eat_200m));
+        ASSERT_TRUE(WIFSIGNALED(st));
+        struct cgroup_usage u;
+        ASSERT_OK(cgroup_read_usage_of(cg, CGROUP_USAGE_PEAK | CGROUP_USAGE_PIDS, &u));
+        ASSERT_EQ(u.oom_kills, 0);
+        ASSERT_TRUE(u.memory_peak >= 56 * MiB);
+        ASSERT_OK(cgroup_read_usage_of(cg, 0, &u));
+        ASSERT_EQ(u.memory_peak, 0);
+        ASSERT_OK(cgroup_read_usage_of(cg, CGROUP_USAGE_OOM, &u));
+        ASSERT_TRUE(u.oom_kills >= 1);
+        ASSERT_EQ(u.memory_peak, 0);
+        ASSERT_OK(cgroup_reset(cg));
+        ASSERT_OK(cgroup_read_usage_of(cg, CGROUP_USAGE_OOM, &u));
+        ASSERT_EQ(u.oom_kills, 0); /* the baseline the reset took */
+}
+
 TEST(cgroup_v1_pids_limit)
 {
         require_v1();
