@@ -77,8 +77,9 @@ struct cgroup_ops {
         int (*root_open)(struct cgroup_root *root, const char *name);
         int (*set_limits)(struct cgroup *cg, const struct cgroup_limits *lim);
         /* Raw cumulative counters, before subtracting the reset baseline.
-         * peak false: memory_peak is left 0, unread (a syscall fewer). */
-        int (*read_raw)(struct cgroup *cg, struct cgroup_usage *u, unsigned what); /* CGROUP_USAGE_* */
+         * The CPU time always; of the others only those in what
+         * (CGROUP_USAGE_*), the rest left 0, unread (a syscall each fewer). */
+        int (*read_raw)(struct cgroup *cg, struct cgroup_usage *u, unsigned what);
         /* Optional: 1 empty, 0 not, < 0 unknown (cgroup.procs is read then). */
         int (*is_empty)(const struct cgroup *cg);
         /* Optional: atomic kill; -ENOENT falls back to the procs loop. */
