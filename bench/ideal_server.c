@@ -32,6 +32,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/io.h"
+
 struct kernel {
         pid_t pid;
         int sock;
@@ -48,15 +50,8 @@ static void die(const char *what)
 
 static void write_all_or_die(int fd, const char *buf, size_t len)
 {
-        while (len) {
-                ssize_t n = write(fd, buf, len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        die("write");
-                buf += n;
-                len -= (size_t)n;
-        }
+        if (write_all(fd, buf, len) < 0)
+                die("write");
 }
 
 /* One line from the kernel, without its newline. */

@@ -208,7 +208,7 @@ static struct kproc *pool_start_member(struct engine *e, const struct runtime *r
         }
         *failures = 0;
         struct cgroup_usage u = { 0 };
-        if (k->p.jp.cg && cgroup_read_usage(k->p.jp.cg, &u) == 0)
+        if (k->p.jp.cg && cgroup_read_usage_of(k->p.jp.cg, CGROUP_USAGE_PEAK, &u) == 0)
                 k->pool_bytes = u.memory_peak; /* what it costs to keep it */
         if (k->p.jp.cg && cgroup_reset(k->p.jp.cg) == 0)
                 k->counters_fresh = true; /* boot is not the request's usage */

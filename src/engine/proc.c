@@ -427,15 +427,6 @@ int proc_wait(struct proc *p, int timeout_ms, struct proc_status *ret)
         return 0;
 }
 
-int proc_usage(struct proc *p, uint64_t *ret_cpu_ns, uint64_t *ret_memory_peak)
-{
-        struct cgroup_usage u = { 0 };
-        int r = p->jp.cg ? cgroup_read_usage(p->jp.cg, &u) : -ENOENT;
-        *ret_cpu_ns = u.cpu_ns;
-        *ret_memory_peak = u.memory_peak;
-        return r;
-}
-
 int proc_run(struct proc *p, const void *stdin_data, size_t stdin_len, const struct exec_limits *lim,
              struct exec_outcome *ret)
 {

@@ -91,8 +91,6 @@ void proc_status_decode(int wait_status, struct proc_status *ret);
 /* Waits up to timeout_ms (-1: forever; 0: poll) for the exit, reaping it.
  * 0 with ret filled, -ETIMEDOUT, or -errno. */
 int proc_wait(struct proc *p, int timeout_ms, struct proc_status *ret);
-/* The jail's cgroup usage so far (cpu_ns, memory_peak). */
-int proc_usage(struct proc *p, uint64_t *ret_cpu_ns, uint64_t *ret_memory_peak);
 
 /* Runs to completion under lim (NULL: the engine's): feeds stdin_data (if
  * the spec has a stdin pipe), captures stdout/stderr up to the output
