@@ -496,9 +496,7 @@ class IdealServer(CannedHttp):
             t0 = time.perf_counter()
             status, res = self.client.request("POST", f"/execute/{self.lang}", {"code": "1+1"})
             dt = time.perf_counter() - t0
-            texts = [r.get("text") for r in (res or {}).get("results", [])] if isinstance(res, dict) else []
-            if status != 200 or texts != ["2"]:
-                raise BenchError(f"ideal server ({self.lang}): {status} {res!r}")
+            check_exec(status, res, "2", f"ideal server ({self.lang})")
             return dt
         return fn
 
