@@ -184,12 +184,14 @@ def test_row_03_inotify_instances_are_per_sandbox(idd):
 
 # ---- row 4: templates' user namespaces are not owned by root ----
 
-def test_row_04_stateless_inotify_does_not_spend_roots(idd):
-    libc = ctypes.CDLL(None, use_errno=True)
+def hold_while_root_inits(d, libc):
+    """Runs a stateless cell that holds up to 128 inotify instances for
+    2.5 s and, 1.2 s in, makes one as host root; returns (held, root's fd,
+    root's errno)."""
     box = {}
 
     def hold():
-        box["res"] = execute(idd, "python", HOLD_INOTIFY.format(n=128) + "import time\ntime.sleep(2.5)\n")
+        box["res"] = execute(d, "python", HOLD_INOTIFY.format(n=128) + "import time\ntime.sleep(2.5)\n")
 
     t = threading.Thread(target=hold)
     t.start()
@@ -199,9 +201,23 @@ def test_row_04_stateless_inotify_does_not_spend_roots(idd):
     t.join()
     if fd >= 0:
         os.close(fd)
-    held = int(stdout(box["res"]))
-    assert held >= 100, box["res"]
-    assert fd >= 0, f"host root's inotify_init failed with errno {err} while a stateless run held {held}"
+    return int(stdout(box["res"])), fd, err
+
+
+def test_row_04_stateless_inotify_does_not_spend_roots(idd):
+    libc = ctypes.CDLL(None, use_errno=True)
+    # A stateless run's jail dies off the reply path (engine.c: a few ms
+    # after its answer, at idle CPU priority while the machine is busy);
+    # until it has, the instances it held still count for the template's
+    # owner, so the run just before this one (row 3's) can leave fewer than
+    # 128 for a moment. Root must keep its own in every attempt.
+    for _ in range(3):
+        held, fd, err = hold_while_root_inits(idd, libc)
+        assert fd >= 0, f"host root's inotify_init failed with errno {err} while a stateless run held {held}"
+        if held >= 100:
+            break
+        time.sleep(0.5)
+    assert held >= 100, f"a stateless run could hold only {held} inotify instances"
 
 
 # ---- row 2: pid 1 of a jail holds nothing ----
